@@ -1,0 +1,138 @@
+package caddyhook
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// accessLogIdentity names the logger Caddy's servers write access entries
+// to, so entries written here reach the same configured logs.
+type accessLogIdentity struct{}
+
+// CaddyModule gives the access logger's name; it is never registered.
+func (accessLogIdentity) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.log.access", New: func() caddy.Module { return accessLogIdentity{} }}
+}
+
+// accessLog keeps hook tokens out of Caddy's access log. Caddy redacts
+// Authorization by default but logs every other header and the query
+// string verbatim, and it captures the request before any handler runs, so
+// a token sent as x-service-token or ?token= (or as Authorization when
+// log_credentials is on) would be written as is. For such requests the handler asks Caddy to skip its
+// entry and writes the same entry itself, with those headers redacted.
+type accessLog struct {
+	logger *zap.Logger
+	logs   *caddyhttp.ServerLogConfig
+}
+
+// newAccessLog returns nil when the server has no access log.
+func newAccessLog(ctx caddy.Context) *accessLog {
+	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	if srv == nil || srv.Logs == nil {
+		return nil
+	}
+	return &accessLog{logger: ctx.Logger(accessLogIdentity{}), logs: srv.Logs}
+}
+
+// takeOver reports whether r would leak a token into the access log and,
+// if so, tells Caddy to skip its own entry for r.
+func (l *accessLog) takeOver(r *http.Request) bool {
+	if l == nil {
+		return false
+	}
+	if r.Header.Get(headerServiceToken) == "" && !queryHasToken(r.URL.RawQuery) &&
+		(!l.logs.ShouldLogCredentials || r.Header.Get("Authorization") == "") {
+		return false
+	}
+	caddyhttp.SetVar(r.Context(), caddyhttp.LogSkipVar, true)
+	return true
+}
+
+// emit writes the access entry Caddy skipped, with tokens redacted.
+func (l *accessLog) emit(r *http.Request, status, size int, start time.Time) {
+	clean := *r
+	clean.RequestURI = redactQuery(r.RequestURI)
+	clean.Header = r.Header.Clone()
+	for _, name := range []string{headerServiceToken, "Authorization", "Proxy-Authorization", "Cookie"} {
+		if _, ok := clean.Header[name]; ok {
+			clean.Header[name] = []string{"REDACTED"}
+		}
+	}
+	req := zap.Object("request", caddyhttp.LoggableHTTPRequest{Request: &clean})
+	fields := []zapcore.Field{
+		req,
+		zap.Int("bytes_read", int(max(r.ContentLength, 0))),
+		zap.String("user_id", ""),
+		zap.Duration("duration", time.Since(start)),
+		zap.Int("size", size),
+		zap.Int("status", status),
+	}
+	lvl := zapcore.InfoLevel
+	if status >= 500 {
+		lvl = zapcore.ErrorLevel
+	}
+	for _, lg := range l.loggers(r) {
+		if ce := lg.Check(lvl, "handled request"); ce != nil {
+			ce.Write(fields...)
+		}
+	}
+}
+
+// redactQuery replaces the values of token query parameters in uri.
+func redactQuery(uri string) string {
+	path, query, ok := strings.Cut(uri, "?")
+	if !ok || !queryHasToken(query) {
+		return uri
+	}
+	parts := strings.Split(query, "&")
+	for i, part := range parts {
+		if queryHasToken(part) {
+			key, _, _ := strings.Cut(part, "=")
+			parts[i] = key + "=REDACTED"
+		}
+	}
+	return path + "?" + strings.Join(parts, "&")
+}
+
+// loggers picks the access loggers for r's host as Caddy does.
+func (l *accessLog) loggers(r *http.Request) []*zap.Logger {
+	host, _, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host = r.Host
+	}
+	names, ok := l.logs.LoggerNames[strings.ToLower(host)]
+	if !ok {
+		labels := strings.Split(strings.ToLower(host), ".")
+		for i := range labels {
+			if labels[i] == "" {
+				continue
+			}
+			labels[i] = "*"
+			if names, ok = l.logs.LoggerNames[strings.Join(labels, ".")]; ok {
+				break
+			}
+		}
+	}
+	if !ok {
+		if l.logs.SkipUnmappedHosts {
+			return nil
+		}
+		names = []string{l.logs.DefaultLoggerName}
+	}
+	out := make([]*zap.Logger, 0, len(names))
+	for _, n := range names {
+		if n == "" {
+			out = append(out, l.logger)
+		} else {
+			out = append(out, l.logger.Named(n))
+		}
+	}
+	return out
+}

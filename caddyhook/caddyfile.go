@@ -1,0 +1,232 @@
+package caddyhook
+
+import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("hooks", parseCaddyfile)
+	httpcaddyfile.RegisterDirectiveOrder("hooks", httpcaddyfile.Before, "respond")
+}
+
+// parseCaddyfile sets up the handler from Caddyfile tokens.
+func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	hk := new(Handler)
+	err := hk.UnmarshalCaddyfile(h.Dispenser)
+	return hk, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	hooks [<path>] {
+//	    path                         <base path>
+//	    token                        <hook token>
+//	    gateway                      unix//<socket> | <loopback host:port>
+//	    gateway_token                <token>
+//	    gateway_prefix               <path>
+//	    gateway_timeout              <duration>
+//	    gateway_forward_client_ip    [true|false]
+//	    max_body                     <size>
+//	    auth_failures                <count> [<window>]
+//	    lockout                      <duration>
+//	    lockout_table_size           <entries>
+//	    ipv6_prefix                  <bits>
+//	    idempotency_ttl              <duration>
+//	    agents                       <id>...
+//	    allowed_agent_ids            [<id>...]
+//	    default_session_key          <key>
+//	    allow_request_session_key    [true|false]
+//	    allowed_session_key_prefixes <prefix>...
+//	    allowed_models               <model>...
+//	    channels                     <channel>...
+//	    enabled                      true|false
+//	}
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		h.Path = d.Val()
+	}
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for d.NextBlock(0) {
+		if err := h.unmarshalOption(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unmarshalOption parses one subdirective of the hooks block.
+func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
+	switch name := d.Val(); name {
+	case "path":
+		return oneArg(d, &h.Path)
+	case "token":
+		return oneArg(d, &h.Token)
+	case "gateway":
+		return oneArg(d, &h.Gateway)
+	case "gateway_token":
+		return oneArg(d, &h.GatewayToken)
+	case "gateway_prefix":
+		return oneArg(d, &h.GatewayPrefix)
+	case "default_session_key":
+		return oneArg(d, &h.DefaultSessionKey)
+	case "gateway_timeout":
+		return durationArg(d, &h.GatewayTimeout)
+	case "lockout":
+		return durationArg(d, &h.Lockout)
+	case "idempotency_ttl":
+		return durationArg(d, &h.IdempotencyTTL)
+	case "max_body":
+		return sizeArg(d, &h.MaxBody)
+	case "lockout_table_size":
+		return intArg(d, &h.LockoutTableSize)
+	case "ipv6_prefix":
+		return intArg(d, &h.IPv6Prefix)
+	case "gateway_forward_client_ip":
+		return flagArg(d, &h.GatewayForwardClientIP)
+	case "allow_request_session_key":
+		return flagArg(d, &h.AllowRequestSessionKey)
+	case "enabled":
+		var on bool
+		if err := flagArg(d, &on); err != nil {
+			return err
+		}
+		h.Enabled = &on
+		return nil
+	case "agents":
+		return listArg(d, &h.Agents, true)
+	case "allowed_session_key_prefixes":
+		return listArg(d, &h.AllowedSessionKeyPrefixes, true)
+	case "allowed_models":
+		return listArg(d, &h.AllowedModels, true)
+	case "channels":
+		return listArg(d, &h.Channels, true)
+	case "allowed_agent_ids":
+		ids := []string{}
+		if err := listArg(d, &ids, false); err != nil {
+			return err
+		}
+		h.AllowedAgentIDs = &ids
+		return nil
+	case "auth_failures":
+		return h.unmarshalAuthFailures(d)
+	default:
+		return d.Errf("unrecognized hooks subdirective '%s'", name)
+	}
+}
+
+// unmarshalAuthFailures parses `auth_failures <count> [<window>]`.
+func (h *Handler) unmarshalAuthFailures(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) < 1 || len(args) > 2 {
+		return d.ArgErr()
+	}
+	af := new(AuthFailures)
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 1 {
+		return d.Errf("auth_failures: count %q must be a positive integer", args[0])
+	}
+	af.Count = n
+	if len(args) == 2 {
+		w, err := caddy.ParseDuration(args[1])
+		if err != nil {
+			return d.Errf("auth_failures: window %q: %v", args[1], err)
+		}
+		af.Window = caddy.Duration(w)
+	}
+	h.AuthFailures = af
+	return nil
+}
+
+// oneArg reads exactly one argument.
+func oneArg(d *caddyfile.Dispenser, dst *string) error {
+	name := d.Val()
+	args := d.RemainingArgs()
+	if len(args) != 1 {
+		return d.Errf("%s: expected exactly one value", name)
+	}
+	*dst = args[0]
+	return nil
+}
+
+// durationArg reads one duration.
+func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	v, err := caddy.ParseDuration(s)
+	if err != nil {
+		return d.Errf("%s: invalid duration %q: %v", d.Val(), s, err)
+	}
+	*dst = caddy.Duration(v)
+	return nil
+}
+
+// sizeArg reads one byte size such as 256KiB or 1MB.
+func sizeArg(d *caddyfile.Dispenser, dst *int64) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	v, err := humanize.ParseBytes(s)
+	if err != nil || v == 0 || v > 1<<40 {
+		return d.Errf("%s: invalid size %q", d.Val(), s)
+	}
+	*dst = int64(v)
+	return nil
+}
+
+// intArg reads one integer.
+func intArg(d *caddyfile.Dispenser, dst *int) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return d.Errf("%s: invalid integer %q", d.Val(), s)
+	}
+	*dst = v
+	return nil
+}
+
+// flagArg reads an optional true/false (no value means true).
+func flagArg(d *caddyfile.Dispenser, dst *bool) error {
+	args := d.RemainingArgs()
+	switch {
+	case len(args) == 0:
+		*dst = true
+	case len(args) == 1:
+		v, err := strconv.ParseBool(args[0])
+		if err != nil {
+			return d.Errf("%s: expected true or false, got %q", d.Val(), args[0])
+		}
+		*dst = v
+	default:
+		return d.ArgErr()
+	}
+	return nil
+}
+
+// listArg appends the remaining arguments; required lists need one.
+func listArg(d *caddyfile.Dispenser, dst *[]string, required bool) error {
+	args := d.RemainingArgs()
+	if required && len(args) == 0 {
+		return d.Errf("%s: expected at least one value", d.Val())
+	}
+	*dst = append(*dst, args...)
+	return nil
+}
+
+
+// Interface guard
+var _ caddyfile.Unmarshaler = (*Handler)(nil)

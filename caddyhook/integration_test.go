@@ -1,0 +1,498 @@
+package caddyhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	"github.com/caddyhook/caddyhook/internal/devgw"
+)
+
+// Secrets used by the integration tests; the log checks look for them.
+const (
+	itHookToken    = "it-hook-token-4f1c2b9a7e6d5c3b2a190817f6e5d4c3"
+	itGatewayToken = "it-gateway-token-9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d"
+)
+
+// ingress is a real Caddy server running the hooks module in this process,
+// in front of a devgw gateway on a Unix socket.
+type ingress struct {
+	t       *testing.T
+	base    string // http://127.0.0.1:port
+	gw      *devgw.Gateway
+	gwSrv   *http.Server
+	sock    string
+	dir     string
+	logPath string
+	client  *http.Client
+}
+
+// ingressOpts shapes the Caddyfile of a test ingress.
+type ingressOpts struct {
+	hooks   string // extra lines inside the hooks block
+	global  string // extra lines inside the global options block
+	gateway string // gateway address override ("" = the devgw socket)
+	noGW    bool   // do not start the gateway
+}
+
+// startIngress starts a gateway and Caddy with the hooks module.
+func startIngress(t *testing.T, o ingressOpts) *ingress {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "chk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	in := &ingress{t: t, dir: dir, sock: filepath.Join(dir, "gw.sock"), logPath: filepath.Join(dir, "caddy.log"),
+		client: &http.Client{Timeout: 15 * time.Second}}
+	in.gw = devgw.New(devgw.Config{Token: itGatewayToken, Record: true})
+	if !o.noGW {
+		in.startGateway()
+	}
+	gateway := o.gateway
+	if gateway == "" {
+		gateway = "unix/" + in.sock
+	}
+	port := freePort(t)
+	in.base = fmt.Sprintf("http://127.0.0.1:%d", port)
+	cf := fmt.Sprintf(`{
+	admin off
+	auto_https off
+	persist_config off
+	log {
+		output file %[1]s
+		format json
+		level DEBUG
+	}
+	%[2]s
+}
+http://127.0.0.1:%[3]d {
+	log {
+		output file %[1]s
+		format json
+	}
+	hooks {
+		token %[4]s
+		gateway %[5]s
+		gateway_token %[6]s
+		%[7]s
+	}
+	respond "next handler" 200
+}
+`, in.logPath, o.global, port, itHookToken, gateway, itGatewayToken, o.hooks)
+	in.load(cf)
+	t.Cleanup(func() {
+		_ = caddy.Stop()
+		if in.gwSrv != nil {
+			_ = in.gwSrv.Close()
+		}
+	})
+	return in
+}
+
+// load adapts and runs a Caddyfile.
+func (in *ingress) load(cf string) {
+	in.t.Helper()
+	cfgJSON, warn, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), map[string]any{"filename": filepath.Join(in.dir, "Caddyfile")})
+	if err != nil {
+		in.t.Fatalf("adapt: %v (%v)", err, warn)
+	}
+	if err := caddy.Load(cfgJSON, true); err != nil {
+		in.t.Fatalf("load: %v", err)
+	}
+	if in.client != nil {
+		in.client.CloseIdleConnections()
+	}
+}
+
+// startGateway (re)starts the devgw on the socket.
+func (in *ingress) startGateway() {
+	in.t.Helper()
+	ln, err := devgw.Listen("unix/" + in.sock)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	in.gwSrv = devgw.Server(in.gw)
+	go func() { _ = in.gwSrv.Serve(ln) }()
+}
+
+// stopGateway stops the gateway and removes its socket.
+func (in *ingress) stopGateway() {
+	_ = in.gwSrv.Close()
+	_ = os.Remove(in.sock)
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// result is one answered request.
+type result struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// json decodes the body as an object.
+func (r result) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(r.body), &m); err != nil {
+		t.Fatalf("reply %q is not a JSON object: %v", r.body, err)
+	}
+	return m
+}
+
+// do sends a request; hdr is "Name: value" pairs.
+func (in *ingress) do(method, path, body string, hdr ...string) result {
+	in.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, in.base+path, rd)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for _, h := range hdr {
+		k, v, _ := strings.Cut(h, ":")
+		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	resp, err := in.client.Do(req)
+	if err != nil {
+		in.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return result{status: resp.StatusCode, header: resp.Header, body: string(b)}
+}
+
+// post sends an authenticated POST.
+func (in *ingress) post(path, body string, hdr ...string) result {
+	in.t.Helper()
+	return in.do(http.MethodPost, path, body, append([]string{"Authorization: Bearer " + itHookToken}, hdr...)...)
+}
+
+// logs returns everything Caddy logged so far.
+func (in *ingress) logs() string {
+	b, _ := os.ReadFile(in.logPath)
+	return string(b)
+}
+
+func TestIntegrationWakeAndAgent(t *testing.T) {
+	in := startIngress(t, ingressOpts{hooks: `
+		agents main ops
+		allowed_agent_ids main ops
+		allow_request_session_key
+		allowed_session_key_prefixes hook:
+		allowed_models openai/gpt-4o`})
+
+	r := in.post("/hooks/wake", `{"text":"  disk almost full  ","mode":"next-heartbeat"}`)
+	if r.status != 200 || r.json(t)["mode"] != "next-heartbeat" || r.json(t)["eventOutcome"] != "enqueued" {
+		t.Fatalf("wake: %d %s", r.status, r.body)
+	}
+	r = in.do(http.MethodPost, "/hooks/agent", `{"message":"summarise the alert","agentId":"OPS","sessionKey":"HOOK:alerts","model":"openai/gpt-4o","deliver":false,"timeoutSeconds":90.7}`,
+		"x-service-token: "+itHookToken)
+	if r.status != 200 {
+		t.Fatalf("agent: %d %s", r.status, r.body)
+	}
+	got := in.gw.Received()
+	if len(got) != 2 {
+		t.Fatalf("gateway received %d requests, want 2", len(got))
+	}
+	if want := map[string]any{"text": "disk almost full", "mode": "next-heartbeat"}; !jsonEqual(got[0].Body, want) {
+		t.Errorf("wake body = %v, want %v", got[0].Body, want)
+	}
+	agent := got[1].Body
+	if runID := r.json(t)["runId"]; runID != got[1].RunID {
+		t.Errorf("runId %v is not the gateway's %v", runID, got[1].RunID)
+	}
+	for k, want := range map[string]any{"agentId": "ops", "sessionKey": "HOOK:alerts", "model": "openai/gpt-4o", "deliver": false, "timeoutSeconds": float64(90)} {
+		if agent[k] != want {
+			t.Errorf("agent body %s = %v, want %v", k, agent[k], want)
+		}
+	}
+	for _, k := range []string{"channel", "to", "name", "wakeMode", "thinking"} {
+		if _, ok := agent[k]; ok {
+			t.Errorf("agent body carries defaulted %s: %v", k, agent[k])
+		}
+	}
+	msg, _ := agent["message"].(string)
+	if !strings.Contains(msg, "summarise the alert") || !strings.Contains(msg, "<<<EXTERNAL_UNTRUSTED_CONTENT id=\"") || !strings.Contains(msg, "Source: Webhook") {
+		t.Errorf("message not wrapped: %q", msg)
+	}
+	if got[0].IdempotencyKey == "" || got[1].IdempotencyKey == "" || got[0].IdempotencyKey == got[1].IdempotencyKey {
+		t.Errorf("Idempotency-Keys %q %q: want distinct, non-empty", got[0].IdempotencyKey, got[1].IdempotencyKey)
+	}
+	if got[1].ForwardedFor != "" {
+		t.Errorf("X-Forwarded-For sent while gateway_forward_client_ip is off: %q", got[1].ForwardedFor)
+	}
+}
+
+func TestIntegrationRejections(t *testing.T) {
+	in := startIngress(t, ingressOpts{hooks: `
+		agents main ops
+		allowed_agent_ids main
+		allowed_models openai/gpt-4o
+		max_body 1KiB`})
+	auth := "Authorization: Bearer " + itHookToken
+	big := `{"text":"` + strings.Repeat("x", 2000) + `"}`
+	cases := []struct {
+		name, method, path, body string
+		hdr                      []string
+		status                   int
+		want                     string
+	}{
+		{"query token", "POST", "/hooks/wake?token=" + itHookToken, `{"text":"x"}`, nil, 400, reasonQueryToken},
+		{"query token even with header", "POST", "/hooks/wake?a=1&Token=x", `{"text":"x"}`, []string{auth}, 400, reasonQueryToken},
+		{"GET", "GET", "/hooks/wake", "", []string{auth}, 405, ""},
+		{"no token", "POST", "/hooks/wake", `{"text":"x"}`, nil, 401, ""},
+		{"wrong token", "POST", "/hooks/wake", `{"text":"x"}`, []string{"Authorization: Bearer " + strings.Repeat("a", 48)}, 401, ""},
+		{"basic scheme", "POST", "/hooks/wake", `{"text":"x"}`, []string{"Authorization: Basic " + itHookToken}, 401, ""},
+		{"empty sub-path", "POST", "/hooks", `{"text":"x"}`, []string{auth}, 404, ""},
+		{"unknown sub-path", "POST", "/hooks/nope", `{"text":"x"}`, []string{auth}, 404, ""},
+		{"text/plain", "POST", "/hooks/wake", `{"text":"x"}`, []string{auth, "Content-Type: text/plain"}, 415, reasonContentType},
+		{"too large", "POST", "/hooks/wake", big, []string{auth}, 413, reasonTooLarge},
+		{"invalid JSON", "POST", "/hooks/wake", `{"text":`, []string{auth}, 400, reasonInvalidJSON},
+		{"array body", "POST", "/hooks/wake", `["text"]`, []string{auth}, 400, reasonNotObject},
+		{"missing text", "POST", "/hooks/wake", `{"mode":"now"}`, []string{auth}, 400, "text required"},
+		{"empty body wake", "POST", "/hooks/wake", ``, []string{auth}, 400, "text required"},
+		{"missing message", "POST", "/hooks/agent", `{"message":"   "}`, []string{auth}, 400, "message required"},
+		{"bad channel", "POST", "/hooks/agent", `{"message":"m","channel":"fax"}`, []string{auth}, 400, "channel must be last|whatsapp|telegram|discord|slack|mattermost|signal|imessage|msteams"},
+		{"empty model", "POST", "/hooks/agent", `{"message":"m","model":" "}`, []string{auth}, 400, "model required"},
+		{"model not allowed", "POST", "/hooks/agent", `{"message":"m","model":"x/y"}`, []string{auth}, 400, string(errModelNotAllowed)},
+		{"agent not allowed", "POST", "/hooks/agent", `{"message":"m","agentId":"ops"}`, []string{auth}, 400, string(errAgentNotAllowed)},
+		{"session key disabled", "POST", "/hooks/agent", `{"message":"m","sessionKey":"hook:x"}`, []string{auth}, 400, string(errSessionKeyDisabled)},
+		{"idempotency key too long", "POST", "/hooks/agent", `{"message":"m"}`, []string{auth, "Idempotency-Key: " + strings.Repeat("k", 257)}, 400, reasonIdemKeyLong},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := in.do(c.method, c.path, c.body, c.hdr...)
+			if r.status != c.status {
+				t.Fatalf("status %d (%s), want %d", r.status, r.body, c.status)
+			}
+			if c.want != "" {
+				if e := r.json(t); e["ok"] != false || e["error"] != c.want {
+					t.Fatalf("body %s, want error %q", r.body, c.want)
+				}
+			}
+			if c.status == 405 && r.header.Get("Allow") != "POST" {
+				t.Fatalf("405 without Allow: POST")
+			}
+		})
+	}
+	if n := len(in.gw.Received()); n != 0 {
+		t.Fatalf("gateway saw %d rejected requests", n)
+	}
+	if r := in.do("GET", "/elsewhere", ""); r.status != 200 || r.body != "next handler" {
+		t.Fatalf("outside the base path: %d %q", r.status, r.body)
+	}
+	if r := in.do("POST", "/hooksx/wake", `{}`); r.body != "next handler" {
+		t.Fatalf("/hooksx is not under /hooks: %d %q", r.status, r.body)
+	}
+}
+
+func TestIntegrationChunkedBodyOverLimit(t *testing.T) {
+	in := startIngress(t, ingressOpts{hooks: "max_body 1KiB"})
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = pw.Write([]byte(`{"text":"` + strings.Repeat("y", 4096) + `"}`))
+		_ = pw.Close()
+	}()
+	req, _ := http.NewRequest(http.MethodPost, in.base+"/hooks/wake", pr)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+itHookToken)
+	resp, err := in.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 413 || len(req.TransferEncoding) == 0 && req.ContentLength != -1 && req.ContentLength != 0 {
+		t.Fatalf("chunked over limit: %d (content-length %d)", resp.StatusCode, req.ContentLength)
+	}
+	if n := len(in.gw.Received()); n != 0 {
+		t.Fatalf("a truncated body reached the gateway")
+	}
+}
+
+func TestIntegrationLockout(t *testing.T) {
+	in := startIngress(t, ingressOpts{})
+	bad := "Authorization: Bearer " + strings.Repeat("b", 40)
+	for i := range 20 {
+		// a forwarded header from an untrusted peer must not change the key
+		r := in.do("POST", "/hooks/wake", `{"text":"x"}`, bad, fmt.Sprintf("X-Forwarded-For: 203.0.113.%d", i))
+		if r.status != 401 {
+			t.Fatalf("failure %d: status %d", i+1, r.status)
+		}
+	}
+	r := in.post("/hooks/wake", `{"text":"x"}`, "X-Forwarded-For: 198.51.100.7")
+	if r.status != 429 {
+		t.Fatalf("valid token after 20 failures: %d, want 429", r.status)
+	}
+	ra := r.header.Get("Retry-After")
+	var secs int
+	if _, err := fmt.Sscan(ra, &secs); err != nil || secs < 1 || secs > 60 {
+		t.Fatalf("Retry-After %q, want whole seconds in [1,60]", ra)
+	}
+	if n := len(in.gw.Received()); n != 0 {
+		t.Fatalf("gateway saw %d requests from a locked address", n)
+	}
+	// the lockout table survives a config reload with the same settings
+	in.load(strings.Replace(in.currentCaddyfile(t), "respond \"next handler\" 200", "respond \"reloaded\" 200", 1))
+	if r := in.post("/hooks/wake", `{"text":"x"}`); r.status != 429 {
+		t.Fatalf("after reload: %d, want 429 (lockout state lost)", r.status)
+	}
+}
+
+// currentCaddyfile rebuilds the default test Caddyfile (for reload tests).
+func (in *ingress) currentCaddyfile(t *testing.T) string {
+	port := strings.TrimPrefix(in.base, "http://127.0.0.1:")
+	return fmt.Sprintf(`{
+	admin off
+	auto_https off
+	persist_config off
+	log {
+		output file %s
+		format json
+		level DEBUG
+	}
+}
+http://127.0.0.1:%s {
+	hooks {
+		token %s
+		gateway unix/%s
+		gateway_token %s
+	}
+	respond "next handler" 200
+}
+`, in.logPath, port, itHookToken, in.sock, itGatewayToken)
+}
+
+func TestIntegrationTrustedProxyKeysLockout(t *testing.T) {
+	in := startIngress(t, ingressOpts{global: `servers {
+		trusted_proxies static 127.0.0.0/8
+	}`})
+	bad := "Authorization: Bearer " + strings.Repeat("c", 40)
+	for range 20 {
+		in.do("POST", "/hooks/wake", `{"text":"x"}`, bad, "X-Forwarded-For: 203.0.113.9")
+	}
+	if r := in.post("/hooks/wake", `{"text":"x"}`, "X-Forwarded-For: 203.0.113.9"); r.status != 429 {
+		t.Fatalf("locked client behind trusted proxy: %d, want 429", r.status)
+	}
+	if r := in.post("/hooks/wake", `{"text":"x"}`, "X-Forwarded-For: 203.0.113.10"); r.status != 200 {
+		t.Fatalf("another client behind the same trusted proxy: %d %s, want 200", r.status, r.body)
+	}
+}
+
+func TestIntegrationIdempotentReplay(t *testing.T) {
+	in := startIngress(t, ingressOpts{})
+	body := `{"message":"deploy finished"}`
+	first := in.post("/hooks/agent", body, "Idempotency-Key: deploy-42")
+	second := in.post("/hooks/agent", body, "Idempotency-Key: deploy-42")
+	if first.status != 200 || second.status != 200 || first.body != second.body {
+		t.Fatalf("replay: %d %s / %d %s", first.status, first.body, second.status, second.body)
+	}
+	third := in.post("/hooks/agent", `{"message":"deploy finished","idempotencyKey":"deploy-43"}`)
+	fourth := in.post("/hooks/agent", `{"message":"deploy finished","idempotencyKey":"deploy-43"}`)
+	if third.body != fourth.body || third.body == first.body {
+		t.Fatalf("body-field key: %s / %s", third.body, fourth.body)
+	}
+	// a different action under the same key is a different request
+	other := in.post("/hooks/agent", `{"message":"another"}`, "Idempotency-Key: deploy-42")
+	if other.status != 200 || other.body == first.body {
+		t.Fatalf("same key, other action: %d %s", other.status, other.body)
+	}
+	if n := in.gw.Count("agent"); n != 3 {
+		t.Fatalf("gateway dispatches = %d, want 3", n)
+	}
+}
+
+func TestIntegrationGatewayFailures(t *testing.T) {
+	in := startIngress(t, ingressOpts{hooks: "gateway_timeout 300ms"})
+	// a gateway 4xx with {"ok":false,"error":…} becomes 400 "gateway: …"
+	r := in.post("/hooks/agent", `{"message":"m","channel":"slack"}`)
+	if e := r.json(t); r.status != 400 || e["error"] != "gateway: channel and to must be set together for hook delivery" {
+		t.Fatalf("gateway 400: %d %s", r.status, r.body)
+	}
+	in.gw.FailWith(func(string) int { return 503 })
+	if r := in.post("/hooks/wake", `{"text":"x"}`); r.status != 502 {
+		t.Fatalf("gateway 503: %d %s, want 502", r.status, r.body)
+	}
+	in.gw.FailWith(nil)
+	in.stopGateway()
+	start := time.Now()
+	r = in.post("/hooks/wake", `{"text":"x"}`)
+	if r.status != 502 || time.Since(start) > time.Second {
+		t.Fatalf("dead gateway: %d after %s, want 502 within 1s", r.status, time.Since(start))
+	}
+	// a gateway that accepts but never answers → 504 within the timeout
+	ln, err := net.Listen("unix", in.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	start = time.Now()
+	r = in.post("/hooks/wake", `{"text":"x"}`)
+	if r.status != 504 || time.Since(start) > 2*time.Second {
+		t.Fatalf("hanging gateway: %d after %s, want 504 within ~300ms", r.status, time.Since(start))
+	}
+}
+
+func TestIntegrationLogsHoldNoSecrets(t *testing.T) {
+	in := startIngress(t, ingressOpts{})
+	secretText := "PAYLOAD-CANARY-7f3e"
+	in.post("/hooks/agent", `{"message":"`+secretText+`"}`)
+	in.do("POST", "/hooks/agent", `{"message":"`+secretText+`"}`, "x-service-token: "+itHookToken)
+	in.do("POST", "/hooks/agent", `{"message":"`+secretText+`"}`, "x-service-token: wrong-"+itHookToken)
+	in.do("POST", "/hooks/agent", `{"message":"`+secretText+`","model":""}`, "x-service-token: "+itHookToken)
+	in.do("POST", "/hooks/agent?token="+itHookToken, `{"message":"`+secretText+`"}`)
+	time.Sleep(100 * time.Millisecond)
+	logs := in.logs()
+	if !strings.Contains(logs, "hook request rejected") || !strings.Contains(logs, `"status":401`) {
+		t.Fatalf("expected rejection lines in the log; got:\n%s", logs)
+	}
+	if !strings.Contains(logs, `"X-Service-Token":["REDACTED"]`) {
+		t.Fatalf("access log lacks the redacted x-service-token entry:\n%s", logs)
+	}
+	for _, secret := range []string{itHookToken, itGatewayToken, secretText} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("log contains %q", secret[:12])
+		}
+	}
+}
+
+// jsonEqual compares two JSON-like values.
+func jsonEqual(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb)
+}

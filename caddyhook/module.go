@@ -1,0 +1,312 @@
+package caddyhook
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+)
+
+func init() {
+	caddy.RegisterModule(Handler{})
+}
+
+// Defaults of the reference gateway where the spec is silent.
+const (
+	defaultPath           = "/hooks"
+	defaultGatewayPrefix  = "/hooks"
+	defaultGatewayTimeout = 10 * time.Second
+	defaultMaxBody        = 256 << 10
+	defaultAuthFailures   = 20
+	defaultAuthWindow     = time.Minute
+	defaultIPv6Prefix     = 64
+	defaultLockoutSlots   = 1 << 21
+	defaultIdempotencyTTL = 10 * time.Minute
+	minTokenLength        = 32
+)
+
+// AuthFailures configures the per-address lockout: Count failures within
+// Window lock the address.
+type AuthFailures struct {
+	Count  int            `json:"count,omitempty"`
+	Window caddy.Duration `json:"window,omitempty"`
+}
+
+// Handler is the `hooks` HTTP handler: a hardened webhook ingress that
+// authenticates, validates and routes `POST {path}/wake`, `{path}/agent`
+// and mapped `{path}/<name>` requests, then dispatches the resulting
+// actions to a local agent gateway.
+type Handler struct {
+	// Enabled turns the endpoint on (default true). When false, requests
+	// pass to the next handler untouched.
+	Enabled *bool `json:"enabled,omitempty"`
+	// Token is the hook token (at least 32 characters). Placeholders such
+	// as {env.HOOK_TOKEN} and {file./run/secrets/hook} are expanded.
+	Token string `json:"token,omitempty"`
+	// Path is the base path (default /hooks; / is refused).
+	Path string `json:"path,omitempty"`
+
+	// Gateway is the gateway address: unix//path.sock or loopback host:port.
+	Gateway string `json:"gateway,omitempty"`
+	// GatewayToken is sent to the gateway as Bearer; it must differ from Token.
+	GatewayToken string `json:"gateway_token,omitempty"`
+	// GatewayPrefix is the gateway's hooks path (default /hooks).
+	GatewayPrefix string `json:"gateway_prefix,omitempty"`
+	// GatewayTimeout bounds one dispatch (default 10s).
+	GatewayTimeout caddy.Duration `json:"gateway_timeout,omitempty"`
+	// GatewayForwardClientIP sends the client address as X-Forwarded-For.
+	GatewayForwardClientIP bool `json:"gateway_forward_client_ip,omitempty"`
+
+	// MaxBody is the request body limit in bytes (default 256 KiB).
+	MaxBody int64 `json:"max_body,omitempty"`
+	// AuthFailures sets the lockout threshold (default 20 per 60s).
+	AuthFailures *AuthFailures `json:"auth_failures,omitempty"`
+	// Lockout is how long a locked address stays locked; 0 (default)
+	// means for the rest of the failure window.
+	Lockout caddy.Duration `json:"lockout,omitempty"`
+	// LockoutTableSize is the number of addresses the lockout table holds
+	// (default 2,097,152 = 64 MiB at most).
+	LockoutTableSize int `json:"lockout_table_size,omitempty"`
+	// IPv6Prefix groups IPv6 clients for the lockout (default 64).
+	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
+	// IdempotencyTTL is how long a replay returns the first reply (default 10m).
+	IdempotencyTTL caddy.Duration `json:"idempotency_ttl,omitempty"`
+
+	// Agents lists the known agent ids; the first is the default.
+	Agents []string `json:"agents,omitempty"`
+	// AllowedAgentIDs restricts the effective agent: omitted or ["*"] = any,
+	// [] = no explicit agent id allowed.
+	AllowedAgentIDs *[]string `json:"allowed_agent_ids,omitempty"`
+	// DefaultSessionKey is used when no session key is given.
+	DefaultSessionKey string `json:"default_session_key,omitempty"`
+	// AllowRequestSessionKey lets payloads (and templated mapping keys) set sessionKey.
+	AllowRequestSessionKey bool `json:"allow_request_session_key,omitempty"`
+	// AllowedSessionKeyPrefixes restricts explicit session keys (case-insensitive).
+	AllowedSessionKeyPrefixes []string `json:"allowed_session_key_prefixes,omitempty"`
+	// AllowedModels, when set, is the list a model override must be in.
+	AllowedModels []string `json:"allowed_models,omitempty"`
+	// Channels is the list of delivery channels (default: the reference list).
+	Channels []string `json:"channels,omitempty"`
+
+	enabled  bool
+	base     string
+	token    tokenDigest
+	policy   *Policy
+	lockout  *lockoutTable
+	idem     *idemCache
+	gateway  *gatewayClient
+	metrics  *hookMetrics
+	logger   *zap.Logger
+	access   *accessLog
+	poolKeys []string
+}
+
+// CaddyModule returns the Caddy module information.
+func (Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.hooks",
+		New: func() caddy.Module { return new(Handler) },
+	}
+}
+
+// Provision expands secrets, compiles the policy and sets up the shared
+// lockout table, idempotency cache and gateway client.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	h.enabled = h.Enabled == nil || *h.Enabled
+	if !h.enabled {
+		return nil
+	}
+	repl := caddy.NewReplacer()
+	token := strings.TrimSpace(repl.ReplaceKnown(h.Token, ""))
+	gwToken := strings.TrimSpace(repl.ReplaceKnown(h.GatewayToken, ""))
+	if err := checkTokens(token, gwToken); err != nil {
+		return err
+	}
+	h.token = tokenDigest(sha256Sum(token))
+
+	var err error
+	if h.base, err = normalizeBasePath(h.Path); err != nil {
+		return err
+	}
+	if err := h.provisionLimits(); err != nil {
+		return err
+	}
+	pc := policyConfig{
+		Agents:                    h.Agents,
+		AllowRequestSessionKey:    h.AllowRequestSessionKey,
+		AllowedSessionKeyPrefixes: h.AllowedSessionKeyPrefixes,
+		DefaultSessionKey:         repl.ReplaceKnown(h.DefaultSessionKey, ""),
+		AllowedModels:             h.AllowedModels,
+		Channels:                  h.Channels,
+	}
+	if h.AllowedAgentIDs != nil {
+		pc.AllowedAgentIDs, pc.AllowedAgentIDsSet = *h.AllowedAgentIDs, true
+	}
+	if h.policy, err = newPolicy(pc); err != nil {
+		return err
+	}
+	addr, err := parseGatewayAddr(repl.ReplaceKnown(h.Gateway, ""))
+	if err != nil {
+		return err
+	}
+	prefix := h.GatewayPrefix
+	if prefix == "" {
+		prefix = defaultGatewayPrefix
+	}
+	h.gateway = newGatewayClient(addr, prefix, gwToken, time.Duration(h.GatewayTimeout), h.GatewayForwardClientIP)
+
+	if err := h.provisionShared(); err != nil {
+		return err
+	}
+	if h.metrics, err = newHookMetrics(ctx.GetMetricsRegistry(), func() float64 {
+		return float64(h.lockout.Active(time.Now()))
+	}); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	h.access = newAccessLog(ctx)
+	return nil
+}
+
+// checkTokens refuses a missing, weak or reused hook token.
+func checkTokens(token, gwToken string) error {
+	switch {
+	case token == "":
+		return fmt.Errorf("token: required (set it, e.g. token {env.HOOK_TOKEN})")
+	case len(token) < minTokenLength:
+		return fmt.Errorf("token: too short (%d characters); use at least %d, e.g. `openssl rand -hex 32`", len(token), minTokenLength)
+	case distinctBytes(token) < 8:
+		return fmt.Errorf("token: too weak (fewer than 8 distinct characters); use a random value, e.g. `openssl rand -hex 32`")
+	case gwToken != "" && constantTimeEqual(token, gwToken):
+		return fmt.Errorf("token: must differ from gateway_token (the hook token is dedicated)")
+	}
+	return nil
+}
+
+// normalizeBasePath cleans the base path and refuses "/".
+func normalizeBasePath(p string) (string, error) {
+	if p == "" {
+		return defaultPath, nil
+	}
+	if !strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("path: %q must start with /", p)
+	}
+	p = strings.TrimRight(p, "/")
+	if p == "" {
+		return "", fmt.Errorf("path: / is not allowed; use a dedicated base path such as /hooks")
+	}
+	if strings.ContainsAny(p, "?#{}") {
+		return "", fmt.Errorf("path: %q must be a plain path", p)
+	}
+	return p, nil
+}
+
+// provisionLimits fills defaults for the size and lockout settings and
+// refuses nonsense values.
+func (h *Handler) provisionLimits() error {
+	if h.MaxBody < 0 {
+		return fmt.Errorf("max_body: must be positive")
+	}
+	if h.MaxBody == 0 {
+		h.MaxBody = defaultMaxBody
+	}
+	if h.GatewayTimeout < 0 {
+		return fmt.Errorf("gateway_timeout: must be positive")
+	}
+	if h.GatewayTimeout == 0 {
+		h.GatewayTimeout = caddy.Duration(defaultGatewayTimeout)
+	}
+	af := AuthFailures{Count: defaultAuthFailures, Window: caddy.Duration(defaultAuthWindow)}
+	if h.AuthFailures != nil {
+		if h.AuthFailures.Count < 0 || h.AuthFailures.Window < 0 {
+			return fmt.Errorf("auth_failures: count and window must be positive")
+		}
+		if h.AuthFailures.Count > 0 {
+			af.Count = h.AuthFailures.Count
+		}
+		if h.AuthFailures.Window > 0 {
+			af.Window = h.AuthFailures.Window
+		}
+	}
+	h.AuthFailures = &af
+	if time.Duration(af.Window) < time.Second || time.Duration(af.Window) > 24*time.Hour {
+		return fmt.Errorf("auth_failures: window %s must be between 1s and 24h", time.Duration(af.Window))
+	}
+	if h.Lockout < 0 || time.Duration(h.Lockout) > 24*time.Hour {
+		return fmt.Errorf("lockout: must be between 0 and 24h")
+	}
+	if h.IPv6Prefix == 0 {
+		h.IPv6Prefix = defaultIPv6Prefix
+	}
+	if h.IPv6Prefix < 16 || h.IPv6Prefix > 128 {
+		return fmt.Errorf("ipv6_prefix: %d must be between 16 and 128", h.IPv6Prefix)
+	}
+	if h.LockoutTableSize == 0 {
+		h.LockoutTableSize = defaultLockoutSlots
+	}
+	if h.LockoutTableSize < lockoutShards*lockoutWays || h.LockoutTableSize > 1<<26 {
+		return fmt.Errorf("lockout_table_size: %d must be between %d and %d", h.LockoutTableSize, lockoutShards*lockoutWays, 1<<26)
+	}
+	if h.IdempotencyTTL < 0 {
+		return fmt.Errorf("idempotency_ttl: must be positive")
+	}
+	if h.IdempotencyTTL == 0 {
+		h.IdempotencyTTL = caddy.Duration(defaultIdempotencyTTL)
+	}
+	return nil
+}
+
+// Validate checks the provisioned configuration.
+func (h *Handler) Validate() error {
+	if h.enabled && (h.gateway == nil || h.policy == nil) {
+		return fmt.Errorf("hooks: not provisioned")
+	}
+	return nil
+}
+
+// Cleanup releases the shared state and the gateway connections.
+func (h *Handler) Cleanup() error {
+	if h.gateway != nil {
+		h.gateway.close()
+	}
+	for _, k := range h.poolKeys {
+		_, _ = sharedPool.Delete(k)
+	}
+	return nil
+}
+
+// ServeHTTP handles requests under the base path and passes every other
+// request to next.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if !h.enabled {
+		return next.ServeHTTP(w, r)
+	}
+	sub, ok := subPath(r.URL.Path, h.base)
+	if !ok {
+		return next.ServeHTTP(w, r)
+	}
+	h.serveHook(w, r, sub)
+	return nil
+}
+
+// subPath returns the part of path below base (slashes trimmed) and
+// whether path is under base at all.
+func subPath(path, base string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, base)
+	if !ok || rest != "" && rest[0] != '/' {
+		return "", false
+	}
+	return strings.Trim(rest, "/"), true
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+)

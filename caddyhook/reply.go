@@ -1,0 +1,118 @@
+package caddyhook
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// hookError is a request-path rejection: the status the caller gets and a
+// precise reason. Reasons never contain tokens or payload content.
+type hookError struct {
+	status     int
+	reason     string
+	retryAfter time.Duration // 429 and 503: sent as Retry-After
+}
+
+func (e *hookError) Error() string { return e.reason }
+
+// reject returns a hookError for status and reason.
+func reject(status int, reason string) *hookError {
+	return &hookError{status: status, reason: reason}
+}
+
+// plainStatus lists the statuses answered with a plain-text body, as the
+// reference gateway does; every other error has a JSON body.
+func plainStatus(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusTooManyRequests:
+		return true
+	}
+	return false
+}
+
+// writeError writes e in the shape the spec's status wants.
+func writeError(w http.ResponseWriter, e *hookError) {
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfterSeconds(e.retryAfter))
+	}
+	if e.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", http.MethodPost)
+	}
+	if plainStatus(e.status) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(e.status)
+		_, _ = w.Write([]byte(http.StatusText(e.status) + "\n"))
+		return
+	}
+	body := make([]byte, 0, 32+len(e.reason))
+	body = append(body, `{"ok":false,"error":`...)
+	body = appendJSONString(body, e.reason)
+	body = append(body, '}')
+	writeJSON(w, e.status, body)
+}
+
+// writeJSON writes a JSON body with its length.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+var jsonContentType = []string{"application/json; charset=utf-8"}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string, escaping like
+// JSON.stringify (no HTML escaping) and replacing invalid UTF-8 with U+FFFD.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
