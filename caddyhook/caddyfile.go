@@ -46,6 +46,13 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    allowed_models               <model>...
 //	    channels                     <channel>...
 //	    enabled                      true|false
+//	    spool <dir> {
+//	        max_bytes     <size>
+//	        max_age       <duration>
+//	        retry_initial <duration>
+//	        retry_max     <duration>
+//	        workers       <n>
+//	    }
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
@@ -118,6 +125,8 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		return nil
 	case "auth_failures":
 		return h.unmarshalAuthFailures(d)
+	case "spool":
+		return h.unmarshalSpool(d)
 	default:
 		return d.Errf("unrecognized hooks subdirective '%s'", name)
 	}
@@ -143,6 +152,40 @@ func (h *Handler) unmarshalAuthFailures(d *caddyfile.Dispenser) error {
 		af.Window = caddy.Duration(w)
 	}
 	h.AuthFailures = af
+	return nil
+}
+
+// unmarshalSpool parses `spool <dir> { ... }`.
+func (h *Handler) unmarshalSpool(d *caddyfile.Dispenser) error {
+	sc := new(SpoolConfig)
+	if !d.NextArg() {
+		return d.Errf("spool: directory required")
+	}
+	sc.Dir = d.Val()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		var err error
+		switch d.Val() {
+		case "max_bytes":
+			err = sizeArg(d, &sc.MaxBytes)
+		case "max_age":
+			err = durationArg(d, &sc.MaxAge)
+		case "retry_initial":
+			err = durationArg(d, &sc.RetryInitial)
+		case "retry_max":
+			err = durationArg(d, &sc.RetryMax)
+		case "workers":
+			err = intArg(d, &sc.Workers)
+		default:
+			err = d.Errf("unrecognized spool subdirective '%s'", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	h.Spool = sc
 	return nil
 }
 

@@ -60,10 +60,14 @@ func actionSeeds(key string, acts []Action) []string {
 // fanoutParallelism bounds concurrent dispatches of one fan-out.
 const fanoutParallelism = 8
 
-// sendSync dispatches items to the gateway now and composes the reply: a
+// syncSink dispatches to the gateway while the caller waits.
+type syncSink struct{ h *Handler }
+
+// deliver dispatches items to the gateway now and composes the reply: a
 // single action passes the gateway's JSON through; a fan-out answers with
 // every runId.
-func (h *Handler) sendSync(ctx context.Context, items []prepared, dropped int, ip netip.Addr) (int, []byte, *hookError) {
+func (s syncSink) deliver(ctx context.Context, items []prepared, dropped int, ip netip.Addr) (int, []byte, *hookError) {
+	h := s.h
 	clientIP := ""
 	if h.gateway.forwardIP {
 		clientIP = ip.String()

@@ -496,3 +496,36 @@ func jsonEqual(a, b any) bool {
 	jb, _ := json.Marshal(b)
 	return bytes.Equal(ja, jb)
 }
+
+func TestIntegrationSpoolOutage(t *testing.T) {
+	spoolDir := t.TempDir()
+	in := startIngress(t, ingressOpts{noGW: true, hooks: `spool ` + spoolDir + ` {
+			retry_initial 50ms
+			retry_max 200ms
+		}`})
+	const n = 30
+	ids := map[string]bool{}
+	for i := range n {
+		r := in.post("/hooks/agent", fmt.Sprintf(`{"message":"event %d"}`, i))
+		if r.status != 200 {
+			t.Fatalf("spooled accept %d: %d %s", i, r.status, r.body)
+		}
+		ids[r.json(t)["runId"].(string)] = true
+	}
+	if r := in.post("/hooks/wake", `{"text":"w"}`); r.status != 200 || r.json(t)["mode"] != "now" {
+		t.Fatalf("spooled wake: %d %s", r.status, r.body)
+	}
+	in.startGateway() // the gateway comes up only now
+	deadline := time.Now().Add(10 * time.Second)
+	for in.gw.Count("") < n+1 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := in.gw.Count(""); got != n+1 {
+		t.Fatalf("delivered %d of %d after the outage", got, n+1)
+	}
+	for _, rec := range in.gw.Received() {
+		if rec.Kind == "agent" && !ids[rec.IdempotencyKey] {
+			t.Errorf("delivered event %q was never acknowledged as a runId", rec.IdempotencyKey)
+		}
+	}
+}

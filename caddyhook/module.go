@@ -92,6 +92,10 @@ type Handler struct {
 	// Channels is the list of delivery channels (default: the reference list).
 	Channels []string `json:"channels,omitempty"`
 
+	// Spool, when set, makes a 200 mean "on disk": actions are spooled and
+	// delivered to the gateway at least once.
+	Spool *SpoolConfig `json:"spool,omitempty"`
+
 	enabled  bool
 	base     string
 	token    tokenDigest
@@ -99,6 +103,7 @@ type Handler struct {
 	lockout  *lockoutTable
 	idem     *idemCache
 	gateway  *gatewayClient
+	sink     sink
 	metrics  *hookMetrics
 	logger   *zap.Logger
 	access   *accessLog
@@ -159,6 +164,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		prefix = defaultGatewayPrefix
 	}
 	h.gateway = newGatewayClient(addr, prefix, gwToken, time.Duration(h.GatewayTimeout), h.GatewayForwardClientIP)
+	h.sink = syncSink{h}
 
 	if err := h.provisionShared(); err != nil {
 		return err
@@ -169,6 +175,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	h.access = newAccessLog(ctx)
+	if h.Spool != nil {
+		return h.provisionSpool(ctx)
+	}
 	return nil
 }
 

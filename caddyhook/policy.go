@@ -119,11 +119,14 @@ func (p *Policy) prefixOK(key string) bool {
 	return false
 }
 
-// defaultAgent returns the configured default agent ("" when the gateway's
-// own default applies).
+// referenceDefaultAgent is the gateway's default agent id when no agent
+// list is configured.
+const referenceDefaultAgent = "main"
+
+// defaultAgent returns the effective agent of a request without agentId.
 func (p *Policy) defaultAgent() string {
 	if len(p.agents) == 0 {
-		return ""
+		return referenceDefaultAgent
 	}
 	return p.agents[0]
 }
@@ -151,21 +154,29 @@ func (p *Policy) Apply(a *Action) error {
 }
 
 // resolveAgent applies the fallback for unknown ids and the allowlist,
-// which is checked against the effective agent (omitted id = default).
+// which is checked against the effective agent (an omitted id means the
+// default agent, so an empty allowlist refuses every request). The body
+// carries the effective id when it is known: always with an agent list,
+// else only when the caller named one.
 func (p *Policy) resolveAgent(a *Action) error {
-	id := normalizeAgentID(a.AgentID)
-	if id != "" && len(p.agents) > 0 && !slices.Contains(p.agents, id) {
-		id = p.defaultAgent()
+	explicit := normalizeAgentID(a.AgentID)
+	eff := explicit
+	if eff != "" && len(p.agents) > 0 && !slices.Contains(p.agents, eff) {
+		eff = p.agents[0]
 	}
-	if id == "" {
-		id = p.defaultAgent()
+	if eff == "" {
+		eff = p.defaultAgent()
 	}
-	if p.allowedAgent != nil && (a.AgentID != "" || id != "") {
-		if _, ok := p.allowedAgent[id]; !ok {
+	if p.allowedAgent != nil {
+		if _, ok := p.allowedAgent[eff]; !ok {
 			return errAgentNotAllowed
 		}
 	}
-	a.AgentID = id
+	if explicit != "" || len(p.agents) > 0 {
+		a.AgentID = eff
+	} else {
+		a.AgentID = ""
+	}
 	return nil
 }
 

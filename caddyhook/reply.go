@@ -37,8 +37,11 @@ func writeError(w http.ResponseWriter, e *hookError) {
 	if e.retryAfter > 0 {
 		w.Header().Set("Retry-After", retryAfterSeconds(e.retryAfter))
 	}
-	if e.status == http.StatusMethodNotAllowed {
+	switch e.status {
+	case http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", http.MethodPost)
+	case http.StatusRequestEntityTooLarge:
+		w.Header().Set("Connection", "close") // the rest of the body is not read
 	}
 	if plainStatus(e.status) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

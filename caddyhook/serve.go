@@ -210,7 +210,13 @@ func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, eventIDs [
 		}
 		items[i] = prepare(&p.actions[i], id)
 	}
-	return h.sendSync(ctx, items, p.dropped, ex.ip)
+	return h.sink.deliver(ctx, items, p.dropped, ex.ip)
+}
+
+// sink is where prepared actions go: the gateway now (sync), the spool,
+// or a dry run. It also composes the caller's reply.
+type sink interface {
+	deliver(ctx context.Context, items []prepared, dropped int, ip netip.Addr) (int, []byte, *hookError)
 }
 
 // logRejection writes one line per rejection: status, reason, client

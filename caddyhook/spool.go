@@ -1,0 +1,135 @@
+package caddyhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"path/filepath"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
+)
+
+// SpoolConfig turns on durable accept: every accepted action is written
+// (fsync'd) to a bbolt spool before the reply, and delivered to the
+// gateway at least once, with retries.
+type SpoolConfig struct {
+	// Dir holds spool.db.
+	Dir string `json:"dir,omitempty"`
+	// MaxBytes bounds the spool (default 1 GiB); when full, requests get 503.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+	// MaxAge dead-letters events not delivered in time (default 72h).
+	MaxAge caddy.Duration `json:"max_age,omitempty"`
+	// RetryInitial and RetryMax bound the exponential backoff (1s → 5m).
+	RetryInitial caddy.Duration `json:"retry_initial,omitempty"`
+	RetryMax     caddy.Duration `json:"retry_max,omitempty"`
+	// Workers is the number of delivery goroutines (default 4).
+	Workers int `json:"workers,omitempty"`
+}
+
+// spoolRetryAfter is what a client is told to wait when the spool is full.
+const spoolRetryAfter = 30 * time.Second
+
+// config converts to the spool package's settings.
+func (c *SpoolConfig) config() (spool.Config, error) {
+	dir, err := filepath.Abs(caddy.NewReplacer().ReplaceKnown(c.Dir, ""))
+	if c.Dir == "" || err != nil {
+		return spool.Config{}, fmt.Errorf("spool: dir is required")
+	}
+	sc := spool.Config{Dir: dir, MaxBytes: c.MaxBytes, MaxAge: time.Duration(c.MaxAge),
+		RetryInitial: time.Duration(c.RetryInitial), RetryMax: time.Duration(c.RetryMax), Workers: c.Workers}
+	return sc, sc.Validate()
+}
+
+// provisionSpool opens (or shares, across a reload) the spool and makes
+// it the handler's sink, delivering through the gateway client.
+func (h *Handler) provisionSpool(ctx caddy.Context) error {
+	sc, err := h.Spool.config()
+	if err != nil {
+		return err
+	}
+	key := "hooks.spool|" + sc.Dir
+	v, _, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
+		return spool.Open(sc, h.logger.Named("spool"))
+	})
+	if err != nil {
+		if errors.Is(err, spool.ErrLocked) {
+			return fmt.Errorf("spool: %s is locked by another running instance: %w", sc.Dir, err)
+		}
+		return fmt.Errorf("spool: %w", err)
+	}
+	h.poolKeys = append(h.poolKeys, key)
+	store := v.(*spool.Store)
+	if err := spool.RegisterMetrics(ctx.GetMetricsRegistry(), store); err != nil {
+		return fmt.Errorf("spool metrics: %w", err)
+	}
+	store.SetSender(gatewaySender{h})
+	h.sink = spoolSink{h: h, store: store}
+	return nil
+}
+
+// gatewaySender delivers spooled events with the gateway client.
+type gatewaySender struct{ h *Handler }
+
+// Send implements spool.Sender.
+func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, error) {
+	kind := KindAgent
+	if ev.Kind == spool.KindWake {
+		kind = KindWake
+	}
+	start := time.Now()
+	rep, err := s.h.gateway.send(ctx, kind, ev.Body, ev.ID, ev.ClientIP)
+	outcome := "ok"
+	if herr := rep.outcome(err); herr != nil {
+		outcome = fmt.Sprint(herr.status)
+	}
+	s.h.metrics.observeDispatch(kind, outcome, time.Since(start))
+	if err != nil {
+		return 0, "", err
+	}
+	reason := ""
+	if rep.status >= 300 {
+		reason = string(rep.body[:min(len(rep.body), 200)])
+	}
+	return rep.status, reason, nil
+}
+
+// spoolSink answers once the actions are on disk; delivery follows.
+type spoolSink struct {
+	h     *Handler
+	store *spool.Store
+}
+
+// deliver appends items to the spool and composes the reply from the
+// event ids, which are also the gateway's Idempotency-Keys.
+func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, ip netip.Addr) (int, []byte, *hookError) {
+	clientIP := ""
+	if s.h.gateway.forwardIP {
+		clientIP = ip.String()
+	}
+	evs := make([]*spool.Event, len(items))
+	ids := make([]string, len(items))
+	now := time.Now()
+	for i := range items {
+		kind := spool.KindAgent
+		if items[i].kind == KindWake {
+			kind = spool.KindWake
+		}
+		evs[i] = &spool.Event{ID: items[i].eventID, Kind: kind, Path: s.h.gateway.prefix + "/" + items[i].kind.String(),
+			Body: items[i].body, ClientIP: clientIP, FirstSeen: now}
+		ids[i] = items[i].eventID
+	}
+	if err := s.store.Append(ctx, evs...); err != nil {
+		if errors.Is(err, spool.ErrFull) {
+			return 0, nil, &hookError{status: http.StatusServiceUnavailable, reason: "spool full; retry later", retryAfter: spoolRetryAfter}
+		}
+		s.h.logger.Error("spool write failed", zap.Error(err))
+		return 0, nil, &hookError{status: http.StatusServiceUnavailable, reason: "spool unavailable; retry later", retryAfter: spoolRetryAfter}
+	}
+	return http.StatusOK, composeReply(items, ids, dropped), nil
+}

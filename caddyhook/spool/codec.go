@@ -1,0 +1,196 @@
+package spool
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// codecVersion is the first byte of every stored record.
+const codecVersion byte = 1
+
+// errCorrupt is wrapped by decodeEvent for any malformed record.
+var errCorrupt = errors.New("corrupt spool record")
+
+// encodeEvent serialises ev into the stored record format:
+//
+//	version(1) firstSeen(varint ns) nextTry(varint ns) attempts(uvarint)
+//	id kind path clientIP lastError body   (each uvarint length + bytes)
+//
+// A zero time is stored as 0. Seq is not stored: it is the record's key.
+func encodeEvent(ev *Event) []byte {
+	n := 1 + 3*binary.MaxVarintLen64 + 6*binary.MaxVarintLen32 +
+		len(ev.ID) + len(ev.Kind) + len(ev.Path) + len(ev.ClientIP) + len(ev.LastError) + len(ev.Body)
+	b := make([]byte, 0, n)
+	b = append(b, codecVersion)
+	b = binary.AppendVarint(b, timeToNanos(ev.FirstSeen))
+	b = binary.AppendVarint(b, timeToNanos(ev.NextTry))
+	b = binary.AppendUvarint(b, uint64(max(ev.Attempts, 0)))
+	for _, s := range [...]string{ev.ID, ev.Kind, ev.Path, ev.ClientIP, ev.LastError} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	b = binary.AppendUvarint(b, uint64(len(ev.Body)))
+	return append(b, ev.Body...)
+}
+
+// record is a parsed stored record whose byte fields alias the input.
+type record struct {
+	firstSeen, nextTry time.Time
+	attempts           int
+	id, kind, path     []byte
+	clientIP, lastErr  []byte
+	body               []byte
+}
+
+// parseRecord parses a record made by encodeEvent without copying.
+func parseRecord(b []byte) (record, error) {
+	d := decoder{b: b}
+	if v := d.byte(); d.err == nil && v != codecVersion {
+		return record{}, fmt.Errorf("%w: unknown version %d", errCorrupt, v)
+	}
+	r := record{
+		firstSeen: nanosToTime(d.varint()),
+		nextTry:   nanosToTime(d.varint()),
+	}
+	attempts := d.uvarint()
+	if attempts > math.MaxInt32 {
+		d.fail("attempts out of range")
+	}
+	r.attempts = int(attempts)
+	r.id = d.bytes()
+	r.kind = d.bytes()
+	r.path = d.bytes()
+	r.clientIP = d.bytes()
+	r.lastErr = d.bytes()
+	r.body = d.bytes()
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	if d.err != nil {
+		return record{}, d.err
+	}
+	return r, nil
+}
+
+// event copies r into a new Event.
+func (r record) event() *Event {
+	ev := &Event{
+		ID:        string(r.id),
+		Kind:      string(r.kind),
+		Path:      string(r.path),
+		ClientIP:  string(r.clientIP),
+		FirstSeen: r.firstSeen,
+		Attempts:  r.attempts,
+		NextTry:   r.nextTry,
+		LastError: string(r.lastErr),
+	}
+	if r.body != nil {
+		ev.Body = append([]byte(nil), r.body...)
+	}
+	return ev
+}
+
+// decodeEvent parses a record made by encodeEvent into a new Event. It
+// copies everything it keeps, so b may be memory owned by a bbolt
+// transaction.
+func decodeEvent(b []byte) (*Event, error) {
+	r, err := parseRecord(b)
+	if err != nil {
+		return nil, err
+	}
+	return r.event(), nil
+}
+
+// decoder consumes a record front to back; the first failure sticks.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", errCorrupt, what)
+	}
+}
+
+func (d *decoder) byte() byte {
+	if d.err != nil {
+		return 0
+	}
+	if len(d.b) == 0 {
+		d.fail("truncated")
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad uvarint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// bytes returns a length-prefixed field, aliasing the input; nil when empty.
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.fail("field longer than record")
+		return nil
+	}
+	if n == 0 {
+		return nil
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v
+}
+
+// timeToNanos maps the zero time to 0 and clamps times outside int64
+// nanoseconds since the epoch.
+func timeToNanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	switch {
+	case t.Before(time.Unix(0, math.MinInt64)):
+		return math.MinInt64
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+func nanosToTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
