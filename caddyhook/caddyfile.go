@@ -270,6 +270,5 @@ func listArg(d *caddyfile.Dispenser, dst *[]string, required bool) error {
 	return nil
 }
 
-
 // Interface guard
 var _ caddyfile.Unmarshaler = (*Handler)(nil)
