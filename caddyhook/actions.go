@@ -157,7 +157,7 @@ func decodeAgent(f fields) (Action, error) {
 		return a, errMessageRequired
 	}
 	applyAgentOptions(&a, f)
-	if raw, present := f["model"]; present && raw != nil {
+	if raw, present := f["model"]; present {
 		m, _ := raw.(string)
 		if m = strings.TrimSpace(m); m == "" {
 			return a, errModelRequired
@@ -184,8 +184,11 @@ func applyAgentOptions(a *Action, f fields) {
 	if b, ok := f["deliver"].(bool); ok {
 		a.Deliver, a.set = b, a.set|setDeliver
 	}
-	if s, _ := f.str("channel"); s != "" {
-		a.Channel, a.set = strings.ToLower(s), a.set|setChannel
+	if raw, present := f["channel"]; present {
+		// present but not a usable name (null, a number, "") is kept as ""
+		// so that Policy refuses it with the channel list, as the gateway does
+		s, _ := raw.(string)
+		a.Channel, a.set = strings.ToLower(strings.TrimSpace(s)), a.set|setChannel
 	}
 	if s, _ := f.str("to"); s != "" {
 		a.To, a.set = s, a.set|setTo

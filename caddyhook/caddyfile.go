@@ -6,20 +6,23 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/dustin/go-humanize"
 )
 
 func init() {
-	httpcaddyfile.RegisterHandlerDirective("hooks", parseCaddyfile)
+	httpcaddyfile.RegisterDirective("hooks", parseCaddyfile)
 	httpcaddyfile.RegisterDirectiveOrder("hooks", httpcaddyfile.Before, "respond")
 }
 
-// parseCaddyfile sets up the handler from Caddyfile tokens.
-func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+// parseCaddyfile sets up the handler from Caddyfile tokens. hooks is a
+// plain directive, not a handler directive: a handler directive's leading
+// /path argument would be taken as a request matcher, not the base path.
+func parseCaddyfile(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error) {
 	hk := new(Handler)
-	err := hk.UnmarshalCaddyfile(h.Dispenser)
-	return hk, err
+	if err := hk.UnmarshalCaddyfile(h.Dispenser); err != nil {
+		return nil, err
+	}
+	return h.NewRoute(nil, hk), nil
 }
 
 // UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
@@ -202,13 +205,14 @@ func oneArg(d *caddyfile.Dispenser, dst *string) error {
 
 // durationArg reads one duration.
 func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+	name := d.Val()
 	var s string
 	if err := oneArg(d, &s); err != nil {
 		return err
 	}
 	v, err := caddy.ParseDuration(s)
 	if err != nil {
-		return d.Errf("%s: invalid duration %q: %v", d.Val(), s, err)
+		return d.Errf("%s: invalid duration %q: %v", name, s, err)
 	}
 	*dst = caddy.Duration(v)
 	return nil
@@ -216,13 +220,14 @@ func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
 
 // sizeArg reads one byte size such as 256KiB or 1MB.
 func sizeArg(d *caddyfile.Dispenser, dst *int64) error {
+	name := d.Val()
 	var s string
 	if err := oneArg(d, &s); err != nil {
 		return err
 	}
 	v, err := humanize.ParseBytes(s)
 	if err != nil || v == 0 || v > 1<<40 {
-		return d.Errf("%s: invalid size %q", d.Val(), s)
+		return d.Errf("%s: invalid size %q", name, s)
 	}
 	*dst = int64(v)
 	return nil
@@ -230,13 +235,14 @@ func sizeArg(d *caddyfile.Dispenser, dst *int64) error {
 
 // intArg reads one integer.
 func intArg(d *caddyfile.Dispenser, dst *int) error {
+	name := d.Val()
 	var s string
 	if err := oneArg(d, &s); err != nil {
 		return err
 	}
 	v, err := strconv.Atoi(s)
 	if err != nil {
-		return d.Errf("%s: invalid integer %q", d.Val(), s)
+		return d.Errf("%s: invalid integer %q", name, s)
 	}
 	*dst = v
 	return nil
@@ -244,6 +250,7 @@ func intArg(d *caddyfile.Dispenser, dst *int) error {
 
 // flagArg reads an optional true/false (no value means true).
 func flagArg(d *caddyfile.Dispenser, dst *bool) error {
+	name := d.Val()
 	args := d.RemainingArgs()
 	switch {
 	case len(args) == 0:
@@ -251,7 +258,7 @@ func flagArg(d *caddyfile.Dispenser, dst *bool) error {
 	case len(args) == 1:
 		v, err := strconv.ParseBool(args[0])
 		if err != nil {
-			return d.Errf("%s: expected true or false, got %q", d.Val(), args[0])
+			return d.Errf("%s: expected true or false, got %q", name, args[0])
 		}
 		*dst = v
 	default:

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -50,10 +51,11 @@ func parseGatewayAddr(s string) (gatewayAddr, error) {
 type gatewayClient struct {
 	addr      gatewayAddr
 	prefix    string
-	auth      string // "Bearer <gateway_token>", or "" for none
+	auth      string   // "Bearer <gateway_token>", or "" for none
+	authValue []string // auth as a header value, shared by every request
 	timeout   time.Duration
 	forwardIP bool
-	http      *http.Client
+	urls      [KindAgent + 1]*url.URL // by Kind; parsed once, never modified
 	transport *http.Transport
 }
 
@@ -74,8 +76,11 @@ func newGatewayClient(addr gatewayAddr, prefix, token string, timeout time.Durat
 	c := &gatewayClient{addr: addr, prefix: strings.TrimRight(prefix, "/"), timeout: timeout, forwardIP: forwardIP, transport: tr}
 	if token != "" {
 		c.auth = "Bearer " + token
+		c.authValue = []string{c.auth}
 	}
-	c.http = &http.Client{Transport: tr, Timeout: timeout}
+	for _, k := range []Kind{KindWake, KindAgent} {
+		c.urls[k] = &url.URL{Scheme: "http", Host: "gateway", Path: c.prefix + "/" + k.String()}
+	}
 	return c
 }
 
@@ -92,25 +97,33 @@ type gatewayReply struct {
 var errGatewayTimeout = errors.New("gateway timeout")
 
 // send posts body to {prefix}/{kind}. A transport error is returned as is;
-// a timeout as errGatewayTimeout.
+// a timeout as errGatewayTimeout. The request goes straight to the
+// transport: the context bounds the whole exchange (an http.Client
+// timeout would add a timer and a goroutine per request), and a redirect
+// is the gateway's answer, not something to follow.
 func (c *gatewayClient) send(ctx context.Context, kind Kind, body []byte, eventID, clientIP string) (gatewayReply, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://gateway"+c.prefix+"/"+kind.String(), bytes.NewReader(body))
-	if err != nil {
-		return gatewayReply{}, err
-	}
-	req.Header = http.Header{
-		"Content-Type":    jsonContentType[:1:1],
-		"Idempotency-Key": {eventID},
-	}
-	if c.auth != "" {
-		req.Header["Authorization"] = []string{c.auth}
+	req := (&http.Request{
+		Method: http.MethodPost, URL: c.urls[kind], Host: "gateway",
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{
+			"Content-Type":    jsonContentType[:1:1],
+			"Idempotency-Key": {eventID},
+		},
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		// lets the transport replay the request on a pooled connection the
+		// gateway closed meanwhile (it carries an Idempotency-Key)
+		GetBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
+	}).WithContext(ctx)
+	if c.authValue != nil {
+		req.Header["Authorization"] = c.authValue
 	}
 	if c.forwardIP && clientIP != "" {
 		req.Header["X-Forwarded-For"] = []string{clientIP}
 	}
-	resp, err := c.http.Do(req)
+	resp, err := c.transport.RoundTrip(req)
 	if err != nil {
 		if ctx.Err() != nil || isTimeout(err) {
 			return gatewayReply{}, errGatewayTimeout
@@ -118,7 +131,7 @@ func (c *gatewayClient) send(ctx context.Context, kind Kind, body []byte, eventI
 		return gatewayReply{}, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxGatewayReply))
+	data, err := readReply(resp)
 	if err != nil {
 		if ctx.Err() != nil || isTimeout(err) {
 			return gatewayReply{}, errGatewayTimeout
@@ -126,6 +139,17 @@ func (c *gatewayClient) send(ctx context.Context, kind Kind, body []byte, eventI
 		return gatewayReply{}, err
 	}
 	return gatewayReply{status: resp.StatusCode, body: data}, nil
+}
+
+// readReply reads at most maxGatewayReply bytes of a reply body, in one
+// exact allocation when the length is announced.
+func readReply(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= maxGatewayReply {
+		data := make([]byte, n)
+		_, err := io.ReadFull(resp.Body, data)
+		return data, err
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, maxGatewayReply))
 }
 
 // isTimeout reports a network timeout.

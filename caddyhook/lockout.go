@@ -93,13 +93,15 @@ func (t *lockoutTable) locate(k addrKey) (*lockShard, *lockSet) {
 	return sh, &sh.sets[(h/lockoutShards)%uint64(t.setsPerShard)]
 }
 
-// expiry returns when e stops mattering, in Unix milliseconds.
+// expiry returns when e stops mattering, in Unix milliseconds: the end of
+// its lock once locked (a lock shorter than the window ends the window
+// too, so the address then starts a fresh count), else the end of its
+// failure window.
 func (t *lockoutTable) expiry(e *lockEntry) int64 {
-	end := e.start + t.policy.window.Milliseconds()
-	if until := e.start + int64(e.lockMs); e.lockMs != 0 && until > end {
-		return until
+	if e.lockMs != 0 {
+		return e.start + int64(e.lockMs)
 	}
-	return end
+	return e.start + t.policy.window.Milliseconds()
 }
 
 // find returns the live entry for k in s, or nil.

@@ -108,6 +108,8 @@ type Handler struct {
 	logger   *zap.Logger
 	access   *accessLog
 	poolKeys []string
+	// rejectLogs bounds the rejection log lines per second.
+	rejectLogs *logBudget
 }
 
 // CaddyModule returns the Caddy module information.
@@ -122,6 +124,7 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 // lockout table, idempotency cache and gateway client.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
+	h.rejectLogs = new(logBudget)
 	h.enabled = h.Enabled == nil || *h.Enabled
 	if !h.enabled {
 		return nil

@@ -44,10 +44,11 @@ func writeError(w http.ResponseWriter, e *hookError) {
 		w.Header().Set("Connection", "close") // the rest of the body is not read
 	}
 	if plainStatus(e.status) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h := w.Header()
+		h["Content-Type"] = textContentType[:1:1]
+		h["X-Content-Type-Options"] = nosniff[:1:1]
 		w.WriteHeader(e.status)
-		_, _ = w.Write([]byte(http.StatusText(e.status) + "\n"))
+		_, _ = w.Write(plainBody(e.status))
 		return
 	}
 	body := make([]byte, 0, 32+len(e.reason))
@@ -66,7 +67,37 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-var jsonContentType = []string{"application/json; charset=utf-8"}
+// Header values shared by every answer; a handler after this one that
+// appends to them gets a copy, as their capacity is their length.
+var (
+	jsonContentType = []string{"application/json; charset=utf-8"}
+	textContentType = []string{"text/plain; charset=utf-8"}
+	nosniff         = []string{"nosniff"}
+)
+
+// Plain-text bodies of the plainStatus answers: the status text and a
+// newline, built once (rejection floods are answered with these).
+var (
+	bodyUnauthorized     = []byte(http.StatusText(http.StatusUnauthorized) + "\n")
+	bodyNotFound         = []byte(http.StatusText(http.StatusNotFound) + "\n")
+	bodyMethodNotAllowed = []byte(http.StatusText(http.StatusMethodNotAllowed) + "\n")
+	bodyTooManyRequests  = []byte(http.StatusText(http.StatusTooManyRequests) + "\n")
+)
+
+// plainBody returns the plain-text body for status.
+func plainBody(status int) []byte {
+	switch status {
+	case http.StatusUnauthorized:
+		return bodyUnauthorized
+	case http.StatusNotFound:
+		return bodyNotFound
+	case http.StatusMethodNotAllowed:
+		return bodyMethodNotAllowed
+	case http.StatusTooManyRequests:
+		return bodyTooManyRequests
+	}
+	return []byte(http.StatusText(status) + "\n")
+}
 
 const hexDigits = "0123456789abcdef"
 

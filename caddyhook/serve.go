@@ -221,20 +221,35 @@ type sink interface {
 
 // logRejection writes one line per rejection: status, reason, client
 // address and route; never a token or payload content. Lockout 429s are
-// logged at debug so a locked attacker cannot flood the log.
+// logged at debug so a locked attacker cannot flood the log, and at most
+// rejectLogsPerSecond lines a second are written, the next one saying how
+// many were left out.
 func (h *Handler) logRejection(ex *exchange, herr *hookError) {
 	lvl := zapcore.InfoLevel
 	if herr.status == http.StatusTooManyRequests {
 		lvl = zapcore.DebugLevel
 	}
-	if ce := h.logger.Check(lvl, "hook request rejected"); ce != nil {
-		ce.Write(
-			zap.Int("status", herr.status),
-			zap.String("reason", herr.reason),
-			zap.String("client_ip", ex.ip.String()),
-			zap.String("route", ex.route),
-		)
+	if !h.logger.Core().Enabled(lvl) {
+		return
 	}
+	ok, suppressed := h.rejectLogs.allow(ex.now)
+	if !ok {
+		return // before Check: a suppressed line costs two atomic adds
+	}
+	ce := h.logger.Check(lvl, "hook request rejected")
+	if ce == nil {
+		return
+	}
+	fields := []zap.Field{
+		zap.Int("status", herr.status),
+		zap.String("reason", herr.reason),
+		zap.String("client_ip", ex.ip.String()),
+		zap.String("route", ex.route),
+	}
+	if suppressed > 0 {
+		fields = append(fields, zap.Uint64("suppressed", suppressed))
+	}
+	ce.Write(fields...)
 }
 
 // clientAddr is Caddy's resolved client IP (which honours the server's

@@ -42,6 +42,10 @@ type Config struct {
 	Delay time.Duration
 	// Record keeps every request in memory for Received (tests).
 	Record bool
+	// Lean answers without decoding bodies into maps or recording them:
+	// bodies need only be valid JSON, replies keep their shapes, Count
+	// still counts. A cheap, neutral sink for load tests (hookbench).
+	Lean bool
 }
 
 // Gateway is an http.Handler implementing the gateway protocol.
@@ -111,6 +115,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if g.cfg.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+g.cfg.Token)) != 1 {
 		reply(w, http.StatusUnauthorized, map[string]any{"ok": false, "error": "unauthorized"})
+		return
+	}
+	if g.cfg.Lean {
+		g.serveLean(w, r, kind)
 		return
 	}
 	var body map[string]any

@@ -1,0 +1,300 @@
+package caddyhook
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
+)
+
+// spoolCLILockTimeout is how long a spool command waits for the spool's
+// file lock before concluding that a running instance holds it.
+const spoolCLILockTimeout = 500 * time.Millisecond
+
+// newSpoolCommand builds `caddy hooks spool list|retry|drop`.
+func newSpoolCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "spool",
+		Short: "Inspects, requeues or drops the spool's dead letters",
+		Long: `
+Works on the dead letters of a durable-accept spool (the "spool <dir>" of a hooks
+handler): events the gateway refused for good, or that were not delivered within
+max_age. Caddy must be stopped: a running instance holds the spool's lock.
+
+  list   prints the dead letters (id, kind, first seen, attempts, body size, last
+         error); the bodies only with --body. Ids narrow the listing.
+  retry  moves dead letters back to the delivery queue (all when no ids are given);
+         they are delivered when Caddy next runs with this spool.
+  drop   deletes the given dead letters; --all (and no ids) deletes every one.
+`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			return fmt.Errorf("unknown spool command %q: want list, retry or drop", args[0])
+		},
+	}
+	cmd.PersistentFlags().String("dir", "", `Spool directory, as in the hooks "spool <dir>" option (required)`)
+
+	list := &cobra.Command{
+		Use:   "list --dir <dir> [--body] [<event id>...]",
+		Short: "Lists the dead letters",
+		RunE: runSpoolCLI(func(c *spoolCLI, st *spool.Store, cmd *cobra.Command, ids []string) error {
+			body, _ := cmd.Flags().GetBool("body")
+			return c.list(st, ids, body)
+		}),
+	}
+	list.Flags().Bool("body", false, "Also print each dead letter's gateway request body")
+
+	retry := &cobra.Command{
+		Use:   "retry --dir <dir> [<event id>...]",
+		Short: "Requeues dead letters for delivery (all when no ids are given)",
+		RunE: runSpoolCLI(func(c *spoolCLI, st *spool.Store, _ *cobra.Command, ids []string) error {
+			return c.retry(st, ids)
+		}),
+	}
+
+	drop := &cobra.Command{
+		Use:   "drop --dir <dir> (<event id>... | --all)",
+		Short: "Deletes dead letters",
+		RunE: runSpoolCLI(func(c *spoolCLI, st *spool.Store, cmd *cobra.Command, ids []string) error {
+			all, _ := cmd.Flags().GetBool("all")
+			return c.drop(st, ids, all)
+		}),
+	}
+	drop.Flags().Bool("all", false, "Delete every dead letter (required when no ids are given)")
+
+	cmd.AddCommand(list, retry, drop)
+	return cmd
+}
+
+// spoolCLI runs one spool command against one spool directory.
+type spoolCLI struct {
+	dir         string        // absolute spool directory
+	out         io.Writer     // results
+	errOut      io.Writer     // per-id complaints
+	lockTimeout time.Duration // wait for the file lock
+	logger      *zap.Logger
+}
+
+// spoolAction is the body of a spool subcommand, run with the store open.
+type spoolAction func(c *spoolCLI, st *spool.Store, cmd *cobra.Command, ids []string) error
+
+// runSpoolCLI adapts an action to cobra: it resolves --dir, opens the
+// store (refusing politely when a running instance holds it), runs the
+// action, closes the store, and prints a failure as one plain line on
+// stderr (the process then exits with status 1).
+func runSpoolCLI(action spoolAction) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		dir, _ := cmd.Flags().GetString("dir")
+		c := &spoolCLI{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
+			lockTimeout: spoolCLILockTimeout, logger: caddy.Log().Named("hooks.spool")}
+		err := c.run(dir, func(st *spool.Store) error { return action(c, st, cmd, args) })
+		if err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), err)
+			cmd.SilenceErrors = true // printed above, without cobra's "Error:" prefix
+		}
+		return err
+	}
+}
+
+// run opens the spool in dir, applies fn and closes the spool.
+func (c *spoolCLI) run(dir string, fn func(*spool.Store) error) error {
+	st, err := c.open(dir)
+	if err != nil {
+		return err
+	}
+	err = fn(st)
+	if cerr := st.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return err
+}
+
+// open resolves dir like the hooks config does (placeholders, absolute
+// path) and opens an existing spool in it; it never creates one.
+func (c *spoolCLI) open(dir string) (*spool.Store, error) {
+	if strings.TrimSpace(dir) == "" {
+		return nil, errors.New("--dir is required: the spool directory of the hooks config")
+	}
+	cfg, err := (&SpoolConfig{Dir: dir}).config()
+	if err != nil {
+		return nil, err
+	}
+	c.dir = cfg.Dir
+	if _, err := os.Stat(filepath.Join(cfg.Dir, spool.DBFile)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no spool in %s: %s does not exist", cfg.Dir, spool.DBFile)
+		}
+		return nil, fmt.Errorf("spool %s: %w", cfg.Dir, err)
+	}
+	cfg.LockTimeout = c.lockTimeout
+	st, err := spool.Open(cfg, c.logger)
+	if errors.Is(err, spool.ErrLocked) {
+		return nil, fmt.Errorf("spool %s is in use by a running caddyhook (pid unknown); stop it first or inspect via its metrics", cfg.Dir)
+	}
+	return st, err
+}
+
+// list prints a summary line and the dead letters whose id is in ids (all
+// when empty), then their bodies when withBody is set.
+func (c *spoolCLI) list(st *spool.Store, ids []string, withBody bool) error {
+	dead, err := st.DeadLetters()
+	if err != nil {
+		return err
+	}
+	dead, missing := selectDead(dead, ids)
+	stats := st.Stats()
+	fmt.Fprintf(c.out, "spool %s: %d queued for delivery, %d dead letter(s)\n", c.dir, stats.Depth, stats.Dead)
+	if len(dead) > 0 {
+		tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tKIND\tFIRST SEEN\tATTEMPTS\tBODY\tLAST ERROR")
+		for _, ev := range dead {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d B\t%s\n", terminalSafe(ev.ID), terminalSafe(ev.Kind),
+				ev.FirstSeen.UTC().Format(time.RFC3339), ev.Attempts, len(ev.Body), terminalSafe(strings.TrimSpace(ev.LastError)))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if withBody {
+		for _, ev := range dead {
+			fmt.Fprintf(c.out, "\n--- %s (%d bytes)\n%s\n", terminalSafe(ev.ID), len(ev.Body), printableBody(ev.Body))
+		}
+	}
+	return c.reportMissing(missing)
+}
+
+// retry requeues the dead letters whose id is in ids, or all of them.
+func (c *spoolCLI) retry(st *spool.Store, ids []string) error {
+	known, missing, err := c.resolve(st, ids)
+	if err != nil {
+		return err
+	}
+	n := 0
+	if len(ids) == 0 || len(known) > 0 { // never turn "no known ids" into "all"
+		if n, err = st.Retry(known...); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(c.out, "requeued %d dead letter(s) in %s; they are delivered when Caddy next runs with this spool\n", n, c.dir)
+	return c.reportMissing(missing)
+}
+
+// drop deletes the dead letters whose id is in ids, or all of them when
+// all is set (and only then, so a missing argument deletes nothing).
+func (c *spoolCLI) drop(st *spool.Store, ids []string, all bool) error {
+	switch {
+	case all && len(ids) > 0:
+		return errors.New("drop takes event ids or --all, not both")
+	case !all && len(ids) == 0:
+		return errors.New("drop needs the event ids to delete, or --all to delete every dead letter")
+	}
+	known, missing, err := c.resolve(st, ids)
+	if err != nil {
+		return err
+	}
+	n := 0
+	if all || len(known) > 0 {
+		if n, err = st.Drop(known...); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(c.out, "dropped %d dead letter(s) from %s\n", n, c.dir)
+	return c.reportMissing(missing)
+}
+
+// resolve splits ids into those naming a dead letter and those that do not.
+func (c *spoolCLI) resolve(st *spool.Store, ids []string) (known, missing []string, err error) {
+	if len(ids) == 0 {
+		return nil, nil, nil
+	}
+	dead, err := st.DeadLetters()
+	if err != nil {
+		return nil, nil, err
+	}
+	_, missing = selectDead(dead, ids)
+	gone := make(map[string]bool, len(missing))
+	for _, id := range missing {
+		gone[id] = true
+	}
+	for _, id := range ids {
+		if !gone[id] {
+			known = append(known, id)
+		}
+	}
+	return known, missing, nil
+}
+
+// reportMissing names each id that matched no dead letter on errOut and
+// fails when there is any.
+func (c *spoolCLI) reportMissing(missing []string) error {
+	for _, id := range missing {
+		fmt.Fprintf(c.errOut, "no dead letter with id %s\n", strconv.Quote(id))
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%d of the given event ids matched no dead letter", len(missing))
+	}
+	return nil
+}
+
+// selectDead keeps the dead letters whose id is in ids (all when empty)
+// and returns the ids that matched none, in argument order, once each.
+func selectDead(dead []*spool.Event, ids []string) (sel []*spool.Event, missing []string) {
+	if len(ids) == 0 {
+		return dead, nil
+	}
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = false
+	}
+	for _, ev := range dead {
+		if _, ok := want[ev.ID]; ok {
+			want[ev.ID] = true
+			sel = append(sel, ev)
+		}
+	}
+	for _, id := range ids {
+		if found, pending := want[id]; pending && !found {
+			missing = append(missing, id)
+			delete(want, id)
+		}
+	}
+	return sel, missing
+}
+
+// terminalSafe returns s unchanged when it is printable on one line,
+// else quoted, so stored text cannot drive the operator's terminal.
+func terminalSafe(s string) string {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// printableBody returns a gateway body for display: as is when it is
+// valid JSON free of control characters, else quoted.
+func printableBody(b []byte) string {
+	if json.Valid(b) && strings.IndexFunc(string(b), func(r rune) bool {
+		return unicode.IsControl(r) && r != '\n' && r != '\t' || r == unicode.ReplacementChar
+	}) < 0 {
+		return string(b)
+	}
+	return strconv.Quote(string(b))
+}

@@ -1,0 +1,301 @@
+package caddyhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+var idemT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// mustLead claims key and fails unless the caller became the leader.
+func mustLead(t *testing.T, c *idemCache, key string, now time.Time) *idemClaim {
+	t.Helper()
+	rep, cl, err := c.claim(context.Background(), key, now)
+	if err != nil || cl == nil {
+		t.Fatalf("claim(%q): leader expected, got reply %+v err %v", key, rep, err)
+	}
+	return cl
+}
+
+// mustReplay claims key and fails unless a cached reply came back.
+func mustReplay(t *testing.T, c *idemCache, key string, now time.Time) idemReply {
+	t.Helper()
+	rep, cl, err := c.claim(context.Background(), key, now)
+	if err != nil || cl != nil {
+		t.Fatalf("claim(%q): replay expected, got claim=%v err=%v", key, cl != nil, err)
+	}
+	return rep
+}
+
+// checkIdemBounds verifies every shard's bounds and byte accounting.
+func checkIdemBounds(t *testing.T, c *idemCache) (entries int) {
+	t.Helper()
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		sum := 0
+		for k, e := range sh.m {
+			sum += e.size
+			if e.size < len(k) {
+				t.Errorf("shard %d: entry %q size %d below its key length", i, k, e.size)
+			}
+		}
+		if len(sh.m) > idemEntriesPerShd {
+			t.Errorf("shard %d holds %d entries > %d", i, len(sh.m), idemEntriesPerShd)
+		}
+		if sh.bytes > idemBytesPerShard {
+			t.Errorf("shard %d holds %d bytes > %d", i, sh.bytes, idemBytesPerShard)
+		}
+		if sh.bytes != sum {
+			t.Errorf("shard %d accounts %d bytes, entries hold %d", i, sh.bytes, sum)
+		}
+		entries += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return entries
+}
+
+func TestIdemReplay(t *testing.T) {
+	c := newIdemCache(time.Minute)
+	cl := mustLead(t, c, "k1", idemT0)
+	body := []byte(`{"ok":true,"runId":"r1"}`)
+	c.settle(cl, idemReply{status: 200, body: body}, true, idemT0)
+	copy(body, "XXXX") // the cache must hold its own copy
+	for i := range 3 {
+		rep := mustReplay(t, c, "k1", idemT0.Add(time.Duration(i)*time.Second))
+		if rep.status != 200 || string(rep.body) != `{"ok":true,"runId":"r1"}` {
+			t.Fatalf("replay %d = %d %s", i, rep.status, rep.body)
+		}
+	}
+	mustLead(t, c, "k2", idemT0) // other keys are independent
+}
+
+func TestIdemTTL(t *testing.T) {
+	c := newIdemCache(time.Minute)
+	c.settle(mustLead(t, c, "k", idemT0), idemReply{status: 200, body: []byte(`{}`)}, true, idemT0)
+	for _, tc := range []struct {
+		at     time.Duration
+		replay bool
+	}{{0, true}, {59 * time.Second, true}, {time.Minute - time.Nanosecond, true}, {time.Minute, false}} {
+		_, cl, err := c.claim(context.Background(), "k", idemT0.Add(tc.at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (cl == nil) != tc.replay {
+			t.Fatalf("at +%v: replay = %v, want %v", tc.at, cl == nil, tc.replay)
+		}
+		if cl != nil {
+			c.settle(cl, idemReply{}, false, idemT0.Add(tc.at))
+		}
+	}
+	if n := checkIdemBounds(t, c); n != 0 {
+		t.Fatalf("%d entries left after expiry and failure", n)
+	}
+}
+
+func TestIdemFailureForgets(t *testing.T) {
+	c := newIdemCache(time.Minute)
+	c.settle(mustLead(t, c, "k", idemT0), idemReply{status: 502}, false, idemT0)
+	cl := mustLead(t, c, "k", idemT0.Add(time.Second))
+	c.settle(cl, idemReply{status: 200, body: []byte(`{"runId":"second"}`)}, true, idemT0.Add(time.Second))
+	if rep := mustReplay(t, c, "k", idemT0.Add(2*time.Second)); string(rep.body) != `{"runId":"second"}` {
+		t.Fatalf("replay = %s", rep.body)
+	}
+}
+
+// TestIdemConcurrentSameKey: many callers with one key dispatch once;
+// every one of them gets the leader's reply.
+func TestIdemConcurrentSameKey(t *testing.T) {
+	c := newIdemCache(time.Minute)
+	const callers = 64
+	var dispatches atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	replies := make([]string, callers)
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			rep, cl, err := c.claim(context.Background(), "same", time.Now())
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if cl != nil {
+				n := dispatches.Add(1)
+				time.Sleep(20 * time.Millisecond) // followers pile up meanwhile
+				rep = idemReply{status: 200, body: fmt.Appendf(nil, `{"runId":"run-%d"}`, n)}
+				c.settle(cl, rep, true, time.Now())
+			}
+			replies[i] = string(rep.body)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if n := dispatches.Load(); n != 1 {
+		t.Fatalf("%d dispatches, want 1", n)
+	}
+	for i, r := range replies {
+		if r != `{"runId":"run-1"}` {
+			t.Fatalf("caller %d got %q", i, r)
+		}
+	}
+}
+
+// TestIdemLeaderFailureReleasesFollowers: when the leader fails, one
+// waiting follower takes over and the others get its reply.
+func TestIdemLeaderFailureReleasesFollowers(t *testing.T) {
+	c := newIdemCache(time.Minute)
+	leader := mustLead(t, c, "k", idemT0)
+	const followers = 16
+	var dispatches atomic.Int32
+	var wg sync.WaitGroup
+	replies := make([]string, followers)
+	for i := range followers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep, cl, err := c.claim(context.Background(), "k", idemT0)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if cl != nil {
+				dispatches.Add(1)
+				time.Sleep(10 * time.Millisecond)
+				rep = idemReply{status: 200, body: []byte("retried")}
+				c.settle(cl, rep, true, idemT0)
+			}
+			replies[i] = string(rep.body)
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	c.settle(leader, idemReply{status: 502}, false, idemT0)
+	wg.Wait()
+	if n := dispatches.Load(); n != 1 {
+		t.Fatalf("%d follower dispatches, want 1", n)
+	}
+	for i, r := range replies {
+		if r != "retried" {
+			t.Fatalf("follower %d got %q", i, r)
+		}
+	}
+}
+
+func TestIdemFollowerCancelled(t *testing.T) {
+	c := newIdemCache(time.Minute)
+	leader := mustLead(t, c, "k", idemT0)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, cl, err := c.claim(ctx, "k", idemT0)
+	if cl != nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("claim = %v, %v; want context deadline", cl != nil, err)
+	}
+	c.settle(leader, idemReply{status: 200, body: []byte("x")}, true, idemT0)
+	if rep := mustReplay(t, c, "k", idemT0); string(rep.body) != "x" {
+		t.Fatalf("replay %q", rep.body)
+	}
+}
+
+// keysInShard returns n distinct keys that land in the shard of first.
+func keysInShard(c *idemCache, first string, n int) []string {
+	target := c.shard(first)
+	out := []string{first}
+	for i := 0; len(out) < n; i++ {
+		if k := fmt.Sprintf("k-%d", i); k != first && c.shard(k) == target {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// TestIdemEvictedPendingEntry: a pending key pushed out by newer keys
+// releases its followers, and the late settle of its leader is harmless.
+func TestIdemEvictedPendingEntry(t *testing.T) {
+	c := newIdemCache(time.Minute)
+	keys := keysInShard(c, "pending", idemEntriesPerShd+1)
+	leader := mustLead(t, c, keys[0], idemT0)
+	type result struct {
+		lead bool
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		_, cl, err := c.claim(context.Background(), keys[0], idemT0)
+		done <- result{cl != nil, err}
+	}()
+	time.Sleep(10 * time.Millisecond)
+	for _, k := range keys[1:] {
+		c.settle(mustLead(t, c, k, idemT0), idemReply{status: 200, body: []byte("{}")}, true, idemT0)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || !r.lead {
+			t.Fatalf("released follower: lead=%v err=%v; want to lead", r.lead, r.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("follower of an evicted key still waiting")
+	}
+	c.settle(leader, idemReply{status: 200, body: []byte("late")}, true, idemT0) // must not panic
+	checkIdemBounds(t, c)
+}
+
+// TestIdemBoundedMemory inserts 200k keys: entry counts and bytes stay
+// within the configured bounds and the accounting stays exact.
+func TestIdemBoundedMemory(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		bodySize int
+	}{{"small replies", 64}, {"large replies", 8 << 10}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newIdemCache(time.Minute)
+			body := make([]byte, tc.bodySize)
+			for i := range 200_000 {
+				key := fmt.Sprintf("idem-%d-%032d", i, i)
+				c.settle(mustLead(t, c, key, idemT0), idemReply{status: 200, body: body}, true, idemT0)
+			}
+			n := checkIdemBounds(t, c)
+			t.Logf("%d entries kept", n)
+			if n > idemShards*idemEntriesPerShd {
+				t.Fatalf("%d entries > %d", n, idemShards*idemEntriesPerShd)
+			}
+			if n == 0 {
+				t.Fatal("nothing kept")
+			}
+			// the newest key is still answered
+			mustReplay(t, c, fmt.Sprintf("idem-%d-%032d", 199_999, 199_999), idemT0)
+		})
+	}
+}
+
+// TestIdemAccountingUnderChurn mixes replays, failures, expiries and
+// re-insertions of the same keys and checks the byte accounting.
+func TestIdemAccountingUnderChurn(t *testing.T) {
+	c := newIdemCache(time.Second)
+	rng := rand.New(rand.NewPCG(1, 2))
+	now := idemT0
+	for range 300_000 {
+		now = now.Add(time.Duration(rng.IntN(20)) * time.Millisecond)
+		key := fmt.Sprintf("churn-%d", rng.IntN(100_000))
+		rep, cl, err := c.claim(context.Background(), key, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cl == nil {
+			if rep.status != 200 {
+				t.Fatalf("replay status %d", rep.status)
+			}
+			continue
+		}
+		ok := rng.IntN(4) != 0
+		c.settle(cl, idemReply{status: 200, body: make([]byte, rng.IntN(2048))}, ok, now)
+	}
+	checkIdemBounds(t, c)
+}

@@ -1,0 +1,259 @@
+package caddyhook
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// Secrets of the unit tests (distinct from the integration tests' ones).
+const (
+	utHookToken    = "ut-hook-7d1e5c9b3a2f4e6d8c0b1a2f3e4d5c6b"
+	utGatewayToken = "ut-gateway-1f2e3d4c5b6a79880a1b2c3d4e5f6a7b"
+)
+
+// provision provisions h in a fresh Caddy context and registers its
+// cleanup (which releases the shared lockout table and cache).
+func provision(t testing.TB, h *Handler) error {
+	t.Helper()
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	t.Cleanup(cancel)
+	err := h.Provision(ctx)
+	t.Cleanup(func() { _ = h.Cleanup() })
+	return err
+}
+
+// validHandler is a minimal configuration that provisions.
+func validHandler() *Handler {
+	return &Handler{Token: utHookToken, Gateway: "unix//tmp/caddyhook-unit-none.sock", GatewayToken: utGatewayToken}
+}
+
+func TestProvisionErrors(t *testing.T) {
+	neg := caddy.Duration(-time.Second)
+	for _, tc := range []struct {
+		name string
+		mod  func(h *Handler)
+		want string
+	}{
+		{"missing token", func(h *Handler) { h.Token = "" }, "token: required"},
+		{"blank token", func(h *Handler) { h.Token = "   " }, "token: required"},
+		{"unset env token", func(h *Handler) { h.Token = "{env.CADDYHOOK_UNIT_UNSET_TOKEN}" }, "token: required"},
+		{"short token", func(h *Handler) { h.Token = "0123456789abcdef0123456789abcde" }, "token: too short (31 characters)"},
+		{"weak token", func(h *Handler) { h.Token = strings.Repeat("ab", 20) }, "token: too weak"},
+		{"weak token seven symbols", func(h *Handler) { h.Token = strings.Repeat("abcdefg", 5) }, "token: too weak"},
+		{"token equals gateway token", func(h *Handler) { h.GatewayToken = h.Token }, "token: must differ from gateway_token"},
+		{"token equals gateway token after trim", func(h *Handler) { h.GatewayToken = " " + h.Token + " " }, "token: must differ from gateway_token"},
+		{"path root", func(h *Handler) { h.Path = "/" }, "path: / is not allowed"},
+		{"path slashes", func(h *Handler) { h.Path = "///" }, "path: / is not allowed"},
+		{"path relative", func(h *Handler) { h.Path = "hooks" }, `path: "hooks" must start with /`},
+		{"path with query", func(h *Handler) { h.Path = "/hooks?x" }, `path: "/hooks?x" must be a plain path`},
+		{"path with placeholder", func(h *Handler) { h.Path = "/{x}" }, `path: "/{x}" must be a plain path`},
+		{"gateway missing", func(h *Handler) { h.Gateway = "" }, "gateway: "},
+		{"gateway public tcp", func(h *Handler) { h.Gateway = "192.0.2.10:8080" }, "gateway: \"192.0.2.10:8080\": a TCP gateway must be on loopback"},
+		{"gateway hostname", func(h *Handler) { h.Gateway = "gateway.example:8080" }, "a TCP gateway must be on loopback"},
+		{"gateway any address", func(h *Handler) { h.Gateway = "0.0.0.0:8080" }, "a TCP gateway must be on loopback"},
+		{"gateway without port", func(h *Handler) { h.Gateway = "127.0.0.1" }, "gateway: \"127.0.0.1\": want unix//path.sock or a loopback host:port"},
+		{"gateway empty port", func(h *Handler) { h.Gateway = "127.0.0.1:" }, "want unix//path.sock or a loopback host:port"},
+		{"gateway unix without path", func(h *Handler) { h.Gateway = "unix/" }, "gateway: \"unix/\": want unix//absolute/path.sock"},
+		{"gateway unix relative", func(h *Handler) { h.Gateway = "unix/gw.sock" }, "want unix//absolute/path.sock"},
+		{"negative max_body", func(h *Handler) { h.MaxBody = -1 }, "max_body: must be positive"},
+		{"negative gateway_timeout", func(h *Handler) { h.GatewayTimeout = neg }, "gateway_timeout: must be positive"},
+		{"negative auth_failures count", func(h *Handler) { h.AuthFailures = &AuthFailures{Count: -1} }, "auth_failures: count and window must be positive"},
+		{"negative auth_failures window", func(h *Handler) { h.AuthFailures = &AuthFailures{Window: neg} }, "auth_failures: count and window must be positive"},
+		{"auth_failures window too short", func(h *Handler) {
+			h.AuthFailures = &AuthFailures{Window: caddy.Duration(500 * time.Millisecond)}
+		}, "auth_failures: window 500ms must be between 1s and 24h"},
+		{"negative lockout", func(h *Handler) { h.Lockout = neg }, "lockout: must be between 0 and 24h"},
+		{"lockout too long", func(h *Handler) { h.Lockout = caddy.Duration(25 * time.Hour) }, "lockout: must be between 0 and 24h"},
+		{"ipv6_prefix negative", func(h *Handler) { h.IPv6Prefix = -64 }, "ipv6_prefix: -64 must be between 16 and 128"},
+		{"ipv6_prefix too small", func(h *Handler) { h.IPv6Prefix = 8 }, "ipv6_prefix: 8 must be between 16 and 128"},
+		{"ipv6_prefix too large", func(h *Handler) { h.IPv6Prefix = 129 }, "ipv6_prefix: 129 must be between 16 and 128"},
+		{"lockout_table_size negative", func(h *Handler) { h.LockoutTableSize = -1 }, "lockout_table_size: -1 must be between"},
+		{"lockout_table_size too small", func(h *Handler) { h.LockoutTableSize = 100 }, "lockout_table_size: 100 must be between"},
+		{"negative idempotency_ttl", func(h *Handler) { h.IdempotencyTTL = neg }, "idempotency_ttl: must be positive"},
+		{"default key violates prefixes", func(h *Handler) {
+			h.AllowedSessionKeyPrefixes, h.DefaultSessionKey = []string{"hook:"}, "agent:main"
+		}, "default_session_key: \"agent:main\" does not start with one of allowed_session_key_prefixes"},
+		{"prefixes without hook and no default", func(h *Handler) { h.AllowedSessionKeyPrefixes = []string{"agent:"} },
+			`allowed_session_key_prefixes: must include "hook:"`},
+		{"empty agent", func(h *Handler) { h.Agents = []string{""} }, "agents: empty agent id"},
+		{"empty channel", func(h *Handler) { h.Channels = []string{"sms", ""} }, "channels: empty channel name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := validHandler()
+			tc.mod(h)
+			err := provision(t, h)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Provision error = %v, want it to contain %q", err, tc.want)
+			}
+			if tok := strings.TrimSpace(h.Token); strings.Contains(err.Error(), utHookToken) || tok != "" && strings.Contains(err.Error(), tok) {
+				t.Fatalf("error message leaks the token: %v", err)
+			}
+		})
+	}
+}
+
+func TestProvisionDefaults(t *testing.T) {
+	h := validHandler()
+	if err := provision(t, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"base", h.base, "/hooks"},
+		{"max_body", h.MaxBody, int64(256 << 10)},
+		{"auth_failures", *h.AuthFailures, AuthFailures{Count: 20, Window: caddy.Duration(time.Minute)}},
+		{"lockout", h.Lockout, caddy.Duration(0)},
+		{"ipv6_prefix", h.IPv6Prefix, 64},
+		{"lockout_table_size", h.LockoutTableSize, 1 << 21},
+		{"idempotency_ttl", h.IdempotencyTTL, caddy.Duration(10 * time.Minute)},
+		{"gateway_timeout", h.GatewayTimeout, caddy.Duration(10 * time.Second)},
+		{"gateway network", h.gateway.addr, gatewayAddr{"unix", "/tmp/caddyhook-unit-none.sock"}},
+		{"gateway prefix", h.gateway.prefix, "/hooks"},
+		{"gateway auth", h.gateway.auth, "Bearer " + utGatewayToken},
+		{"lockout policy", h.lockout.policy, lockoutPolicy{maxFailures: 20, window: time.Minute, v6Bits: 64, slots: 1 << 21}},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestProvisionAccepts(t *testing.T) {
+	t.Setenv("CADDYHOOK_UNIT_TOKEN", "  "+utHookToken+"\n")
+	for _, tc := range []struct {
+		name  string
+		mod   func(h *Handler)
+		check func(t *testing.T, h *Handler)
+	}{
+		{"token from env, trimmed", func(h *Handler) { h.Token = "{env.CADDYHOOK_UNIT_TOKEN}" }, func(t *testing.T, h *Handler) {
+			if !tokenMatches(utHookToken, &h.token) {
+				t.Error("env token not used")
+			}
+		}},
+		{"trailing slash path", func(h *Handler) { h.Path = "/in/hooks/" }, func(t *testing.T, h *Handler) {
+			if h.base != "/in/hooks" {
+				t.Errorf("base = %q", h.base)
+			}
+		}},
+		{"loopback tcp gateway", func(h *Handler) { h.Gateway = "127.0.0.1:18789" }, nil},
+		{"ipv6 loopback gateway", func(h *Handler) { h.Gateway = "[::1]:18789" }, nil},
+		{"localhost gateway", func(h *Handler) { h.Gateway = "localhost:18789" }, nil},
+		{"no gateway token", func(h *Handler) { h.GatewayToken = "" }, func(t *testing.T, h *Handler) {
+			if h.gateway.auth != "" {
+				t.Errorf("auth = %q", h.gateway.auth)
+			}
+		}},
+		{"ipv6_prefix bounds", func(h *Handler) { h.IPv6Prefix = 128 }, nil},
+		{"lockout option", func(h *Handler) { h.Lockout = caddy.Duration(5 * time.Minute) }, func(t *testing.T, h *Handler) {
+			if h.lockout.policy.lockFor != 5*time.Minute {
+				t.Errorf("lockFor = %v", h.lockout.policy.lockFor)
+			}
+		}},
+		{"auth_failures partial", func(h *Handler) { h.AuthFailures = &AuthFailures{Count: 5} }, func(t *testing.T, h *Handler) {
+			if *h.AuthFailures != (AuthFailures{Count: 5, Window: caddy.Duration(time.Minute)}) {
+				t.Errorf("auth_failures = %+v", *h.AuthFailures)
+			}
+		}},
+		{"empty allowed_agent_ids kept as deny-all", func(h *Handler) { h.AllowedAgentIDs = &[]string{} }, func(t *testing.T, h *Handler) {
+			if h.policy.allowedAgent == nil {
+				t.Error("[] became any")
+			}
+		}},
+		{"disabled needs nothing", func(h *Handler) { off := false; *h = Handler{Enabled: &off} }, func(t *testing.T, h *Handler) {
+			if h.enabled || h.Validate() != nil {
+				t.Error("disabled handler not inert")
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := validHandler()
+			tc.mod(h)
+			if err := provision(t, h); err != nil {
+				t.Fatalf("Provision: %v", err)
+			}
+			if tc.check != nil {
+				tc.check(t, h)
+			}
+		})
+	}
+}
+
+// TestProvisionSharesState: two handlers with the same settings share one
+// lockout table (a reload keeps the state); other settings do not.
+func TestProvisionSharesState(t *testing.T) {
+	a, b, c := validHandler(), validHandler(), validHandler()
+	c.AuthFailures = &AuthFailures{Count: 5}
+	for _, h := range []*Handler{a, b, c} {
+		h.Path = "/shared-state-test"
+		if err := provision(t, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.lockout != b.lockout || a.idem != b.idem {
+		t.Error("same settings, different state")
+	}
+	if a.lockout == c.lockout {
+		t.Error("different lockout settings share a table")
+	}
+}
+
+func TestValidateUnprovisioned(t *testing.T) {
+	h := &Handler{enabled: true}
+	if err := h.Validate(); err == nil {
+		t.Fatal("unprovisioned handler validated")
+	}
+}
+
+func TestSubPath(t *testing.T) {
+	for _, tc := range []struct {
+		path, base, sub string
+		ok              bool
+	}{
+		{"/hooks/wake", "/hooks", "wake", true},
+		{"/hooks/wake/", "/hooks", "wake", true},
+		{"/hooks//agent", "/hooks", "agent", true},
+		{"/hooks/gmail/x", "/hooks", "gmail/x", true},
+		{"/hooks", "/hooks", "", true},
+		{"/hooks/", "/hooks", "", true},
+		{"/hooksx/wake", "/hooks", "", false},
+		{"/other", "/hooks", "", false},
+		{"/Hooks/wake", "/hooks", "", false},
+		{"/in/hooks/wake", "/in/hooks", "wake", true},
+	} {
+		sub, ok := subPath(tc.path, tc.base)
+		if sub != tc.sub || ok != tc.ok {
+			t.Errorf("subPath(%q, %q) = %q, %v; want %q, %v", tc.path, tc.base, sub, ok, tc.sub, tc.ok)
+		}
+	}
+}
+
+func TestRetryAfterSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{-time.Second, "1"},
+		{0, "1"},
+		{time.Nanosecond, "1"},
+		{time.Millisecond, "1"},
+		{time.Second, "1"},
+		{time.Second + time.Nanosecond, "2"},
+		{1500 * time.Millisecond, "2"},
+		{49*time.Second + time.Millisecond, "50"},
+		{time.Minute, "60"},
+		{time.Hour, "3600"},
+	} {
+		if got := retryAfterSeconds(tc.d); got != tc.want {
+			t.Errorf("retryAfterSeconds(%v) = %s, want %s", tc.d, got, tc.want)
+		}
+	}
+}

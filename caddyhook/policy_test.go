@@ -1,0 +1,204 @@
+package caddyhook
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// mustPolicy compiles pc or fails the test.
+func mustPolicy(t testing.TB, pc policyConfig) *Policy {
+	t.Helper()
+	p, err := newPolicy(pc)
+	if err != nil {
+		t.Fatalf("newPolicy: %v", err)
+	}
+	return p
+}
+
+// allowed returns a set allowed_agent_ids list.
+func allowed(ids ...string) policyConfig {
+	return policyConfig{AllowedAgentIDs: ids, AllowedAgentIDsSet: true}
+}
+
+func TestNewPolicyErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pc   policyConfig
+		want string // substring; "" means success
+	}{
+		{name: "empty", pc: policyConfig{}},
+		{name: "empty agent id", pc: policyConfig{Agents: []string{"main", " "}}, want: "agents: empty agent id"},
+		{name: "empty prefix", pc: policyConfig{AllowedSessionKeyPrefixes: []string{"hook:", " "}}, want: "allowed_session_key_prefixes: empty prefix"},
+		{name: "prefixes without hook and no default",
+			pc:   policyConfig{AllowedSessionKeyPrefixes: []string{"agent:"}},
+			want: `allowed_session_key_prefixes: must include "hook:" when default_session_key is not set`},
+		{name: "prefixes with hook upper-case", pc: policyConfig{AllowedSessionKeyPrefixes: []string{"HOOK:"}}},
+		{name: "prefixes with wider hook prefix", pc: policyConfig{AllowedSessionKeyPrefixes: []string{"ho"}}},
+		{name: "prefixes without hook but default given",
+			pc: policyConfig{AllowedSessionKeyPrefixes: []string{"agent:"}, DefaultSessionKey: "agent:main"}},
+		{name: "default violates prefixes",
+			pc:   policyConfig{AllowedSessionKeyPrefixes: []string{"hook:"}, DefaultSessionKey: "agent:main"},
+			want: `default_session_key: "agent:main" does not start with one of allowed_session_key_prefixes (hook:)`},
+		{name: "default matches prefix ignoring case",
+			pc: policyConfig{AllowedSessionKeyPrefixes: []string{"hook:"}, DefaultSessionKey: " Hook:Main "}},
+		{name: "empty model", pc: policyConfig{AllowedModels: []string{"a/b", ""}}, want: "allowed_models: empty model"},
+		{name: "empty channel", pc: policyConfig{Channels: []string{"slack", " "}}, want: "channels: empty channel name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := newPolicy(tc.pc)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("unexpected error: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// policyCase is one request through Policy.Apply.
+type policyCase struct {
+	name    string
+	pc      policyConfig
+	in      string
+	prep    func(*Action) // adjusts the decoded action (e.g. a mapping's key source)
+	wantErr string
+	agentID string // resolved agentId ("" = not sent)
+	key     string // resolved sessionKey; "generated" = hook:<uuid>
+}
+
+var generatedKey = regexp.MustCompile(`^hook:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+func runPolicyCases(t *testing.T, cases []policyCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mustPolicy(t, tc.pc)
+			a, err := decodeAgent(payload(t, tc.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.prep != nil {
+				tc.prep(&a)
+			}
+			err = p.Apply(&a)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if a.AgentID != tc.agentID {
+				t.Errorf("agentId = %q, want %q", a.AgentID, tc.agentID)
+			}
+			switch {
+			case tc.key == "generated":
+				if !generatedKey.MatchString(a.SessionKey) {
+					t.Errorf("sessionKey = %q, want hook:<uuid>", a.SessionKey)
+				}
+			case a.SessionKey != tc.key:
+				t.Errorf("sessionKey = %q, want %q", a.SessionKey, tc.key)
+			}
+		})
+	}
+}
+
+func TestPolicyAgents(t *testing.T) {
+	agents := func(pc policyConfig) policyConfig {
+		pc.Agents, pc.DefaultSessionKey = []string{"main", "ops"}, "hook:d"
+		return pc
+	}
+	noList := func(pc policyConfig) policyConfig { pc.DefaultSessionKey = "hook:d"; return pc }
+	const denied = "agentId is not allowed by hooks.allowedAgentIds"
+	runPolicyCases(t, []policyCase{
+		{name: "known agent", pc: agents(policyConfig{}), in: `{"message":"m","agentId":"ops"}`, agentID: "ops", key: "hook:d"},
+		{name: "known agent case and space", pc: agents(policyConfig{}), in: `{"message":"m","agentId":" OPS "}`, agentID: "ops", key: "hook:d"},
+		{name: "unknown falls back to default", pc: agents(policyConfig{}), in: `{"message":"m","agentId":"ghost"}`, agentID: "main", key: "hook:d"},
+		{name: "omitted is default", pc: agents(policyConfig{}), in: `{"message":"m"}`, agentID: "main", key: "hook:d"},
+		{name: "no list passes explicit id", pc: noList(policyConfig{}), in: `{"message":"m","agentId":"ghost"}`, agentID: "ghost", key: "hook:d"},
+		{name: "no list omitted stays omitted", pc: noList(policyConfig{}), in: `{"message":"m"}`, agentID: "", key: "hook:d"},
+
+		{name: "allowlist omitted: any", pc: agents(policyConfig{}), in: `{"message":"m","agentId":"ops"}`, agentID: "ops", key: "hook:d"},
+		{name: "allowlist star: any", pc: agents(allowed("*")), in: `{"message":"m","agentId":"ops"}`, agentID: "ops", key: "hook:d"},
+		{name: "allowlist star among others: any", pc: agents(allowed("main", "*")), in: `{"message":"m","agentId":"ops"}`, agentID: "ops", key: "hook:d"},
+		{name: "empty allowlist denies explicit", pc: agents(allowed()), in: `{"message":"m","agentId":"ops"}`, wantErr: denied},
+		{name: "empty allowlist denies explicit default", pc: agents(allowed()), in: `{"message":"m","agentId":"main"}`, wantErr: denied},
+		{name: "empty allowlist denies effective default", pc: agents(allowed()), in: `{"message":"m"}`, wantErr: denied},
+		{name: "empty allowlist without agent list", pc: noList(allowed()), in: `{"message":"m","agentId":"x"}`, wantErr: denied},
+		{name: "listed agent allowed", pc: agents(allowed("ops")), in: `{"message":"m","agentId":"ops"}`, agentID: "ops", key: "hook:d"},
+		{name: "allowlist compared normalised", pc: agents(allowed(" OPS ")), in: `{"message":"m","agentId":"Ops"}`, agentID: "ops", key: "hook:d"},
+		{name: "unlisted agent denied", pc: agents(allowed("ops")), in: `{"message":"m","agentId":"main"}`, wantErr: denied},
+		{name: "omitted checked as default agent", pc: agents(allowed("ops")), in: `{"message":"m"}`, wantErr: denied},
+		{name: "unknown id cannot launder past allowlist", pc: agents(allowed("ghost")), in: `{"message":"m","agentId":"ghost"}`, wantErr: denied},
+		{name: "unknown id allowed as default", pc: agents(allowed("main")), in: `{"message":"m","agentId":"ghost"}`, agentID: "main", key: "hook:d"},
+		{name: "reference default without list", pc: noList(allowed("main")), in: `{"message":"m"}`, agentID: "", key: "hook:d"},
+		{name: "reference default denied without list", pc: noList(allowed("ops")), in: `{"message":"m"}`, wantErr: denied},
+	})
+}
+
+func TestPolicySessionKeys(t *testing.T) {
+	const disabled = "sessionKey is disabled for externally supplied hook payload values; set hooks.allowRequestSessionKey=true to enable"
+	allow := policyConfig{AllowRequestSessionKey: true}
+	prefixed := policyConfig{AllowRequestSessionKey: true, AllowedSessionKeyPrefixes: []string{"hook:", "Agent:"}}
+	operator := func(a *Action) { a.keySource = keyOperator }
+	runPolicyCases(t, []policyCase{
+		{name: "request key disabled by default", pc: policyConfig{}, in: `{"message":"m","sessionKey":"hook:x"}`, wantErr: disabled},
+		{name: "blank request key is no key", pc: policyConfig{}, in: `{"message":"m","sessionKey":"  "}`, key: "generated"},
+		{name: "request key allowed", pc: allow, in: `{"message":"m","sessionKey":" anything "}`, key: "anything"},
+		{name: "prefix matches", pc: prefixed, in: `{"message":"m","sessionKey":"hook:gh:1"}`, key: "hook:gh:1"},
+		{name: "prefix case-insensitive", pc: prefixed, in: `{"message":"m","sessionKey":"HOOK:Gh"}`, key: "HOOK:Gh"},
+		{name: "second prefix", pc: prefixed, in: `{"message":"m","sessionKey":"agent:main:x"}`, key: "agent:main:x"},
+		{name: "prefix violated", pc: prefixed, in: `{"message":"m","sessionKey":"main"}`,
+			wantErr: "sessionKey must start with one of: hook:, agent:"},
+		{name: "prefix is not substring", pc: prefixed, in: `{"message":"m","sessionKey":"x-hook:1"}`,
+			wantErr: "sessionKey must start with one of: hook:, agent:"},
+		{name: "default key", pc: policyConfig{DefaultSessionKey: "hook:main"}, in: `{"message":"m"}`, key: "hook:main"},
+		{name: "generated key", pc: policyConfig{}, in: `{"message":"m"}`, key: "generated"},
+		{name: "generated key with prefixes", pc: prefixed, in: `{"message":"m"}`, key: "generated"},
+		{name: "disabled check precedes prefix check", pc: policyConfig{AllowedSessionKeyPrefixes: []string{"hook:"}},
+			in: `{"message":"m","sessionKey":"other"}`, wantErr: disabled},
+		{name: "operator key needs no request permission", pc: policyConfig{},
+			in: `{"message":"m","sessionKey":"hook:static"}`, prep: operator, key: "hook:static"},
+		{name: "operator key still checked against prefixes", pc: policyConfig{AllowedSessionKeyPrefixes: []string{"hook:"}},
+			in: `{"message":"m","sessionKey":"agent:static"}`, prep: operator, wantErr: "sessionKey must start with one of: hook:"},
+	})
+}
+
+func TestPolicyModelsAndChannels(t *testing.T) {
+	models := policyConfig{AllowedModels: []string{"openai/gpt-5", "fast"}, DefaultSessionKey: "hook:d"}
+	channels := policyConfig{Channels: []string{"SMS", "last"}, DefaultSessionKey: "hook:d"}
+	runPolicyCases(t, []policyCase{
+		{name: "no model list: any", pc: policyConfig{DefaultSessionKey: "hook:d"}, in: `{"message":"m","model":"x/y"}`, key: "hook:d"},
+		{name: "listed model", pc: models, in: `{"message":"m","model":"openai/gpt-5"}`, key: "hook:d"},
+		{name: "listed alias", pc: models, in: `{"message":"m","model":" fast "}`, key: "hook:d"},
+		{name: "unlisted model", pc: models, in: `{"message":"m","model":"anthropic/x"}`, wantErr: "model is not allowed by hooks.allowedModels"},
+		{name: "model comparison is exact", pc: models, in: `{"message":"m","model":"FAST"}`, wantErr: "model is not allowed by hooks.allowedModels"},
+		{name: "no model with list", pc: models, in: `{"message":"m"}`, key: "hook:d"},
+		{name: "default channel list", pc: policyConfig{DefaultSessionKey: "hook:d"}, in: `{"message":"m","channel":"msteams","to":"x"}`, key: "hook:d"},
+		{name: "default channel list refuses", pc: policyConfig{DefaultSessionKey: "hook:d"}, in: `{"message":"m","channel":"irc"}`,
+			wantErr: "channel must be last|whatsapp|telegram|discord|slack|mattermost|signal|imessage|msteams"},
+		{name: "custom channel list", pc: channels, in: `{"message":"m","channel":"sms"}`, key: "hook:d"},
+		{name: "custom channel list refuses reference channel", pc: channels, in: `{"message":"m","channel":"slack"}`,
+			wantErr: "channel must be sms|last"},
+		{name: "omitted channel is fine", pc: channels, in: `{"message":"m"}`, key: "hook:d"},
+	})
+}
+
+func TestPolicyIgnoresWake(t *testing.T) {
+	p := mustPolicy(t, policyConfig{AllowedAgentIDsSet: true, AllowedModels: []string{"x"}})
+	a, err := decodeWake(payload(t, `{"text":"t"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := a
+	if err := p.Apply(&a); err != nil {
+		t.Fatalf("wake refused: %v", err)
+	}
+	if a != before {
+		t.Fatalf("wake changed: %+v -> %+v", before, a)
+	}
+}

@@ -1,0 +1,87 @@
+package tmpl
+
+import "testing"
+
+// threePlaceholders is a typical mapping message: a nested payload path, a
+// header and the sub-path.
+const threePlaceholders = "New event from {{messages[0].from}} ({{headers.x-github-event}}) on {{path}}"
+
+func BenchmarkRender3(b *testing.B) {
+	tp, err := Compile(threePlaceholders, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := testVars(b)
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		if buf, err = tp.Render(buf[:0], v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRenderString3(b *testing.B) {
+	tp, err := Compile(threePlaceholders, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := testVars(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tp.RenderString(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRenderObject(b *testing.B) {
+	tp, err := Compile("{{user}} {{messages}}", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := testVars(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tp.RenderString(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkRenderCEL(b *testing.B) {
+	tp, err := Compile(`{{ cel: payload.messages[0].subject.upperAscii() }}`, testEnv(b, 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := testVars(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tp.RenderString(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMatch(b *testing.B) {
+	x, err := testEnv(b, 0).CompileBool(`payload.source == "gmail" && headers["x-github-event"] == "push"`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := testVars(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, err := x.Match(v); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
+}
+
+func BenchmarkCompile(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Compile(threePlaceholders, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,270 @@
+package transform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dop251/goja"
+)
+
+// queueFactor bounds how long a call waits for a free runtime, in time
+// budgets: a burst queues rather than fails, an overload fails fast.
+const queueFactor = 10
+
+// errNoRuntime is returned by pool.acquire when no runtime became free.
+var errNoRuntime = errors.New("no runtime free")
+
+// Run calls the exported function with ctx and awaits a returned Promise. It returns (nil, nil) when
+// the function returns null or undefined (skip). Otherwise the result must be a plain object; it is
+// returned converted to Go values (map[string]any with string/float64/bool/nil/[]any/map[string]any),
+// capped by MaxBytes. Errors are *Error.
+//
+// The call waits at most ten time budgets (or until ctx is done) for a
+// free runtime, then runs on that runtime's worker goroutine; Run returns
+// when it finishes, when ctx is done, or, should the script be stuck in a
+// native built-in the interrupt cannot reach, after twice the time budget
+// (the runtime is then discarded once it comes back).
+func (p *Program) Run(ctx context.Context, in Input) (map[string]any, error) {
+	return p.supervise(ctx, in.Payload, func(v *vm) (map[string]any, error) {
+		return v.invoke(in, p.opts.MaxBytes)
+	})
+}
+
+// outcome is what a worker reports.
+type outcome struct {
+	out map[string]any
+	err error
+}
+
+// supervise runs job on a pooled runtime under the watchdog. payload is
+// only used to redact error messages.
+func (p *Program) supervise(ctx context.Context, payload map[string]any, job func(*vm) (map[string]any, error)) (map[string]any, error) {
+	wait := queueFactor * p.opts.Timeout
+	if err := p.pool.acquire(ctx, wait); err != nil {
+		if errors.Is(err, errNoRuntime) {
+			return nil, newError(KindTimeout, fmt.Sprintf("no runtime free within %v (%d busy)", wait, p.opts.Runtimes))
+		}
+		return nil, newError(KindTimeout, "canceled while waiting for a runtime: "+err.Error())
+	}
+	now := time.Now()
+	c := &call{
+		ctx:       ctx,
+		deadline:  now.Add(p.opts.Timeout),
+		hard:      now.Add(2 * p.opts.Timeout),
+		budget:    p.opts.allocBudget(),
+		abandoned: make(chan struct{}),
+	}
+	done := make(chan outcome, 1)
+	v := p.pool.take()
+	if v == nil {
+		v = newVM(p.opts)
+		go v.serve()
+	}
+	v.jobs <- func() bool { return p.work(v, c, payload, job, done) }
+	select {
+	case o := <-done:
+		return o.out, o.err
+	case <-c.abandoned:
+		return nil, newError(KindTimeout, fmt.Sprintf("exceeded the %v time budget and did not stop within %v", p.opts.Timeout, 2*p.opts.Timeout))
+	case <-ctx.Done():
+		return nil, newError(KindTimeout, "canceled: "+ctx.Err().Error())
+	}
+}
+
+// work runs one call on v's worker goroutine and reports whether v may be
+// reused.
+func (p *Program) work(v *vm, c *call, payload map[string]any, job func(*vm) (map[string]any, error), done chan<- outcome) bool {
+	c.rt = v.rt
+	v.guard.call = c
+	p.watch.add(c)
+	var out map[string]any
+	crashed := false
+	err := func() (err error) {
+		defer func() {
+			// A panic here is a bug in this package or the runtime; keep
+			// the process alive, report it, and drop the runtime.
+			if x := recover(); x != nil {
+				crashed = true
+				err = newError(KindThrow, "internal error in the transform engine")
+			}
+		}()
+		if !v.ready {
+			if err := v.load(p.code, p.export); err != nil {
+				return err
+			}
+		}
+		out, err = job(v)
+		return err
+	}()
+	var overflow *goja.StackOverflowError
+	if errors.As(err, &overflow) {
+		crashed = true // unwound like an interrupt; start afresh
+	}
+	if err != nil && c.reason.Load() == reasonNone {
+		err = v.describe(err, payload)
+	}
+	p.watch.remove(c)
+	if r := c.reason.Load(); r != reasonNone {
+		out, err = nil, p.stopError(c, r)
+	}
+	v.guard.call = nil
+	keep := c.reason.Load() == reasonNone && v.ready && !crashed
+	if keep {
+		v.rt.ClearInterrupt()
+		keep = p.pool.put(v)
+	}
+	p.pool.release()
+	done <- outcome{out: out, err: err}
+	return keep
+}
+
+// stopError is the error of a call the watchdog or a guard stopped.
+func (p *Program) stopError(c *call, reason int32) *Error {
+	switch reason {
+	case reasonTimeout:
+		return newError(KindTimeout, fmt.Sprintf("exceeded the %v time budget", p.opts.Timeout))
+	case reasonCanceled:
+		return newError(KindTimeout, "canceled: "+context.Cause(c.ctx).Error())
+	default:
+		if c.detail != "" {
+			return newError(KindMemory, c.detail)
+		}
+		return newError(KindMemory, fmt.Sprintf("memory limit: the heap grew by more than %d bytes during the call", c.budget))
+	}
+}
+
+// invoke builds ctx, calls the export, awaits a promise and converts the
+// result.
+func (v *vm) invoke(in Input, maxBytes int64) (map[string]any, error) {
+	var ctxVal goja.Value
+	if err := v.protect(func() (err error) {
+		ctxVal, err = v.ctxValue(in)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	res, err := v.fn(goja.Undefined(), ctxVal)
+	if err != nil {
+		return nil, err
+	}
+	if pr, ok := promiseOf(res); ok {
+		switch pr.State() {
+		case goja.PromiseStateFulfilled:
+			res = pr.Result()
+		case goja.PromiseStateRejected:
+			return nil, &rejection{value: pr.Result()}
+		default:
+			return nil, newError(KindResult, "the returned promise never settled (there are no timers or I/O to wait for)")
+		}
+	}
+	var out map[string]any
+	err = v.protect(func() (err error) {
+		e := &exporter{rt: v.rt, budget: maxBytes}
+		out, err = e.top(res)
+		return err
+	})
+	return out, err
+}
+
+// promiseType is what a promise object exports as.
+var promiseType = reflect.TypeOf((*goja.Promise)(nil))
+
+// promiseOf returns v as a promise without exporting anything else
+// (Export of a plain object would run its getters outside the runtime).
+func promiseOf(v goja.Value) (*goja.Promise, bool) {
+	o, ok := v.(*goja.Object)
+	if !ok || o.ExportType() != promiseType {
+		return nil, false
+	}
+	pr, ok := o.Export().(*goja.Promise)
+	return pr, ok
+}
+
+// rejection is a promise the script rejected.
+type rejection struct{ value goja.Value }
+
+func (r *rejection) Error() string { return "promise rejected" }
+
+// describe turns a failure that was not a watchdog/guard stop into an
+// *Error, reading script error messages safely and redacting payload text.
+func (v *vm) describe(err error, payload map[string]any) *Error {
+	var te *Error
+	var rm *errResultMemory
+	var xe *exportError
+	var ex *goja.Exception
+	var rj *rejection
+	var so *goja.StackOverflowError
+	switch {
+	case errors.As(err, &te):
+		return te
+	case errors.As(err, &so):
+		return newError(KindThrow, v.thrownMessage(v.rt.ToValue(fmt.Sprintf("RangeError: maximum call stack size (%d) exceeded", maxCallStack)), so.Stack()))
+	case errors.As(err, &rm):
+		return newError(KindMemory, rm.Error())
+	case errors.As(err, &xe):
+		return newError(KindResult, xe.msg)
+	case errors.As(err, &ex):
+		return newError(KindThrow, redact(v.thrownMessage(ex.Value(), ex.Stack()), payload))
+	case errors.As(err, &rj):
+		return newError(KindThrow, redact("promise rejected: "+v.thrownMessage(rj.value, nil), payload))
+	default:
+		return newError(KindThrow, redact(err.Error(), payload))
+	}
+}
+
+// thrownMessage renders a thrown value ("TypeError: …" for errors) with
+// the first script location of the stack, mapped to the original source.
+func (v *vm) thrownMessage(val goja.Value, stack []goja.StackFrame) string {
+	msg := "uncaught exception (its message could not be read)"
+	_ = v.protect(func() error {
+		if val == nil {
+			msg = "uncaught exception"
+			return nil
+		}
+		msg = val.String()
+		if o, ok := val.(*goja.Object); ok && len(stack) == 0 {
+			if st, ok := o.Get("stack").(goja.String); ok {
+				stack = nil
+				if loc := firstStackLocation(st.String()); loc != "" {
+					msg += " (at " + loc + ")"
+				}
+			}
+		}
+		return nil
+	})
+	for _, f := range stack {
+		pos := f.Position()
+		if pos.Line > 0 && pos.Filename != "" && !strings.HasPrefix(pos.Filename, "caddyhook:") {
+			return msg + " (at " + pos.Filename + ":" + strconv.Itoa(pos.Line) + ":" + strconv.Itoa(pos.Column) + ")"
+		}
+	}
+	return msg
+}
+
+// firstStackLocation extracts "file:line:col" from the first frame line of
+// an Error's stack property ("\tat fn (file:line:col(pc))").
+func firstStackLocation(stack string) string {
+	for _, line := range strings.Split(stack, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "at ") {
+			continue
+		}
+		loc := strings.TrimPrefix(line, "at ")
+		if i := strings.Index(loc, " ("); i >= 0 && strings.HasSuffix(loc, ")") {
+			loc = loc[i+2 : len(loc)-1]
+		}
+		if j := strings.IndexByte(loc, '('); j >= 0 {
+			loc = loc[:j]
+		}
+		if loc == "" || strings.HasPrefix(loc, "caddyhook:") || strings.HasPrefix(loc, "native") {
+			continue
+		}
+		return loc
+	}
+	return ""
+}

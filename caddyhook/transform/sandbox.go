@@ -1,0 +1,40 @@
+package transform
+
+import (
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
+)
+
+// maxCallStack bounds JavaScript recursion depth; beyond it the script
+// gets a RangeError instead of growing the Go stack without limit.
+const maxCallStack = 4096
+
+// removedGlobals are globals goja provides that a JSON-to-action transform
+// does not need: GoError is not ECMAScript, and binary buffers can
+// allocate gigabytes in one constructor call and cannot cross the JSON
+// boundary anyway.
+var removedGlobals = []string{
+	"GoError",
+	"ArrayBuffer", "SharedArrayBuffer", "DataView",
+	"Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array", "Uint16Array",
+	"Int32Array", "Uint32Array", "Float32Array", "Float64Array",
+	"BigInt64Array", "BigUint64Array",
+}
+
+// newSandbox returns a fresh runtime holding only pure ECMAScript built-ins
+// (no require, process, console, timers or fetch exist in goja to begin
+// with), with bounded recursion, guarded built-ins, and source maps
+// disabled for code parsed at run time: a "//# sourceMappingURL=" comment
+// in eval'd code would otherwise make the parser read a file.
+func newSandbox(opts Options) (*goja.Runtime, *guard) {
+	rt := goja.New()
+	rt.SetParserOptions(parser.WithDisableSourceMaps)
+	rt.SetMaxCallStackSize(maxCallStack)
+	global := rt.GlobalObject()
+	for _, name := range removedGlobals {
+		_ = global.Delete(name)
+	}
+	g := &guard{rt: rt, maxChars: opts.MaxBytes, maxElems: opts.maxElems()}
+	g.install()
+	return rt, g
+}

@@ -1,0 +1,46 @@
+package verify
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// whsecPrefix marks a Standard Webhooks secret (base64 key follows).
+const whsecPrefix = "whsec_"
+
+// decodeSecrets checks secrets and returns their HMAC keys: the trimmed
+// bytes, or for Standard Webhooks (standard true) the base64 key after an
+// optional whsec_ prefix. Errors name the index, never the value.
+func decodeSecrets(secrets []string, standard bool) ([][]byte, error) {
+	switch {
+	case len(secrets) == 0:
+		return nil, errors.New("secrets: at least one secret is required")
+	case len(secrets) > MaxSecrets:
+		return nil, fmt.Errorf("secrets: at most %d allowed", MaxSecrets)
+	}
+	keys := make([][]byte, len(secrets))
+	for i, s := range secrets {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "":
+			return nil, fmt.Errorf("secrets[%d]: empty (is its placeholder's variable set?)", i)
+		case isSecretPlaceholder(s):
+			return nil, fmt.Errorf("secrets[%d]: placeholder was not expanded", i)
+		}
+		key := []byte(s)
+		if standard {
+			var err error
+			key, err = base64.StdEncoding.DecodeString(strings.TrimPrefix(s, whsecPrefix))
+			if err != nil {
+				return nil, fmt.Errorf("secrets[%d]: not valid base64 after the optional %s prefix", i, whsecPrefix)
+			}
+		}
+		if len(key) < MinSecretLen {
+			return nil, fmt.Errorf("secrets[%d]: shorter than %d bytes", i, MinSecretLen)
+		}
+		keys[i] = key
+	}
+	return keys, nil
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestRate(t *testing.T) {
+	rep := &report{Rows: []rowReport{
+		{ID: "a", RPS: 40000, Base: "a"},
+		{ID: "b", RPS: 10000, Base: "b"},
+		{ID: "c", RPS: 10500, Base: "b", Target: 1.0},
+		{ID: "d", RPS: 8000, Base: "b", Target: 0.9},
+		{ID: "e", RPS: 36000, Base: "a", Target: 0.9},
+		{ID: "g", Skipped: "not supported by this build", Base: "b", Target: 0.8},
+		{ID: "i", RPS: 6000, Base: "c", Target: 0.5, MaxP99ms: 25, P99ms: 30},
+		{ID: "x", RPS: 100, Base: "z", Target: 0.5},
+	}}
+	rep.rate()
+	want := map[string]struct {
+		ratio   float64
+		verdict string
+	}{
+		"a": {1, ""},
+		"b": {1, ""},
+		"c": {1.05, "PASS"},
+		"d": {0.8, "MISS"},
+		"e": {0.9, "PASS"}, // exactly at the target
+		"g": {0, ""},
+		"i": {6000.0 / 10500, "MISS"}, // ratio met, p99 over the limit
+		"x": {0, "n/a"},               // base did not run
+	}
+	for _, r := range rep.Rows {
+		w := want[r.ID]
+		if diff := r.Ratio - w.ratio; diff > 1e-9 || diff < -1e-9 || r.Verdict != w.verdict {
+			t.Errorf("row %s: ratio %v verdict %q, want %v %q", r.ID, r.Ratio, r.Verdict, w.ratio, w.verdict)
+		}
+	}
+}
+
+func TestWriteText(t *testing.T) {
+	rep := &report{Connections: 32, DurationS: 10, Rounds: 5, WarmupS: 1, Spread: "bind", Rows: []rowReport{
+		{ID: "a", Title: "respond", RPS: 40000, Base: "a", Requests: 400000},
+		{ID: "e", Title: "401 flood", RPS: 38000, Base: "a", Target: 0.9, Requests: 380000, Dials: 20000,
+			Expect: 401, Errors: 12, Statuses: map[string]uint64{"401": 379988, "429": 12}},
+		{ID: "f", Title: "429 flood", RPS: 35980, Base: "a", Target: 0.9, Requests: 359800, Expect: 429},
+		{ID: "h", Title: "transform", Skipped: "not supported by this build", Base: "b", Target: 0.5},
+	}, Sink: &sinkReport{Received: 5, Expected: 7}}
+	rep.rate()
+	var buf bytes.Buffer
+	if err := rep.writeText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"(h)  transform", "skipped (not supported by this build)",
+		"0.95×a", "≥0.90×a PASS",
+		"0.89×a   ≥0.90×a MISS", // 0.8995 is shown truncated, matching the verdict
+		"12 of 380000 answers were 429",
+		"received 5 actions, but the rows that reach it had 7 successes",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	buf.Reset()
+	if err := rep.writeJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var back report
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || len(back.Rows) != 4 || back.Rows[1].Verdict != "PASS" {
+		t.Fatalf("JSON round trip: %v, %+v", err, back.Rows)
+	}
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// rowDef describes one measurement row: the Caddy site it runs against,
+// the request it repeats and what the answer and the ratio must be.
+type rowDef struct {
+	id     string
+	title  string
+	site   string // site block lines, expanded by benchEnv.expand
+	path   string
+	body   string
+	expect int
+	// badToken sends a wrong token of the right length.
+	badToken bool
+	source   sourceKind
+	// base is the row the ratio is taken against; target the minimum
+	// ratio (0: none) and maxP99 the p99 limit (0: none).
+	base   string
+	target float64
+	maxP99 time.Duration
+	// probe marks rows whose directives this build may not have yet:
+	// their site is validated with the built binary first.
+	probe bool
+	// sinkBound rows hand every accepted request to the sink exactly once.
+	sinkBound bool
+}
+
+// Request bodies.
+const (
+	wakeBody  = `{"text":"Deploy finished: build 1234 is green","mode":"now"}`
+	agentBody = `{"message":"Deploy finished: build 1234 is green. Summarise the changes for the team.",` +
+		`"name":"CI","agentId":"ops","sessionKey":"hook:ci:main","model":"fast-model","deliver":false}`
+	githubBody = `{"action":"opened","number":42,"pull_request":{"number":42,"title":"Fix the flux capacitor",` +
+		`"draft":false,"user":{"login":"doc"},"body":"Adds a 1.21 GW guard."},` +
+		`"repository":{"full_name":"acme/timecar"},"sender":{"login":"marty"}}`
+)
+
+// Site bodies. {sink}, {dir}, {token} and {gateway_token} are expanded by
+// benchEnv.expand.
+const (
+	policyLines = `agents main ops
+		allowed_agent_ids main ops
+		allow_request_session_key
+		allowed_session_key_prefixes hook:
+		allowed_models fast-model smart-model`
+	mappingLines = `mapping github-pr {
+			match_path github
+			match_expr "payload.action == 'opened' && !payload.pull_request.draft"
+			name GitHub
+			message_template "PR #{{pull_request.number}} {{pull_request.title}} by {{sender.login}} in {{repository.full_name}}"
+		}`
+	transformLines = `mapping github-ts {
+			match_path github-ts
+			transform bench.ts
+		}`
+	spoolLines = `spool {dir}/spool`
+)
+
+// transformModule is the TypeScript module of row (h), written to
+// <dir>/hooks/transforms/bench.ts.
+const transformModule = `interface User { login: string }
+interface PullRequest { number: number; title: string; draft: boolean; user: User }
+interface Payload { action: string; pull_request: PullRequest; repository: { full_name: string }; sender: User }
+interface Ctx { payload: Payload }
+
+export default function transform(ctx: Ctx) {
+	const p = ctx.payload;
+	if (p.action !== "opened" || p.pull_request.draft) return null;
+	return {
+		kind: "agent",
+		name: "GitHub",
+		message: ` + "`PR #${p.pull_request.number} ${p.pull_request.title} by ${p.sender.login} in ${p.repository.full_name}`" + `,
+	};
+}
+`
+
+// hooksSite returns a hooks block with the common lines plus extra.
+func hooksSite(extra string) string {
+	s := "hooks {\n\t\ttoken {token}\n\t\tgateway unix/{sink}\n\t\tgateway_token {gateway_token}\n"
+	if extra != "" {
+		s += "\t\t" + extra + "\n"
+	}
+	return s + "\t}"
+}
+
+// rowCatalogue lists every row in display order.
+func rowCatalogue() []rowDef {
+	wake := func(r rowDef) rowDef {
+		r.path, r.body = "/hooks/wake", wakeBody
+		if r.expect == 0 {
+			r.expect = http.StatusOK
+		}
+		return r
+	}
+	return []rowDef{
+		wake(rowDef{id: "a", title: "respond (static ceiling)", base: "a",
+			site: "respond `{\"ok\":true,\"mode\":\"now\"}` 200"}),
+		wake(rowDef{id: "b", title: "reverse_proxy to sink (forwarding ceiling)", base: "b", sinkBound: true,
+			site: "reverse_proxy unix/{sink}"}),
+		wake(rowDef{id: "c", title: "hooks wake, sync", base: "b", target: 1.0, sinkBound: true,
+			site: hooksSite("")}),
+		{id: "d", title: "hooks agent + policy", base: "b", target: 0.9, sinkBound: true,
+			site: hooksSite(policyLines), path: "/hooks/agent", body: agentBody, expect: http.StatusOK},
+		wake(rowDef{id: "e", title: "401 flood, many addresses", base: "a", target: 0.9,
+			site: hooksSite(""), badToken: true, source: srcSpread, expect: http.StatusUnauthorized}),
+		wake(rowDef{id: "f", title: "429 flood, locked address", base: "a", target: 0.9,
+			site: hooksSite(""), badToken: true, source: srcLocked, expect: http.StatusTooManyRequests}),
+		{id: "g", title: "mapping: templates + CEL match", base: "b", target: 0.8, sinkBound: true, probe: true,
+			site: hooksSite(mappingLines), path: "/hooks/github", body: githubBody, expect: http.StatusOK},
+		{id: "h", title: "mapping: TS transform", base: "b", target: 0.5, sinkBound: true, probe: true,
+			site: hooksSite(transformLines), path: "/hooks/github-ts", body: githubBody, expect: http.StatusOK},
+		wake(rowDef{id: "i", title: "spool (durable accept)", base: "c", target: 0.5, maxP99: 25 * time.Millisecond, probe: true, sinkBound: true,
+			site: hooksSite(spoolLines)}),
+	}
+}
+
+// selectRows returns the catalogue rows named in list ("a,c,e"; "" or
+// "all" = every row), in catalogue order.
+func selectRows(list string) ([]rowDef, error) {
+	all := rowCatalogue()
+	if list == "" || list == "all" {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, id := range strings.Split(list, ",") {
+		id = strings.TrimSpace(id)
+		if _, ok := findRow(all, id); !ok {
+			return nil, fmt.Errorf("-rows: unknown row %q (known: a to %s)", id, all[len(all)-1].id)
+		}
+		want[id] = true
+	}
+	var out []rowDef
+	for _, r := range all {
+		if want[r.id] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// findRow returns the row with id.
+func findRow(rows []rowDef, id string) (rowDef, bool) {
+	for _, r := range rows {
+		if r.id == id {
+			return r, true
+		}
+	}
+	return rowDef{}, false
+}
+
+// buildRequest serialises the row's request for host. With forwarded set
+// it adds an X-Forwarded-For header of forwardedWidth bytes and returns
+// the offset of its value.
+func buildRequest(r rowDef, host, token string, forwarded bool) (req []byte, xffAt int) {
+	return buildRequestWith(r, host, token, forwarded, "")
+}
+
+// closingRequest is the row's request asking the server to close the
+// connection after answering.
+func closingRequest(r rowDef, host, token string) []byte {
+	req, _ := buildRequestWith(r, host, token, false, "Connection: close\r\n")
+	return req
+}
+
+// buildRequestWith is buildRequest with extra header lines.
+func buildRequestWith(r rowDef, host, token string, forwarded bool, extra string) (req []byte, xffAt int) {
+	b := make([]byte, 0, 256+len(r.body))
+	b = append(b, "POST "+r.path+" HTTP/1.1\r\nHost: "+host+"\r\n"+extra...)
+	b = append(b, "Authorization: Bearer "+token+"\r\n"...)
+	b = append(b, "Content-Type: application/json\r\n"...)
+	if forwarded {
+		b = append(b, "X-Forwarded-For: "...)
+		xffAt = len(b)
+		b = append(b, strings.Repeat("0", forwardedWidth)+"\r\n"...)
+		putForwarded(b[xffAt:xffAt+forwardedWidth], 0)
+	}
+	b = append(b, "Content-Length: "+strconv.Itoa(len(r.body))+"\r\n\r\n"...)
+	return append(b, r.body...), xffAt
+}
+
+// wrongToken returns a token of the same length as tok that differs in
+// every position.
+func wrongToken(tok string) string {
+	b := []byte(tok)
+	for i, c := range b {
+		if c == 'x' {
+			b[i] = 'y'
+		} else {
+			b[i] = 'x'
+		}
+	}
+	return string(b)
+}

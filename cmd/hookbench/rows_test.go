@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net/http"
+	"net/netip"
+	"slices"
+	"testing"
+)
+
+func TestSelectRows(t *testing.T) {
+	tests := []struct {
+		list      string
+		want      []string // after withBases
+		wantError bool
+	}{
+		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}},
+		{list: "c", want: []string{"b", "c"}},
+		{list: "i", want: []string{"b", "c", "i"}},
+		{list: "f, e", want: []string{"a", "e", "f"}},
+		{list: "a,z", wantError: true},
+	}
+	for _, tt := range tests {
+		rows, err := selectRows(tt.list)
+		if (err != nil) != tt.wantError {
+			t.Fatalf("%q: err = %v", tt.list, err)
+		}
+		if err != nil {
+			continue
+		}
+		var got []string
+		for _, r := range withBases(rows) {
+			got = append(got, r.id)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%q: rows %v, want %v", tt.list, got, tt.want)
+		}
+	}
+}
+
+// TestBuildRequest parses every row's request with net/http.
+func TestBuildRequest(t *testing.T) {
+	for _, r := range rowCatalogue() {
+		for _, fwd := range []bool{false, true} {
+			raw, at := buildRequest(r, "127.0.0.1:9", "tok", fwd)
+			req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+			if err != nil {
+				t.Fatalf("(%s): %v", r.id, err)
+			}
+			body, _ := io.ReadAll(req.Body)
+			if req.Method != http.MethodPost || req.URL.Path != r.path || string(body) != r.body ||
+				req.Header.Get("Authorization") != "Bearer tok" || req.Host != "127.0.0.1:9" {
+				t.Fatalf("(%s): parsed %s %s host %q body %q", r.id, req.Method, req.URL, req.Host, body)
+			}
+			xff := req.Header.Get("X-Forwarded-For")
+			if !fwd {
+				if xff != "" || at != 0 {
+					t.Fatalf("(%s): unexpected X-Forwarded-For %q", r.id, xff)
+				}
+				continue
+			}
+			if _, err := netip.ParseAddr(xff); err != nil || string(raw[at:at+forwardedWidth]) != xff {
+				t.Fatalf("(%s): X-Forwarded-For %q at %d: %v", r.id, xff, at, err)
+			}
+		}
+	}
+}
+
+func TestWrongToken(t *testing.T) {
+	for _, tok := range []string{"abc", "xxxx", randomToken()} {
+		w := wrongToken(tok)
+		if len(w) != len(tok) {
+			t.Fatalf("%q: length %d", tok, len(w))
+		}
+		for i := range w {
+			if w[i] == tok[i] {
+				t.Fatalf("%q and %q agree at %d", tok, w, i)
+			}
+		}
+	}
+}

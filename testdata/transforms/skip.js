@@ -1,0 +1,4 @@
+// A transform that skips every request.
+module.exports = function skip() {
+  return null;
+};
