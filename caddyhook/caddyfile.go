@@ -130,6 +130,30 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		return h.unmarshalAuthFailures(d)
 	case "spool":
 		return h.unmarshalSpool(d)
+	case "mapping":
+		m, err := unmarshalMapping(d)
+		if err != nil {
+			return err
+		}
+		h.Mappings = append(h.Mappings, m)
+		return nil
+	case "presets":
+		return listArg(d, &h.Presets, true)
+	case "cel_cost_limit":
+		var n int
+		if err := intArg(d, &n); err != nil {
+			return err
+		}
+		h.CELCostLimit = uint64(n)
+		return nil
+	case "transforms_root":
+		return oneArg(d, &h.TransformsRoot)
+	case "transforms_dir":
+		return oneArg(d, &h.TransformsDir)
+	case "transform_timeout":
+		return durationArg(d, &h.TransformTimeout)
+	case "transform_max_memory":
+		return sizeArg(d, &h.TransformMaxMemory)
 	default:
 		return d.Errf("unrecognized hooks subdirective '%s'", name)
 	}

@@ -25,6 +25,7 @@ for the details of each command.
 // command in isolation; add new subcommands here.
 func hooksSubcommands() []*cobra.Command {
 	return []*cobra.Command{
+		newTestCommand(),
 		newSpoolCommand(),
 	}
 }

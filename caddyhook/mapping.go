@@ -1,6 +1,10 @@
 package caddyhook
 
-import "net/http"
+import (
+	"encoding/json"
+
+	"github.com/caddyhook/caddyhook/caddyhook/verify"
+)
 
 // Content sources named in the external-content wrapper.
 const (
@@ -8,17 +12,118 @@ const (
 	sourceEmail   = "Email"
 )
 
-// mayVerify reports whether a request without the hook token could still
-// be authenticated by a provider signature on this sub-path.
-func (h *Handler) mayVerify(sub string) bool { return false }
+// maxFanout caps the actions one request may produce.
+const maxFanout = 200
 
-// verifySignature authenticates a token-less request by signature.
-func (h *Handler) verifySignature(ex *exchange) *hookError { return nil }
+// Mapping turns a custom hook's payload into one or more wake or agent
+// actions. Its string fields are templates: `{{ payload.path }}` (or a bare
+// payload path such as `messages[0].subject`), `{{ headers.x-name }}`,
+// `{{ query.name }}`, `{{ path }}`, `{{ now }}` or `{{ cel: <expression> }}`.
+// JSON also accepts the reference gateway's camelCase mapping shape
+// (match.path, messageTemplate, …) unchanged.
+type Mapping struct {
+	// ID names the mapping in errors and logs (default mapping-<n>).
+	ID string `json:"id,omitempty"`
+	// MatchPath is the hook name it answers (slashes trimmed); empty = any.
+	MatchPath string `json:"match_path,omitempty"`
+	// MatchSource requires the payload's top-level "source" to equal it.
+	MatchSource string `json:"match_source,omitempty"`
+	// MatchExpr is a boolean CEL expression over payload, headers, query,
+	// path and now.
+	MatchExpr string `json:"match_expr,omitempty"`
+	// Action is "agent" (default) or "wake".
+	Action string `json:"action,omitempty"`
+	// WakeMode is now (default) or next-heartbeat.
+	WakeMode string `json:"wake_mode,omitempty"`
+	// Name is the agent hook name template (default Hook).
+	Name string `json:"name,omitempty"`
+	// AgentID is the agent id template.
+	AgentID string `json:"agent_id,omitempty"`
+	// SessionKey is the session key: a literal key is operator-set; a
+	// templated one counts as request-supplied.
+	SessionKey string `json:"session_key,omitempty"`
+	// MessageTemplate renders the agent message.
+	MessageTemplate string `json:"message_template,omitempty"`
+	// TextTemplate renders the wake text.
+	TextTemplate string `json:"text_template,omitempty"`
+	// Channel, To, Model and Thinking are templates for those agent fields.
+	Channel  string `json:"channel,omitempty"`
+	To       string `json:"to,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Thinking string `json:"thinking,omitempty"`
+	// Deliver sets the agent's deliver flag.
+	Deliver *bool `json:"deliver,omitempty"`
+	// TimeoutSeconds caps the agent run.
+	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
+	// AllowUnsafeExternalContent skips the safety wrapper (trusted sources only).
+	AllowUnsafeExternalContent bool `json:"allow_unsafe_external_content,omitempty"`
+	// ForEach names a top-level payload list: one action per element
+	// (at most 200), which templates see as element 0 of that list.
+	ForEach string `json:"for_each,omitempty"`
+	// MaxBody sets the body limit for this mapping's requests.
+	MaxBody int64 `json:"max_body,omitempty"`
+	// Transform runs a JS/TS module to produce or adjust the action.
+	Transform *TransformRef `json:"transform,omitempty"`
+	// Verify accepts requests signed by a provider instead of the token.
+	Verify *verify.Config `json:"verify,omitempty"`
+	// RequireToken demands the hook token as well as the signature.
+	RequireToken bool `json:"require_token,omitempty"`
+}
 
-// bodyLimit is the body bound for sub: the largest any candidate mapping allows.
-func (h *Handler) bodyLimit(sub string) int64 { return h.MaxBody }
+// TransformRef names a transform module (relative to the transforms
+// directory) and its export (default: default, else transform).
+type TransformRef struct {
+	Module string `json:"module,omitempty"`
+	Export string `json:"export,omitempty"`
+}
 
-// planMapped resolves a custom hook name through the mappings.
-func (h *Handler) planMapped(ex *exchange) (plan, *hookError) {
-	return plan{}, reject(http.StatusNotFound, "no mapping for hook")
+// referenceMapping is the reference gateway's mapping shape.
+type referenceMapping struct {
+	Match *struct {
+		Path   string `json:"path"`
+		Source string `json:"source"`
+	} `json:"match"`
+	WakeMode                   string `json:"wakeMode"`
+	AgentID                    string `json:"agentId"`
+	SessionKey                 string `json:"sessionKey"`
+	MessageTemplate            string `json:"messageTemplate"`
+	TextTemplate               string `json:"textTemplate"`
+	TimeoutSeconds             int    `json:"timeoutSeconds"`
+	AllowUnsafeExternalContent bool   `json:"allowUnsafeExternalContent"`
+	ForEach                    string `json:"forEach"`
+}
+
+// UnmarshalJSON reads a mapping in our snake_case shape or the reference
+// gateway's camelCase one.
+func (m *Mapping) UnmarshalJSON(b []byte) error {
+	type plain Mapping
+	if err := json.Unmarshal(b, (*plain)(m)); err != nil {
+		return err
+	}
+	var ref referenceMapping
+	if err := json.Unmarshal(b, &ref); err != nil {
+		return err
+	}
+	if ref.Match != nil {
+		m.MatchPath = orString(m.MatchPath, ref.Match.Path)
+		m.MatchSource = orString(m.MatchSource, ref.Match.Source)
+	}
+	m.WakeMode = orString(m.WakeMode, ref.WakeMode)
+	m.AgentID = orString(m.AgentID, ref.AgentID)
+	m.SessionKey = orString(m.SessionKey, ref.SessionKey)
+	m.MessageTemplate = orString(m.MessageTemplate, ref.MessageTemplate)
+	m.TextTemplate = orString(m.TextTemplate, ref.TextTemplate)
+	m.ForEach = orString(m.ForEach, ref.ForEach)
+	if m.TimeoutSeconds == 0 {
+		m.TimeoutSeconds = ref.TimeoutSeconds
+	}
+	m.AllowUnsafeExternalContent = m.AllowUnsafeExternalContent || ref.AllowUnsafeExternalContent
+	return nil
+}
+
+func orString(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

@@ -92,6 +92,26 @@ type Handler struct {
 	// Channels is the list of delivery channels (default: the reference list).
 	Channels []string `json:"channels,omitempty"`
 
+	// Mappings resolve custom hook names (`POST {path}/<name>`) to
+	// actions; the first eligible match wins, configured mappings before
+	// presets.
+	Mappings []Mapping `json:"mappings,omitempty"`
+	// Presets enables built-in mappings by name (gmail).
+	Presets []string `json:"presets,omitempty"`
+	// CELCostLimit bounds one CEL evaluation (default 100,000).
+	CELCostLimit uint64 `json:"cel_cost_limit,omitempty"`
+	// TransformsRoot is the directory transforms are confined to (default
+	// <config dir>/hooks/transforms; a relative path is taken relative to
+	// the config file's directory).
+	TransformsRoot string `json:"transforms_root,omitempty"`
+	// TransformsDir is the transforms directory, inside the root (default
+	// the root itself).
+	TransformsDir string `json:"transforms_dir,omitempty"`
+	// TransformTimeout is the time budget of one transform call (default 100ms).
+	TransformTimeout caddy.Duration `json:"transform_timeout,omitempty"`
+	// TransformMaxMemory caps what one transform call may build (default 8 MiB).
+	TransformMaxMemory int64 `json:"transform_max_memory,omitempty"`
+
 	// Spool, when set, makes a 200 mean "on disk": actions are spooled and
 	// delivered to the gateway at least once.
 	Spool *SpoolConfig `json:"spool,omitempty"`
@@ -108,6 +128,12 @@ type Handler struct {
 	logger   *zap.Logger
 	access   *accessLog
 	poolKeys []string
+
+	mappings     []*compiledMapping
+	verifyAny    bool             // a signing mapping answers every hook name
+	verifyPaths  map[string]bool  // hook names a signing mapping answers
+	pathLimits   map[string]int64 // body read limit per mapped hook name
+	anyPathLimit int64            // body read limit of any other hook name
 	// rejectLogs bounds the rejection log lines per second.
 	rejectLogs *logBudget
 }
@@ -169,6 +195,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.gateway = newGatewayClient(addr, prefix, gwToken, time.Duration(h.GatewayTimeout), h.GatewayForwardClientIP)
 	h.sink = syncSink{h}
 
+	if err := h.provisionMappings(repl); err != nil {
+		return err
+	}
 	if err := h.provisionShared(); err != nil {
 		return err
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/caddyhook/caddyhook/caddyhook/verify"
 )
 
 // Request-path reasons.
@@ -40,6 +42,14 @@ type exchange struct {
 	idemKey  string
 	dropped  int
 	logAttrs []zap.Field
+
+	// verified lists the signing mappings' verifiers the request passed;
+	// deliveryID and challenge come from the first that passed; sigReason
+	// is the first verification failure.
+	verified   []*verify.Verifier
+	deliveryID string
+	challenge  string
+	sigReason  string
 }
 
 // bodyPool recycles request body buffers.
@@ -105,6 +115,10 @@ func (h *Handler) process(ex *exchange) (int, []byte, *hookError) {
 	}
 	if herr := h.verifySignature(ex); herr != nil {
 		return 0, nil, herr
+	}
+	if ex.challenge != "" {
+		ex.route = "challenge"
+		return http.StatusOK, challengeReply(ex.challenge), nil
 	}
 	if herr := decodePayload(ex); herr != nil {
 		return 0, nil, herr
@@ -192,6 +206,9 @@ func idempotencyKey(ex *exchange) (string, *hookError) {
 	key := ex.r.Header.Get("Idempotency-Key")
 	if key == "" {
 		key, _ = ex.payload["idempotencyKey"].(string)
+	}
+	if key == "" {
+		key = ex.deliveryID // a signed provider's delivery id
 	}
 	if len(key) > maxIdempotencyKeyLen {
 		return "", reject(http.StatusBadRequest, reasonIdemKeyLong)

@@ -140,7 +140,7 @@ func (p *caddyProcess) stop() {
 	p.proc = nil
 }
 
-// scrapeSpoolMetrics reads the unlabelled caddyhook_spool_* series from a
+// scrapeSpoolMetrics reads the unlabelled caddy_hooks_spool_* series from a
 // Prometheus text endpoint.
 func scrapeSpoolMetrics(t *testing.T, url string) map[string]float64 {
 	t.Helper()
@@ -156,7 +156,7 @@ func scrapeSpoolMetrics(t *testing.T, url string) map[string]float64 {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		name, val, ok := strings.Cut(sc.Text(), " ")
-		if !ok || !strings.HasPrefix(name, "caddyhook_spool_") {
+		if !ok || !strings.HasPrefix(name, "caddy_hooks_spool_") {
 			continue
 		}
 		v, err := strconv.ParseFloat(val, 64)
@@ -166,7 +166,7 @@ func scrapeSpoolMetrics(t *testing.T, url string) map[string]float64 {
 		m[name] = v
 	}
 	if len(m) == 0 {
-		t.Fatalf("no caddyhook_spool_ metrics at %s", url)
+		t.Fatalf("no caddy_hooks_spool_ metrics at %s", url)
 	}
 	return m
 }
@@ -368,7 +368,7 @@ http://127.0.0.1:%[2]d {
 
 	// nothing can have been delivered yet: the gateway comes up only now
 	m := scrapeSpoolMetrics(t, metricsURL)
-	if m["caddyhook_spool_deliveries_total"] != 0 || m["caddyhook_spool_depth"] == 0 {
+	if m["caddy_hooks_spool_deliveries_total"] != 0 || m["caddy_hooks_spool_depth"] == 0 {
 		t.Fatalf("before the gateway is up: %v", m)
 	}
 	gw := devgw.New(devgw.Config{Token: itGatewayToken, Record: true})
@@ -384,7 +384,7 @@ http://127.0.0.1:%[2]d {
 	var emptySince time.Time
 	for deadline := gwUp.Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		m = scrapeSpoolMetrics(t, metricsURL)
-		if m["caddyhook_spool_depth"] != 0 {
+		if m["caddy_hooks_spool_depth"] != 0 {
 			emptySince = time.Time{}
 			continue
 		}
@@ -433,8 +433,8 @@ http://127.0.0.1:%[2]d {
 	if len(unanswered) > tally.given {
 		t.Errorf("%d delivered events were never answered as a runId, more than the %d keyless requests given up", len(unanswered), tally.given)
 	}
-	if m["caddyhook_spool_depth"] != 0 || m["caddyhook_spool_retries_total"] == 0 || m["caddyhook_spool_dead_letters"] != 0 {
+	if m["caddy_hooks_spool_depth"] != 0 || m["caddy_hooks_spool_retries_total"] == 0 || m["caddy_hooks_spool_dead_letters"] != 0 {
 		t.Errorf("after the drain: depth %v, retries %v, dead letters %v; want 0, > 0, 0",
-			m["caddyhook_spool_depth"], m["caddyhook_spool_retries_total"], m["caddyhook_spool_dead_letters"])
+			m["caddy_hooks_spool_depth"], m["caddy_hooks_spool_retries_total"], m["caddy_hooks_spool_dead_letters"])
 	}
 }

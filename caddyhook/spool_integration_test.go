@@ -14,7 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 )
 
-// spoolRegistryMetrics reads the caddyhook_spool_* series from the running
+// spoolRegistryMetrics reads the caddy_hooks_spool_* series from the running
 // config's metrics registry (the one Caddy's admin /metrics serves).
 func spoolRegistryMetrics(t *testing.T) map[string]float64 {
 	t.Helper()
@@ -25,7 +25,7 @@ func spoolRegistryMetrics(t *testing.T) map[string]float64 {
 	}
 	m := map[string]float64{}
 	for _, mf := range mfs {
-		if !strings.HasPrefix(mf.GetName(), "caddyhook_spool_") || len(mf.GetMetric()) != 1 {
+		if !strings.HasPrefix(mf.GetName(), "caddy_hooks_spool_") || len(mf.GetMetric()) != 1 {
 			continue
 		}
 		pm := mf.GetMetric()[0]
@@ -37,7 +37,7 @@ func spoolRegistryMetrics(t *testing.T) map[string]float64 {
 		}
 	}
 	if len(m) == 0 {
-		t.Fatal("no caddyhook_spool_ metrics in the active registry")
+		t.Fatal("no caddy_hooks_spool_ metrics in the active registry")
 	}
 	return m
 }
@@ -113,7 +113,7 @@ func awaitSpoolDrain(t *testing.T, in *ingress, want int) map[string]float64 {
 	var m map[string]float64
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		m = spoolRegistryMetrics(t)
-		if in.gw.DistinctKeys() >= want && m["caddyhook_spool_depth"] == 0 {
+		if in.gw.DistinctKeys() >= want && m["caddy_hooks_spool_depth"] == 0 {
 			return m
 		}
 	}
@@ -165,7 +165,7 @@ func TestIntegrationSpoolOutageRetries(t *testing.T) {
 	for id := range postAgentsConcurrently(t, in, 0, perPhase, 16).runIDs {
 		accepted[id] = true
 	}
-	for deadline := time.Now().Add(5 * time.Second); spoolRegistryMetrics(t)["caddyhook_spool_retries_total"] == 0; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); spoolRegistryMetrics(t)["caddy_hooks_spool_retries_total"] == 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no retry counted while the gateway answered 503")
 		}
@@ -186,8 +186,8 @@ func TestIntegrationSpoolOutageRetries(t *testing.T) {
 		t.Fatalf("the gateway accepted %d events during the outage", n)
 	}
 	during := spoolRegistryMetrics(t)
-	if during["caddyhook_spool_depth"] != 2*perPhase+wakes {
-		t.Fatalf("depth %v during the outage, want %d", during["caddyhook_spool_depth"], 2*perPhase+wakes)
+	if during["caddy_hooks_spool_depth"] != 2*perPhase+wakes {
+		t.Fatalf("depth %v during the outage, want %d", during["caddy_hooks_spool_depth"], 2*perPhase+wakes)
 	}
 
 	// phase 3: the gateway is back
@@ -210,8 +210,8 @@ func TestIntegrationSpoolOutageRetries(t *testing.T) {
 		t.Fatalf("%d wakes delivered, want %d", len(order), wakes)
 	}
 	t.Logf("metrics during the outage %v; after the drain %v", during, m)
-	if m["caddyhook_spool_retries_total"] == 0 || m["caddyhook_spool_depth"] != 0 || m["caddyhook_spool_dead_letters"] != 0 ||
-		m["caddyhook_spool_deliveries_total"] < 2*perPhase+wakes {
+	if m["caddy_hooks_spool_retries_total"] == 0 || m["caddy_hooks_spool_depth"] != 0 || m["caddy_hooks_spool_dead_letters"] != 0 ||
+		m["caddy_hooks_spool_deliveries_total"] < 2*perPhase+wakes {
 		t.Fatalf("after the drain: %v; want retries > 0, depth 0, no dead letters, %d+ deliveries", m, 2*perPhase+wakes)
 	}
 }
@@ -240,10 +240,10 @@ func TestIntegrationSpoolBackpressure(t *testing.T) {
 	t.Logf("%d accepted, %d refused; metrics while full %v", len(load.runIDs), len(load.refused), m)
 	// Append enforces max_bytes; a failed attempt then stores its reason
 	// (at most 256 bytes) with the queued event, which may exceed it a little.
-	slack := m["caddyhook_spool_depth"] * (256 + 8)
-	if m["caddyhook_spool_bytes"] > maxBytes+slack || m["caddyhook_spool_depth"] != float64(len(load.runIDs)) {
+	slack := m["caddy_hooks_spool_depth"] * (256 + 8)
+	if m["caddy_hooks_spool_bytes"] > maxBytes+slack || m["caddy_hooks_spool_depth"] != float64(len(load.runIDs)) {
 		t.Fatalf("spool holds %v bytes in %v events; want ≤ %d (+%v for failure reasons) bytes, %d events",
-			m["caddyhook_spool_bytes"], m["caddyhook_spool_depth"], maxBytes, slack, len(load.runIDs))
+			m["caddy_hooks_spool_bytes"], m["caddy_hooks_spool_depth"], maxBytes, slack, len(load.runIDs))
 	}
 
 	in.startGateway()

@@ -401,9 +401,8 @@ func testCaddyhookFront(t *testing.T, gw *openclawGateway) {
 
 // optionalFeatures finds which caddyhook subdirectives this build has, by
 // adapting a one-site Caddyfile with each form of each feature (the first
-// that adapts wins); the map holds the line to add. Cases that need a
-// missing feature are skipped with a reason, so the harness keeps running
-// while the module grows.
+// that adapts wins); the map holds the line to add. A missing feature
+// fails the run (the skips in the cases below are unreachable guards).
 func optionalFeatures(t *testing.T, bin string, cfg edgeConfig, site edgeSite, spoolDir string) map[string]string {
 	t.Helper()
 	candidates := []struct {
@@ -428,7 +427,8 @@ func optionalFeatures(t *testing.T, bin string, cfg edgeConfig, site edgeSite, s
 			}
 		}
 		if err != nil {
-			t.Logf("caddyhook feature %q not available: %s", c.name, firstLine(err.Error()))
+			// every feature has landed: a build without one is broken
+			t.Fatalf("caddyhook feature %q not available: %s", c.name, firstLine(err.Error()))
 		}
 	}
 	return found

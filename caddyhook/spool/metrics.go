@@ -9,16 +9,16 @@ import (
 
 // Metric descriptors; values are read from Stats at scrape time.
 var (
-	descDepth       = prometheus.NewDesc("caddyhook_spool_depth", "Events queued for delivery, in flight included.", nil, nil)
-	descBytes       = prometheus.NewDesc("caddyhook_spool_bytes", "Logical bytes held by the spool (queued and dead letters).", nil, nil)
-	descMaxBytes    = prometheus.NewDesc("caddyhook_spool_max_bytes", "Configured spool capacity in bytes.", nil, nil)
-	descDead        = prometheus.NewDesc("caddyhook_spool_dead_letters", "Dead letters currently held.", nil, nil)
-	descOldestAge   = prometheus.NewDesc("caddyhook_spool_oldest_age_seconds", "Age of the earliest-accepted queued event.", nil, nil)
-	descDeliveries  = prometheus.NewDesc("caddyhook_spool_deliveries_total", "Events delivered to the gateway.", nil, nil)
-	descRetries     = prometheus.NewDesc("caddyhook_spool_retries_total", "Failed delivery attempts scheduled for retry.", nil, nil)
-	descDeadLetters = prometheus.NewDesc("caddyhook_spool_dead_letters_total", "Events moved to the dead-letter bucket.", nil, nil)
-	descAppended    = prometheus.NewDesc("caddyhook_spool_appended_total", "Events durably accepted into the spool.", nil, nil)
-	descCommits     = prometheus.NewDesc("caddyhook_spool_commits_total", "Spool write transactions (each one fsync).", nil, nil)
+	descDepth       = prometheus.NewDesc("caddy_hooks_spool_depth", "Events queued for delivery, in flight included.", nil, nil)
+	descBytes       = prometheus.NewDesc("caddy_hooks_spool_bytes", "Logical bytes held by the spool (queued and dead letters).", nil, nil)
+	descMaxBytes    = prometheus.NewDesc("caddy_hooks_spool_max_bytes", "Configured spool capacity in bytes.", nil, nil)
+	descDead        = prometheus.NewDesc("caddy_hooks_spool_dead_letters", "Dead letters currently held.", nil, nil)
+	descOldestAge   = prometheus.NewDesc("caddy_hooks_spool_oldest_age_seconds", "Age of the earliest-accepted queued event.", nil, nil)
+	descDeliveries  = prometheus.NewDesc("caddy_hooks_spool_deliveries_total", "Events delivered to the gateway.", nil, nil)
+	descRetries     = prometheus.NewDesc("caddy_hooks_spool_retries_total", "Failed delivery attempts scheduled for retry.", nil, nil)
+	descDeadLetters = prometheus.NewDesc("caddy_hooks_spool_dead_letters_total", "Events moved to the dead-letter bucket.", nil, nil)
+	descAppended    = prometheus.NewDesc("caddy_hooks_spool_appended_total", "Events durably accepted into the spool.", nil, nil)
+	descCommits     = prometheus.NewDesc("caddy_hooks_spool_commits_total", "Spool write transactions (each one fsync).", nil, nil)
 )
 
 // Collector exports a Store's Stats as Prometheus metrics computed at scrape

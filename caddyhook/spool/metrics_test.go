@@ -53,15 +53,15 @@ func TestMetricsFollowStats(t *testing.T) {
 	st := s2.Stats()
 	got := gathered(t, reg)
 	want := map[string]float64{
-		"caddyhook_spool_depth":              float64(st.Depth),
-		"caddyhook_spool_bytes":              float64(st.Bytes),
-		"caddyhook_spool_max_bytes":          float64(st.MaxBytes),
-		"caddyhook_spool_dead_letters":       1,
-		"caddyhook_spool_deliveries_total":   1,
-		"caddyhook_spool_retries_total":      0,
-		"caddyhook_spool_dead_letters_total": 1,
-		"caddyhook_spool_appended_total":     3,
-		"caddyhook_spool_commits_total":      float64(st.Commits),
+		"caddy_hooks_spool_depth":              float64(st.Depth),
+		"caddy_hooks_spool_bytes":              float64(st.Bytes),
+		"caddy_hooks_spool_max_bytes":          float64(st.MaxBytes),
+		"caddy_hooks_spool_dead_letters":       1,
+		"caddy_hooks_spool_deliveries_total":   1,
+		"caddy_hooks_spool_retries_total":      0,
+		"caddy_hooks_spool_dead_letters_total": 1,
+		"caddy_hooks_spool_appended_total":     3,
+		"caddy_hooks_spool_commits_total":      float64(st.Commits),
 	}
 	if st.Depth != 1 {
 		t.Fatalf("depth %d, want 1", st.Depth)
@@ -71,7 +71,7 @@ func TestMetricsFollowStats(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, got[name], v)
 		}
 	}
-	if _, ok := got["caddyhook_spool_oldest_age_seconds"]; !ok {
+	if _, ok := got["caddy_hooks_spool_oldest_age_seconds"]; !ok {
 		t.Error("oldest age missing")
 	}
 	mfs, err := reg.Gather()
@@ -90,7 +90,7 @@ func TestMetricsFollowStats(t *testing.T) {
 
 func TestRegisterMetricsForeignConflict(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	other := prometheus.NewGauge(prometheus.GaugeOpts{Name: "caddyhook_spool_depth", Help: "someone else"})
+	other := prometheus.NewGauge(prometheus.GaugeOpts{Name: "caddy_hooks_spool_depth", Help: "someone else"})
 	reg.MustRegister(other)
 	if err := RegisterMetrics(reg, openTest(t, testConfig(t))); err == nil {
 		t.Fatal("registering over a foreign collector with the same name succeeded")

@@ -154,7 +154,7 @@ func redactSecrets(secrets []string) []string {
 	}
 	out := make([]string, len(secrets))
 	for i, s := range secrets {
-		if isSecretPlaceholder(s) {
+		if IsSecretPlaceholder(s) {
 			out[i] = strings.TrimSpace(s)
 		} else {
 			out[i] = redacted
@@ -163,9 +163,9 @@ func redactSecrets(secrets []string) []string {
 	return out
 }
 
-// isSecretPlaceholder reports whether s is exactly one {env.NAME} or
+// IsSecretPlaceholder reports whether s is exactly one {env.NAME} or
 // {file.PATH} placeholder: a reference to a secret, not a secret.
-func isSecretPlaceholder(s string) bool {
+func IsSecretPlaceholder(s string) bool {
 	s = strings.TrimSpace(s)
 	inner, ok := strings.CutPrefix(s, "{")
 	if !ok {

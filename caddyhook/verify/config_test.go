@@ -192,8 +192,8 @@ func TestIsSecretPlaceholder(t *testing.T) {
 		"{secret}": false, "plain": false, "{env.A B}": false, "": false,
 	}
 	for in, want := range tests {
-		if got := isSecretPlaceholder(in); got != want {
-			t.Errorf("isSecretPlaceholder(%q) = %v, want %v", in, got, want)
+		if got := IsSecretPlaceholder(in); got != want {
+			t.Errorf("IsSecretPlaceholder(%q) = %v, want %v", in, got, want)
 		}
 	}
 }

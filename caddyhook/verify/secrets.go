@@ -26,8 +26,10 @@ func decodeSecrets(secrets []string, standard bool) ([][]byte, error) {
 		switch {
 		case s == "":
 			return nil, fmt.Errorf("secrets[%d]: empty (is its placeholder's variable set?)", i)
-		case isSecretPlaceholder(s):
+		case IsSecretPlaceholder(s):
 			return nil, fmt.Errorf("secrets[%d]: placeholder was not expanded", i)
+		case s == redacted:
+			return nil, fmt.Errorf("secrets[%d]: is the redaction marker %s (a config read back from Caddy never shows a literal secret); use a placeholder such as {env.NAME}", i, redacted)
 		}
 		key := []byte(s)
 		if standard {

@@ -1,0 +1,179 @@
+package caddyhook
+
+import (
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddyhook/caddyhook/caddyhook/verify"
+)
+
+// unmarshalMapping parses a `mapping [<id>] { ... }` block:
+//
+//	mapping [<id>] {
+//	    match_path       <name>
+//	    match_source     <source>
+//	    match_expr       <CEL expression>
+//	    action           agent|wake
+//	    wake_mode        now|next-heartbeat
+//	    name             <template>
+//	    agent_id         <template>
+//	    session_key      <template>
+//	    message_template <template>
+//	    text_template    <template>
+//	    deliver          [true|false]
+//	    channel          <template>
+//	    to               <template>
+//	    model            <template>
+//	    thinking         <template>
+//	    timeout_seconds  <n>
+//	    allow_unsafe_external_content [true|false]
+//	    for_each         <payload key>
+//	    max_body         <size>
+//	    transform        <module> [<export>]   (or a block with module/export)
+//	    verify           <scheme> { secret <s>... tolerance <d> header <h> ... }
+//	    require_token    [true|false]
+//	}
+func unmarshalMapping(d *caddyfile.Dispenser) (Mapping, error) {
+	var m Mapping
+	if d.NextArg() {
+		m.ID = d.Val()
+	}
+	if d.NextArg() {
+		return m, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if err := unmarshalMappingOption(d, &m); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
+}
+
+// unmarshalMappingOption parses one subdirective of a mapping block.
+func unmarshalMappingOption(d *caddyfile.Dispenser, m *Mapping) error {
+	strs := map[string]*string{
+		"match_path": &m.MatchPath, "match_source": &m.MatchSource, "match_expr": &m.MatchExpr,
+		"action": &m.Action, "wake_mode": &m.WakeMode, "name": &m.Name, "agent_id": &m.AgentID,
+		"session_key": &m.SessionKey, "message_template": &m.MessageTemplate, "text_template": &m.TextTemplate,
+		"channel": &m.Channel, "to": &m.To, "model": &m.Model, "thinking": &m.Thinking, "for_each": &m.ForEach,
+	}
+	name := d.Val()
+	if dst, ok := strs[name]; ok {
+		if err := oneArg(d, dst); err != nil {
+			return err
+		}
+		*dst = strings.ReplaceAll(restoreShorthands(*dst), `\n`, "\n") // \n in a Caddyfile template is a newline
+		return nil
+	}
+	switch name {
+	case "deliver":
+		var on bool
+		if err := flagArg(d, &on); err != nil {
+			return err
+		}
+		m.Deliver = &on
+	case "timeout_seconds":
+		return intArg(d, &m.TimeoutSeconds)
+	case "allow_unsafe_external_content":
+		return flagArg(d, &m.AllowUnsafeExternalContent)
+	case "require_token":
+		return flagArg(d, &m.RequireToken)
+	case "max_body":
+		return sizeArg(d, &m.MaxBody)
+	case "transform":
+		return unmarshalTransformRef(d, m)
+	case "verify":
+		v, err := unmarshalVerify(d)
+		if err != nil {
+			return err
+		}
+		m.Verify = v
+	default:
+		return d.Errf("unrecognized mapping subdirective '%s'", name)
+	}
+	return nil
+}
+
+// unmarshalTransformRef parses `transform <module> [<export>]` or a block
+// with `module` and `export`.
+func unmarshalTransformRef(d *caddyfile.Dispenser, m *Mapping) error {
+	t := new(TransformRef)
+	args := d.RemainingArgs()
+	if len(args) > 2 {
+		return d.ArgErr()
+	}
+	if len(args) > 0 {
+		t.Module = args[0]
+	}
+	if len(args) > 1 {
+		t.Export = args[1]
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "module":
+			if err := oneArg(d, &t.Module); err != nil {
+				return err
+			}
+		case "export":
+			if err := oneArg(d, &t.Export); err != nil {
+				return err
+			}
+		default:
+			return d.Errf("unrecognized transform subdirective '%s'", d.Val())
+		}
+	}
+	if t.Module == "" {
+		return d.Errf("transform: module is required")
+	}
+	m.Transform = t
+	return nil
+}
+
+// unmarshalVerify parses `verify <scheme> { ... }`.
+func unmarshalVerify(d *caddyfile.Dispenser) (*verify.Config, error) {
+	v := new(verify.Config)
+	if !d.NextArg() {
+		return nil, d.Errf("verify: scheme required (github, stripe, slack, standard or hmac)")
+	}
+	v.Scheme = d.Val()
+	if d.NextArg() {
+		return nil, d.ArgErr()
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		name := d.Val()
+		strs := map[string]*string{"header": &v.Header, "prefix": &v.Prefix, "algorithm": &v.Algorithm,
+			"encoding": &v.Encoding, "timestamp_header": &v.TimestampHeader, "layout": &v.Layout, "id_header": &v.IDHeader}
+		switch {
+		case name == "secret":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return nil, d.Errf("verify: secret needs a value")
+			}
+			for _, s := range args {
+				if !verify.IsSecretPlaceholder(s) {
+					return nil, d.Errf("verify: secret must be a placeholder such as {env.GITHUB_WEBHOOK_SECRET} or {file./run/secrets/github}; a literal secret would be written into the adapted JSON config")
+				}
+			}
+			v.Secrets = append(v.Secrets, args...)
+		case name == "tolerance":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return nil, err
+			}
+			dur, err := caddy.ParseDuration(s)
+			if err != nil {
+				return nil, d.Errf("verify: tolerance %q: %v", s, err)
+			}
+			v.Tolerance = dur
+		case strs[name] != nil:
+			if err := oneArg(d, strs[name]); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, d.Errf("unrecognized verify subdirective '%s'", name)
+		}
+	}
+	return v, nil
+}

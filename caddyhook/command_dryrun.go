@@ -1,0 +1,330 @@
+package caddyhook
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/caddyhook/verify"
+)
+
+// newTestCommand builds `caddy hooks test`: a dry run of one request
+// through a configured hooks handler, without dispatching.
+func newTestCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "test --config <file> [--adapter caddyfile] --path <name> [--payload <file.json>] [--header 'K: V']... [--no-token]",
+		Short: "Dry-runs a hook request through the configured mappings and policy",
+		Long: `
+Loads the config, finds its hooks handler and runs one request through the whole
+pipeline (authentication, body limit, signature verification, mappings, CEL,
+transforms, policy, safety wrapper, idempotency) without dispatching anything and
+without touching a spool. Prints the reply a live request would get (for a
+rejection: the status and its precise reason) and the exact
+gateway request body of every resulting action, as JSON:
+
+  {"status":200,"reply":{...},"actions":[{"kind":"agent","idempotency_key":"...","body":{...}}]}
+
+or, for a rejection, {"status":<code>,"error":"<reason>"} (exit status 1).
+
+The configured hook token is presented as a bearer token, unless --no-token is
+given or a --header sets Authorization or x-service-token (use --no-token with
+the provider's headers to check a signed fixture). A token placeholder whose
+variable is not set is replaced by a random token for the dry run. Secrets are
+never printed.
+`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var o dryRunOptions
+			f := cmd.Flags()
+			o.config, _ = f.GetString("config")
+			o.adapter, _ = f.GetString("adapter")
+			o.base, _ = f.GetString("base")
+			o.path, _ = f.GetString("path")
+			o.payload, _ = f.GetString("payload")
+			o.headers, _ = f.GetStringArray("header")
+			o.noToken, _ = f.GetBool("no-token")
+			rejected, err := runDryRun(cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			if err != nil {
+				return err
+			}
+			if rejected {
+				cmd.SilenceUsage = true
+				return errRejected
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringP("config", "c", "", "Config file (required)")
+	f.StringP("adapter", "a", "", "Config adapter (default: caddyfile for Caddyfile names, else JSON)")
+	f.String("base", "", "Base path of the hooks handler to use when the config has several")
+	f.String("path", "", "Hook name (e.g. gmail) or full request path (e.g. /hooks/gmail) (required)")
+	f.String("payload", "", "JSON body file (default: empty body, i.e. {}); - reads stdin")
+	f.StringArray("header", nil, "Request header 'Name: value' (repeatable)")
+	f.Bool("no-token", false, "Do not present the hook token (as a provider that signs requests would)")
+	return cmd
+}
+
+// errRejected makes the command exit 1 after printing a rejection.
+var errRejected = errors.New("the request would be rejected")
+
+// dryRunOptions are the flags of `caddy hooks test`.
+type dryRunOptions struct {
+	config, adapter, base, path, payload string
+	headers                              []string
+	noToken                              bool
+}
+
+// dryRunReport is what `caddy hooks test` prints.
+type dryRunReport struct {
+	Status  int             `json:"status"`
+	Reply   json.RawMessage `json:"reply,omitempty"`
+	Error   string          `json:"error,omitempty"`
+	Actions []dryRunAction  `json:"actions,omitempty"`
+	Dropped int             `json:"dropped,omitempty"`
+}
+
+// dryRunAction is one action as the gateway would receive it.
+type dryRunAction struct {
+	Kind           string          `json:"kind"`
+	IdempotencyKey string          `json:"idempotency_key"`
+	Body           json.RawMessage `json:"body"`
+}
+
+// runDryRun loads the config, runs the request and prints the report. It
+// reports whether the request was rejected.
+func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
+	if o.config == "" || o.path == "" {
+		return false, errors.New("--config and --path are required")
+	}
+	raw, err := loadHooksConfig(o.config, o.adapter, o.base)
+	if err != nil {
+		return false, err
+	}
+	body, err := readPayload(o.payload)
+	if err != nil {
+		return false, err
+	}
+	h := new(Handler)
+	if err := json.Unmarshal(raw, h); err != nil {
+		return false, fmt.Errorf("hooks handler config: %w", err)
+	}
+	token := prepareDryRun(h, notes)
+	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
+	defer cancel()
+	if err := h.Provision(ctx); err != nil {
+		return false, fmt.Errorf("provision: %w", err)
+	}
+	defer h.Cleanup()
+	if !h.enabled {
+		return false, errors.New("the hooks handler is disabled (enabled false)")
+	}
+	h.logger = zap.NewNop() // the report says everything; never echo payloads
+	dry := &dryRunSink{}
+	h.sink = dry
+
+	sub := strings.Trim(strings.TrimPrefix(strings.TrimSpace(o.path), h.base), "/")
+	req := httptest.NewRequest(http.MethodPost, h.base+"/"+sub, strings.NewReader(string(body)))
+	req.RemoteAddr = "127.0.0.1:1"
+	req.Header.Set("Content-Type", "application/json")
+	for _, kv := range o.headers {
+		k, v, ok := strings.Cut(kv, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return false, fmt.Errorf("--header %q: want 'Name: value'", kv)
+		}
+		req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	if !o.noToken && req.Header.Get("Authorization") == "" && req.Header.Get(headerServiceToken) == "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	ex := exchange{r: req, sub: sub, ip: clientAddr(req), now: time.Now(), route: "none"}
+	status, reply, herr := h.process(&ex)
+	rep := dryRunReport{Status: status, Dropped: dry.dropped}
+	if herr != nil {
+		// the precise reason, also where a live 401/404 answers with the
+		// bare status text
+		rep.Status, rep.Error = herr.status, herr.reason
+	} else if len(reply) > 0 {
+		rep.Reply = reply
+	}
+	for _, it := range dry.items {
+		rep.Actions = append(rep.Actions, dryRunAction{Kind: it.kind.String(), IdempotencyKey: it.eventID, Body: it.body})
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rep); err != nil {
+		return false, err
+	}
+	return rep.Status >= 400, nil
+}
+
+// prepareDryRun makes a handler config safe to run offline: no spool, a
+// random token (and gateway token) when their placeholders are unset, and
+// random signing secrets where a secret's variable is unset (noted on
+// notes: such a mapping then refuses every signature). It returns the
+// token to present.
+func prepareDryRun(h *Handler, notes io.Writer) string {
+	h.Spool = nil
+	repl := caddy.NewReplacer()
+	token := strings.TrimSpace(repl.ReplaceKnown(h.Token, ""))
+	if token == "" {
+		token = randomToken()
+		h.Token = token
+	}
+	if strings.TrimSpace(repl.ReplaceKnown(h.GatewayToken, "")) == "" && h.GatewayToken != "" {
+		h.GatewayToken = randomToken()
+	}
+	for i := range h.Mappings {
+		v := h.Mappings[i].Verify
+		if v == nil {
+			continue
+		}
+		cfg := *v
+		cfg.Secrets = slices.Clone(v.Secrets)
+		for j, s := range cfg.Secrets {
+			if strings.TrimSpace(repl.ReplaceKnown(s, "")) != "" {
+				continue
+			}
+			fmt.Fprintf(notes, "note: %s is not set; signatures for mapping %q cannot verify in this dry run\n", s, h.Mappings[i].ID)
+			cfg.Secrets[j] = randomToken()
+			if cfg.Scheme == verify.SchemeStandard {
+				cfg.Secrets[j] = "whsec_" + base64.StdEncoding.EncodeToString([]byte(cfg.Secrets[j]))
+			}
+		}
+		h.Mappings[i].Verify = &cfg
+	}
+	if h.Gateway == "" || strings.TrimSpace(repl.ReplaceKnown(h.Gateway, "")) == "" {
+		h.Gateway = "unix//nonexistent/dry-run.sock" // never dialled
+	}
+	return token
+}
+
+// randomToken returns a fresh 64-hex-digit token.
+func randomToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// readPayload reads the body file ("" = empty, "-" = stdin).
+func readPayload(path string) ([]byte, error) {
+	switch path {
+	case "":
+		return nil, nil
+	case "-":
+		return io.ReadAll(os.Stdin)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--payload: %w", err)
+	}
+	return b, nil
+}
+
+// loadHooksConfig adapts the config file and returns the JSON of its
+// hooks handler (the one with base path base when there are several).
+func loadHooksConfig(file, adapter, base string) (json.RawMessage, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("--config: %w", err)
+	}
+	if adapter == "" && isCaddyfileName(file) {
+		adapter = "caddyfile"
+	}
+	if adapter != "" {
+		a := caddyconfig.GetAdapter(adapter)
+		if a == nil {
+			return nil, fmt.Errorf("--adapter: unknown adapter %q", adapter)
+		}
+		abs, _ := filepath.Abs(file)
+		if b, _, err = a.Adapt(b, map[string]any{"filename": abs}); err != nil {
+			return nil, fmt.Errorf("adapting %s: %w", file, err)
+		}
+	}
+	var cfg any
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	var found []map[string]any
+	findHooksHandlers(cfg, &found)
+	var bases []string
+	for _, hc := range found {
+		p, _ := hc["path"].(string)
+		if p == "" {
+			p = defaultPath
+		}
+		bases = append(bases, p)
+		if base != "" && strings.TrimRight(p, "/") == strings.TrimRight(base, "/") {
+			return json.Marshal(hc)
+		}
+	}
+	switch {
+	case len(found) == 0:
+		return nil, fmt.Errorf("%s has no hooks handler", file)
+	case base != "":
+		return nil, fmt.Errorf("--base %s: no hooks handler with that path (have %s)", base, strings.Join(bases, ", "))
+	case len(found) > 1:
+		return nil, fmt.Errorf("%s has %d hooks handlers (%s); choose one with --base", file, len(found), strings.Join(bases, ", "))
+	}
+	return json.Marshal(found[0])
+}
+
+// isCaddyfileName reports names Caddy itself adapts as a Caddyfile.
+func isCaddyfileName(file string) bool {
+	name := filepath.Base(file)
+	return strings.HasPrefix(name, "Caddyfile") || strings.HasSuffix(name, ".caddyfile") || strings.HasSuffix(name, ".Caddyfile")
+}
+
+// findHooksHandlers collects every object with "handler": "hooks".
+func findHooksHandlers(v any, found *[]map[string]any) {
+	switch x := v.(type) {
+	case map[string]any:
+		if x["handler"] == "hooks" {
+			*found = append(*found, x)
+			return
+		}
+		for _, e := range x {
+			findHooksHandlers(e, found)
+		}
+	case []any:
+		for _, e := range x {
+			findHooksHandlers(e, found)
+		}
+	}
+}
+
+// dryRunSink records the prepared actions instead of dispatching them and
+// answers as the gateway would (runId = the action's event id).
+type dryRunSink struct {
+	items   []prepared
+	dropped int
+}
+
+// deliver implements sink.
+func (s *dryRunSink) deliver(_ context.Context, items []prepared, dropped int, _ netip.Addr) (int, []byte, *hookError) {
+	s.items, s.dropped = items, dropped
+	ids := make([]string, len(items))
+	for i := range items {
+		ids[i] = items[i].eventID
+	}
+	return http.StatusOK, composeReply(items, ids, dropped), nil
+}

@@ -1,0 +1,213 @@
+package caddyhook
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const (
+	dryToken  = "dry-run-hook-token-0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+	drySecret = "dry-run-github-secret-5b4c3d2e1f0a"
+)
+
+// dryRunCaddyfile is a config with a gmail preset, a templated wake
+// mapping and a GitHub-signed mapping.
+const dryRunCaddyfile = `{
+	admin off
+}
+:0 {
+	hooks /hooks {
+		token {env.CADDYHOOK_DRY_TOKEN}
+		gateway unix//tmp/none.sock
+		allow_request_session_key
+		allowed_session_key_prefixes hook:
+		presets gmail
+		mapping alert {
+			match_path alert
+			action wake
+			text_template "{{payload.name}} is {{status}} ({{path}})"
+		}
+		mapping gh {
+			match_path github
+			match_expr ` + "`" + `headers["x-github-event"] == "ping"` + "`" + `
+			message_template "ping {{zen}}"
+			verify github {
+				secret {env.CADDYHOOK_DRY_SECRET}
+			}
+		}
+	}
+}
+`
+
+func TestDryRunCommand(t *testing.T) {
+	t.Setenv("CADDYHOOK_DRY_TOKEN", dryToken)
+	t.Setenv("CADDYHOOK_DRY_SECRET", drySecret)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "Caddyfile")
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("Caddyfile", dryRunCaddyfile)
+	gmail := write("gmail.json", `{"messages":[{"id":"m1","from":"a@b.c","subject":"Hi","snippet":"s1"},{"id":"m2","from":"d@e.f","subject":"Yo"}]}`)
+	alert := write("alert.json", `{"name":"db","status":"down"}`)
+	ping := `{"zen":"Keep it simple."}`
+	pingFile := write("ping.json", ping)
+	mac := hmac.New(sha256.New, []byte(drySecret))
+	mac.Write([]byte(ping))
+	goodSig := "X-Hub-Signature-256: sha256=" + hex.EncodeToString(mac.Sum(nil))
+
+	tests := []struct {
+		name     string
+		opts     dryRunOptions
+		status   int
+		rejected bool
+		errText  string
+		bodies   []map[string]any // gateway bodies; message compared by suffix
+		reply    map[string]any   // keys that must be present with these values
+	}{
+		{
+			name: "gmail fan-out", opts: dryRunOptions{path: "gmail", payload: gmail}, status: 200,
+			bodies: []map[string]any{
+				{"name": "Gmail", "sessionKey": "hook:gmail:m1", "wakeMode": "now", "message": "New email from a@b.c\nSubject: Hi\ns1\n<<<END_EXTERNAL_UNTRUSTED_CONTENT"},
+				{"name": "Gmail", "sessionKey": "hook:gmail:m2", "wakeMode": "now", "message": "New email from d@e.f\nSubject: Yo\n<<<END_EXTERNAL_UNTRUSTED_CONTENT"},
+			},
+			reply: map[string]any{"ok": true, "dispatched": float64(2)},
+		},
+		{
+			name: "wake mapping by full path", opts: dryRunOptions{path: "/hooks/alert", payload: alert}, status: 200,
+			bodies: []map[string]any{{"text": "db is down (alert)"}},
+			reply:  map[string]any{"ok": true, "mode": "now"},
+		},
+		{
+			name: "signed without token", status: 200,
+			opts:   dryRunOptions{path: "github", payload: pingFile, noToken: true, headers: []string{goodSig, "X-GitHub-Event: ping"}},
+			bodies: []map[string]any{{"message": "ping Keep it simple.\n<<<END_EXTERNAL_UNTRUSTED_CONTENT"}},
+		},
+		{
+			name: "bad signature", status: 401, rejected: true, errText: "signature verification failed",
+			opts: dryRunOptions{path: "github", payload: pingFile, noToken: true, headers: []string{"X-Hub-Signature-256: sha256=00", "X-GitHub-Event: ping"}},
+		},
+		{
+			name: "no token", status: 401, rejected: true, errText: "invalid or missing token",
+			opts: dryRunOptions{path: "alert", payload: alert, noToken: true},
+		},
+		{
+			name: "no mapping", status: 404, rejected: true, errText: "no mapping for hook",
+			opts: dryRunOptions{path: "nothing", payload: alert},
+		},
+		{
+			name: "policy rejection", status: 400, rejected: true, errText: "message required",
+			opts: dryRunOptions{path: "agent", payload: alert},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.config = cfg
+			var out, notes bytes.Buffer
+			rejected, err := runDryRun(&out, &notes, tc.opts)
+			if err != nil {
+				t.Fatalf("runDryRun: %v", err)
+			}
+			if rejected != tc.rejected {
+				t.Errorf("rejected = %v, want %v", rejected, tc.rejected)
+			}
+			if s := out.String() + notes.String(); strings.Contains(s, dryToken) || strings.Contains(s, drySecret) {
+				t.Fatalf("output shows a secret:\n%s", s)
+			}
+			var rep struct {
+				Status  int            `json:"status"`
+				Error   string         `json:"error"`
+				Reply   map[string]any `json:"reply"`
+				Actions []struct {
+					Kind string         `json:"kind"`
+					Key  string         `json:"idempotency_key"`
+					Body map[string]any `json:"body"`
+				} `json:"actions"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatalf("output is not JSON: %v\n%s", err, out.String())
+			}
+			if rep.Status != tc.status || !strings.Contains(rep.Error, tc.errText) {
+				t.Fatalf("status %d error %q, want %d containing %q", rep.Status, rep.Error, tc.status, tc.errText)
+			}
+			if len(rep.Actions) != len(tc.bodies) {
+				t.Fatalf("%d actions, want %d: %s", len(rep.Actions), len(tc.bodies), out.String())
+			}
+			for i, want := range tc.bodies {
+				got := rep.Actions[i].Body
+				if rep.Actions[i].Key == "" {
+					t.Errorf("action %d has no idempotency key", i)
+				}
+				for k, v := range want {
+					if k == "message" {
+						msg, _ := got[k].(string)
+						head, tail, _ := strings.Cut(v.(string), "\n<<<")
+						if !strings.Contains(msg, head) || !strings.Contains(msg, "<<<"+tail) {
+							t.Errorf("action %d message %q, want content %q", i, msg, head)
+						}
+						continue
+					}
+					if got[k] != v {
+						t.Errorf("action %d %s = %v, want %v", i, k, got[k], v)
+					}
+				}
+			}
+			for k, v := range tc.reply {
+				if rep.Reply[k] != v {
+					t.Errorf("reply %s = %v, want %v", k, rep.Reply[k], v)
+				}
+			}
+		})
+	}
+}
+
+func TestDryRunConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	two := filepath.Join(dir, "two.caddyfile")
+	body := strings.Replace(dryRunCaddyfile, ":0 {", ":0 {\n\thooks /other {\n\t\ttoken "+dryToken+"x\n\t}", 1)
+	if err := os.WriteFile(two, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CADDYHOOK_DRY_TOKEN", dryToken)
+	t.Setenv("CADDYHOOK_DRY_SECRET", "")
+	tests := []struct {
+		name string
+		opts dryRunOptions
+		want string
+	}{
+		{"missing flags", dryRunOptions{}, "--config and --path are required"},
+		{"no such file", dryRunOptions{config: filepath.Join(dir, "nope"), path: "x"}, "--config"},
+		{"two handlers", dryRunOptions{config: two, path: "alert"}, "choose one with --base"},
+		{"unknown base", dryRunOptions{config: two, path: "alert", base: "/x"}, "no hooks handler with that path"},
+		{"bad header", dryRunOptions{config: two, base: "/hooks", path: "alert", headers: []string{"nocolon"}}, "want 'Name: value'"},
+		{"bad adapter", dryRunOptions{config: two, path: "alert", adapter: "nginx"}, "unknown adapter"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, notes bytes.Buffer
+			_, err := runDryRun(&out, &notes, tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// an unset signing secret is replaced for the dry run, with a note
+	var out, notes bytes.Buffer
+	if _, err := runDryRun(&out, &notes, dryRunOptions{config: two, base: "/hooks", path: "alert"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(notes.String(), "{env.CADDYHOOK_DRY_SECRET} is not set") {
+		t.Errorf("notes = %q", notes.String())
+	}
+}

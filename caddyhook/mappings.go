@@ -1,0 +1,235 @@
+package caddyhook
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/caddyhook/caddyhook/caddyhook/tmpl"
+	"github.com/caddyhook/caddyhook/caddyhook/verify"
+)
+
+// compiledMapping is a Mapping parsed and checked at provision; the
+// request path only evaluates it.
+type compiledMapping struct {
+	id        string
+	path      string // trimmed; "" = any
+	source    string
+	expr      *tmpl.Expr
+	kind      Kind
+	wakeMode  string // "" when not set
+	name      *tmpl.Template
+	agentID   *tmpl.Template
+	key       *tmpl.Template
+	message   *tmpl.Template
+	text      *tmpl.Template
+	channel   *tmpl.Template
+	to        *tmpl.Template
+	model     *tmpl.Template
+	thinking  *tmpl.Template
+	deliver   *bool
+	timeout   int
+	unsafe    bool
+	forEach   string
+	maxBody   int64 // as configured; 0 = the handler's max_body
+	bodyLimit int64 // effective
+	transform *mappingTransform
+	verifier  *verify.Verifier
+	needToken bool // the hook token is required (no verify, or require_token)
+}
+
+// templated reports whether a field template has placeholders.
+func templated(t *tmpl.Template) bool { return t != nil && !t.IsStatic() }
+
+// compileMapping parses one mapping. n is its 1-based position (for the
+// default id); errors name the mapping.
+func (h *Handler) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMapping, error) {
+	c := &compiledMapping{id: strings.TrimSpace(m.ID), path: strings.Trim(strings.TrimSpace(m.MatchPath), "/"),
+		source: strings.TrimSpace(m.MatchSource), deliver: m.Deliver, timeout: m.TimeoutSeconds,
+		unsafe: m.AllowUnsafeExternalContent, forEach: strings.TrimSpace(m.ForEach), maxBody: m.MaxBody}
+	if c.id == "" {
+		c.id = fmt.Sprintf("mapping-%d", n)
+	}
+	fail := func(field string, err error) error { return fmt.Errorf("mapping %s: %s: %w", c.id, field, err) }
+	switch strings.TrimSpace(m.Action) {
+	case "", "agent":
+		c.kind = KindAgent
+	case "wake":
+		c.kind = KindWake
+	default:
+		return nil, fail("action", fmt.Errorf("%q must be agent or wake", m.Action))
+	}
+	switch wm := strings.TrimSpace(m.WakeMode); wm {
+	case "", modeNow, modeNextHeartbeat:
+		c.wakeMode = wm
+	default:
+		return nil, fail("wake_mode", fmt.Errorf("%q must be now or next-heartbeat", m.WakeMode))
+	}
+	if c.path == routeWake || c.path == routeAgent {
+		return nil, fail("match_path", fmt.Errorf("%q is a built-in hook and cannot be mapped", c.path))
+	}
+	if m.TimeoutSeconds < 0 {
+		return nil, fail("timeout_seconds", fmt.Errorf("must be positive"))
+	}
+	if m.MaxBody < 0 || m.MaxBody > 64<<20 {
+		return nil, fail("max_body", fmt.Errorf("must be between 1 byte and 64 MiB"))
+	}
+	if c.forEach != "" && (strings.ContainsAny(c.forEach, ".[]") || blockedKey(c.forEach)) {
+		return nil, fail("for_each", fmt.Errorf("%q must be a top-level payload key", c.forEach))
+	}
+	if m.MatchExpr != "" {
+		x, err := env.CompileBool(m.MatchExpr)
+		if err != nil {
+			return nil, fail("match_expr", err)
+		}
+		c.expr = x
+	}
+	for _, f := range []struct {
+		field string
+		src   string
+		dst   **tmpl.Template
+	}{
+		{"name", m.Name, &c.name}, {"agent_id", m.AgentID, &c.agentID}, {"session_key", m.SessionKey, &c.key},
+		{"message_template", m.MessageTemplate, &c.message}, {"text_template", m.TextTemplate, &c.text},
+		{"channel", m.Channel, &c.channel}, {"to", m.To, &c.to}, {"model", m.Model, &c.model},
+		{"thinking", m.Thinking, &c.thinking},
+	} {
+		if f.src == "" {
+			continue
+		}
+		t, err := tmpl.Compile(f.src, env)
+		if err != nil {
+			return nil, fail(f.field, err)
+		}
+		*f.dst = t
+	}
+	if m.Transform == nil {
+		switch {
+		case c.kind == KindAgent && c.message == nil:
+			return nil, fail("message_template", fmt.Errorf("required for an agent mapping without a transform"))
+		case c.kind == KindWake && c.text == nil:
+			return nil, fail("text_template", fmt.Errorf("required for a wake mapping without a transform"))
+		}
+	}
+	return c, nil
+}
+
+// blockedKey reports the keys templates never resolve.
+func blockedKey(k string) bool {
+	return k == "__proto__" || k == "prototype" || k == "constructor"
+}
+
+// answers reports whether c's match_path admits the hook name sub.
+func (c *compiledMapping) answers(sub string) bool { return c.path == "" || c.path == sub }
+
+// matches reports whether c's source and CEL conditions hold (CEL last);
+// the caller has checked answers.
+func (c *compiledMapping) matches(vars *tmpl.Vars) (bool, error) {
+	if c.source != "" {
+		if s, _ := vars.Payload["source"].(string); s != c.source {
+			return false, nil
+		}
+	}
+	if c.expr != nil {
+		return c.expr.Match(vars)
+	}
+	return true, nil
+}
+
+// render produces the fields object of one action: the rendered
+// templates (trimmed; empty ones left out) and the static settings.
+func (c *compiledMapping) render(vars *tmpl.Vars) (fields, *hookError) {
+	f := make(fields, 12)
+	for _, t := range []struct {
+		key string
+		t   *tmpl.Template
+	}{
+		{"name", c.name}, {"agentId", c.agentID}, {"sessionKey", c.key}, {"message", c.message},
+		{"text", c.text}, {"channel", c.channel}, {"to", c.to}, {"model", c.model}, {"thinking", c.thinking},
+	} {
+		if t.t == nil {
+			continue
+		}
+		s, err := t.t.RenderString(vars)
+		if err != nil {
+			return nil, c.failed()
+		}
+		if s = strings.TrimSpace(s); s != "" {
+			f[t.key] = s
+		} else if t.key == "sessionKey" {
+			return nil, reject(http.StatusBadRequest, "hook mapping "+c.id+": sessionKey template rendered empty")
+		}
+	}
+	if c.wakeMode != "" {
+		f["wakeMode"], f["mode"] = c.wakeMode, c.wakeMode
+	}
+	if c.deliver != nil {
+		f["deliver"] = *c.deliver
+	}
+	if c.timeout > 0 {
+		f["timeoutSeconds"] = float64(c.timeout)
+	}
+	return f, nil
+}
+
+// failed is the 400 for a mapping whose CEL or template evaluation failed;
+// it names the mapping and never the payload.
+func (c *compiledMapping) failed() *hookError {
+	return reject(http.StatusBadRequest, "hook mapping failed: "+c.id)
+}
+
+// action decodes rendered (and transformed) fields with the same rules as
+// the built-in endpoints. keyFromRequest marks a session key that a
+// template or transform produced.
+func (c *compiledMapping) action(kind Kind, f fields, keyFromRequest bool, unsafe bool, source string) (Action, *hookError) {
+	var (
+		a   Action
+		err error
+	)
+	if kind == KindWake {
+		a, err = decodeWake(f)
+	} else {
+		a, err = decodeAgent(f)
+	}
+	switch err {
+	case nil:
+	case errTextRequired:
+		return a, reject(http.StatusBadRequest, "hook mapping "+c.id+" requires text")
+	case errMessageRequired:
+		return a, reject(http.StatusBadRequest, "hook mapping "+c.id+" requires message")
+	default:
+		return a, reject(http.StatusBadRequest, err.Error())
+	}
+	if a.SessionKey != "" && !keyFromRequest {
+		a.keySource = keyOperator
+	}
+	a.AllowUnsafe = unsafe
+	a.Source = source
+	return a, nil
+}
+
+// requestVars gathers what templates, CEL and transforms see for a
+// request. The hook token's headers are left out: no template or script
+// can copy the token into a message.
+func (h *Handler) requestVars(ex *exchange) *tmpl.Vars {
+	r := ex.r
+	headers := make(map[string]string, len(r.Header))
+	for k, v := range r.Header {
+		lk := strings.ToLower(k)
+		if lk == "authorization" || lk == "x-service-token" {
+			continue
+		}
+		headers[lk] = strings.Join(v, ", ")
+	}
+	var query map[string]string
+	if r.URL.RawQuery != "" {
+		q := r.URL.Query()
+		query = make(map[string]string, len(q))
+		for k, v := range q {
+			if len(v) > 0 {
+				query[k] = v[0]
+			}
+		}
+	}
+	return &tmpl.Vars{Payload: ex.payload, Headers: headers, Query: query, Path: ex.sub, Now: ex.now}
+}

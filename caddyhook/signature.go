@@ -1,0 +1,92 @@
+package caddyhook
+
+import (
+	"slices"
+
+	"github.com/caddyhook/caddyhook/caddyhook/verify"
+)
+
+// reasonNoSignature answers a signed path's request that neither carries
+// the hook token nor a valid signature and names no specific failure.
+const reasonNoSignature = "invalid or missing signature"
+
+// mayVerify reports whether a request without the hook token could still
+// be authenticated by a provider signature on this sub-path. The built-in
+// wake and agent paths never accept signatures.
+func (h *Handler) mayVerify(sub string) bool {
+	if sub == routeWake || sub == routeAgent || sub == "" {
+		return false
+	}
+	return h.verifyAny || h.verifyPaths[sub]
+}
+
+// verifySignature checks the raw body against every signing mapping that
+// could answer this sub-path (before any JSON parsing). It records which
+// verifiers passed, the provider's delivery id and a Slack challenge. A
+// request without the token and without one valid signature is a 401
+// that counts toward the lockout.
+func (h *Handler) verifySignature(ex *exchange) *hookError {
+	if !h.mayVerify(ex.sub) {
+		return nil
+	}
+	var first error
+	for _, c := range h.mappings {
+		if c.verifier == nil || !c.answers(ex.sub) || slices.Contains(ex.verified, c.verifier) {
+			continue
+		}
+		res, err := c.verifier.Verify(ex.r.Header, ex.body, ex.now)
+		if err != nil {
+			if first == nil {
+				first = err
+				ex.sigReason = err.Error() // names the header and the failure, never a secret
+			}
+			continue
+		}
+		ex.verified = append(ex.verified, c.verifier)
+		if ex.deliveryID == "" {
+			ex.deliveryID = res.DeliveryID
+		}
+		if ex.challenge == "" {
+			ex.challenge = res.Challenge
+		}
+	}
+	if len(ex.verified) > 0 || ex.tokenOK {
+		return nil
+	}
+	return h.authFailed(ex, ex.signatureReason())
+}
+
+// signatureReason is the 401 reason for a request whose signature failed.
+func (ex *exchange) signatureReason() string {
+	if ex.sigReason != "" {
+		return ex.sigReason
+	}
+	return reasonNoSignature
+}
+
+// eligible reports whether mapping c may answer this request: a mapping
+// without verify needs the hook token; one with verify needs its
+// signature, and the token as well when it sets require_token.
+func (ex *exchange) eligible(c *compiledMapping) bool {
+	if c.verifier == nil {
+		return ex.tokenOK
+	}
+	return slices.Contains(ex.verified, c.verifier) && (!c.needToken || ex.tokenOK)
+}
+
+// challengeReply is the answer to a signed Slack url_verification request.
+func challengeReply(challenge string) []byte {
+	b := append([]byte(`{"challenge":`), appendJSONString(nil, challenge)...)
+	return append(b, '}')
+}
+
+// newVerifier builds a mapping's verifier, expanding placeholders in the
+// secrets only (a layout is not a placeholder string).
+func newVerifier(cfg verify.Config, expand func(string) string) (*verify.Verifier, error) {
+	secrets := make([]string, len(cfg.Secrets))
+	for i, s := range cfg.Secrets {
+		secrets[i] = expand(s)
+	}
+	cfg.Secrets = secrets
+	return verify.New(cfg)
+}
