@@ -27,9 +27,15 @@ func (accessLogIdentity) CaddyModule() caddy.ModuleInfo {
 // a token sent as x-service-token or ?token= (or as Authorization when
 // log_credentials is on) would be written as is. For such requests the handler asks Caddy to skip its
 // entry and writes the same entry itself, with those headers redacted.
+//
+// Provider signature headers get the same treatment: a signature that
+// covers no timestamp (GitHub's) stays valid for its body forever.
 type accessLog struct {
 	logger *zap.Logger
 	logs   *caddyhttp.ServerLogConfig
+	// signatureHeaders are the canonical names of the headers carrying
+	// the signatures the handler's verify blocks check.
+	signatureHeaders []string
 }
 
 // newAccessLog returns nil when the server has no access log.
@@ -48,11 +54,21 @@ func (l *accessLog) takeOver(r *http.Request) bool {
 		return false
 	}
 	if r.Header.Get(headerServiceToken) == "" && !queryHasToken(r.URL.RawQuery) &&
-		(!l.logs.ShouldLogCredentials || r.Header.Get("Authorization") == "") {
+		(!l.logs.ShouldLogCredentials || r.Header.Get("Authorization") == "") && !l.signed(r) {
 		return false
 	}
 	caddyhttp.SetVar(r.Context(), caddyhttp.LogSkipVar, true)
 	return true
+}
+
+// signed reports whether r carries one of the signature headers.
+func (l *accessLog) signed(r *http.Request) bool {
+	for _, name := range l.signatureHeaders {
+		if _, ok := r.Header[name]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // emit writes the access entry Caddy skipped, with tokens redacted.
@@ -60,9 +76,11 @@ func (l *accessLog) emit(r *http.Request, status, size int, start time.Time) {
 	clean := *r
 	clean.RequestURI = redactQuery(r.RequestURI)
 	clean.Header = r.Header.Clone()
-	for _, name := range []string{headerServiceToken, "Authorization", "Proxy-Authorization", "Cookie"} {
-		if _, ok := clean.Header[name]; ok {
-			clean.Header[name] = []string{"REDACTED"}
+	for _, names := range [][]string{{headerServiceToken, "Authorization", "Proxy-Authorization", "Cookie"}, l.signatureHeaders} {
+		for _, name := range names {
+			if _, ok := clean.Header[name]; ok {
+				clean.Header[name] = []string{"REDACTED"}
+			}
 		}
 	}
 	req := zap.Object("request", caddyhttp.LoggableHTTPRequest{Request: &clean})

@@ -207,6 +207,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	h.access = newAccessLog(ctx)
+	if h.access != nil {
+		h.access.signatureHeaders = h.signatureHeaders()
+	}
 	if h.Spool != nil {
 		return h.provisionSpool(ctx)
 	}

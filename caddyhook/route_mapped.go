@@ -1,6 +1,7 @@
 package caddyhook
 
 import (
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
@@ -98,26 +99,15 @@ func (h *Handler) buildAction(c *compiledMapping, ex *exchange, vars *tmpl.Vars)
 	kind, unsafe, keyFromRequest := c.kind, c.unsafe, templated(c.key)
 	if c.transform != nil {
 		override, err := c.transform.run(ex, vars)
+		if err == nil && override != nil {
+			err = mergeOverride(f, override, &kind, &unsafe, &keyFromRequest)
+		}
 		if err != nil {
 			h.logger.Error("hook transform failed", zap.String("mapping", c.id), zap.String("error", err.Error()))
-			return Action{}, false, reject(http.StatusInternalServerError, "hook mapping failed: "+c.id)
+			return Action{}, false, reject(http.StatusInternalServerError, "hook transform failed: "+c.id)
 		}
 		if override == nil {
 			return Action{}, true, nil
-		}
-		if k, ok := parseKind(stringField(override, "kind")); ok {
-			kind = k
-		}
-		if b, ok := override["allowUnsafeExternalContent"].(bool); ok {
-			unsafe = b
-		}
-		if _, ok := override["sessionKey"]; ok {
-			keyFromRequest = true
-		}
-		for k, v := range override {
-			if k != "kind" && k != "allowUnsafeExternalContent" && v != nil {
-				f[k] = v
-			}
 		}
 	}
 	source := sourceWebhook
@@ -126,6 +116,34 @@ func (h *Handler) buildAction(c *compiledMapping, ex *exchange, vars *tmpl.Vars)
 	}
 	a, herr := c.action(kind, f, keyFromRequest, unsafe, source)
 	return a, false, herr
+}
+
+// errTransformKind is a transform result whose kind is neither wake nor agent.
+var errTransformKind = errors.New(`result: kind must be "wake" or "agent"`)
+
+// mergeOverride lays a transform's result over the rendered fields: its
+// fields win (null ones are ignored); kind and allowUnsafeExternalContent
+// switch the action; a session key it sets counts as request-supplied.
+func mergeOverride(f fields, override map[string]any, kind *Kind, unsafe, keyFromRequest *bool) error {
+	if raw, ok := override["kind"]; ok && raw != nil {
+		k, ok := parseKind(stringField(override, "kind"))
+		if !ok {
+			return errTransformKind
+		}
+		*kind = k
+	}
+	if b, ok := override["allowUnsafeExternalContent"].(bool); ok {
+		*unsafe = b
+	}
+	if _, ok := override["sessionKey"]; ok {
+		*keyFromRequest = true
+	}
+	for k, v := range override {
+		if k != "kind" && k != "allowUnsafeExternalContent" && v != nil {
+			f[k] = v
+		}
+	}
+	return nil
 }
 
 // stringField returns f[key] when it is a string.

@@ -22,9 +22,10 @@ func (h *Handler) mayVerify(sub string) bool {
 
 // verifySignature checks the raw body against every signing mapping that
 // could answer this sub-path (before any JSON parsing). It records which
-// verifiers passed, the provider's delivery id and a Slack challenge. A
-// request without the token and without one valid signature is a 401
-// that counts toward the lockout.
+// verifiers passed and, from the first that passed on a mapping the
+// request may use (require_token wants the token too), the provider's
+// delivery id and a Slack challenge. A request without the token and
+// without one valid signature is a 401 that counts toward the lockout.
 func (h *Handler) verifySignature(ex *exchange) *hookError {
 	if !h.mayVerify(ex.sub) {
 		return nil
@@ -43,6 +44,9 @@ func (h *Handler) verifySignature(ex *exchange) *hookError {
 			continue
 		}
 		ex.verified = append(ex.verified, c.verifier)
+		if c.needToken && !ex.tokenOK {
+			continue // require_token: this mapping cannot answer, nor its challenge
+		}
 		if ex.deliveryID == "" {
 			ex.deliveryID = res.DeliveryID
 		}
@@ -78,6 +82,22 @@ func (ex *exchange) eligible(c *compiledMapping) bool {
 func challengeReply(challenge string) []byte {
 	b := append([]byte(`{"challenge":`), appendJSONString(nil, challenge)...)
 	return append(b, '}')
+}
+
+// signatureHeaders lists the headers of every verify block, once each.
+func (h *Handler) signatureHeaders() []string {
+	var names []string
+	for _, m := range h.Mappings {
+		if m.Verify == nil {
+			continue
+		}
+		for _, n := range verify.SignatureHeaders(*m.Verify) {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
 }
 
 // newVerifier builds a mapping's verifier, expanding placeholders in the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
@@ -180,4 +181,25 @@ func IsSecretPlaceholder(s string) bool {
 		name, ok = strings.CutPrefix(inner, "file.")
 	}
 	return ok && name != ""
+}
+
+// SignatureHeaders names the request headers that carry c's signatures
+// (canonical form): whoever reads them together with the body can replay
+// a delivery, so they are kept out of access logs.
+func SignatureHeaders(c Config) []string {
+	switch c.Scheme {
+	case SchemeGitHub:
+		return []string{githubSignatureHeader, "X-Hub-Signature"}
+	case SchemeStripe:
+		return []string{stripeSignatureHeader}
+	case SchemeSlack:
+		return []string{slackSignatureHeader}
+	case SchemeStandard:
+		return []string{webhookSignatureHeader, svixSignatureHeader}
+	case SchemeHMAC:
+		if h := strings.TrimSpace(c.Header); h != "" {
+			return []string{textproto.CanonicalMIMEHeaderKey(h)}
+		}
+	}
+	return nil
 }
