@@ -144,6 +144,9 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		if err := intArg(d, &n); err != nil {
 			return err
 		}
+		if n <= 0 {
+			return d.Errf("cel_cost_limit: must be a positive integer, got %d", n)
+		}
 		h.CELCostLimit = uint64(n)
 		return nil
 	case "transforms_root":

@@ -212,7 +212,8 @@ func prepareDryRun(h *Handler, notes io.Writer) string {
 		}
 		h.Mappings[i].Verify = &cfg
 	}
-	if h.Gateway == "" || strings.TrimSpace(repl.ReplaceKnown(h.Gateway, "")) == "" {
+	if _, err := parseGatewayAddr(repl.ReplaceKnown(h.Gateway, "")); err != nil {
+		// unset (or e.g. "unix/{env.GATEWAY_SOCKET}" with the variable unset)
 		h.Gateway = "unix//nonexistent/dry-run.sock" // never dialled
 	}
 	return token

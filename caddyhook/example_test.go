@@ -1,10 +1,15 @@
 package caddyhook
 
 import (
+	"bytes"
 	"encoding/json"
+	"net/http"
 	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
@@ -66,5 +71,81 @@ func TestExampleConfigProvisions(t *testing.T) {
 	cfg.Admin = &caddy.AdminConfig{Disabled: true}
 	if err := caddy.Validate(&cfg); err != nil {
 		t.Fatalf("Caddyfile.example does not provision: %v", err)
+	}
+}
+
+// TestExampleDryRunsFixtures runs every sample payload of
+// testdata/payloads through Caddyfile.example with `caddy hooks test`, as
+// the README shows, signed where the mapping verifies a provider
+// signature, and checks what the gateway would receive.
+func TestExampleDryRunsFixtures(t *testing.T) {
+	t.Setenv("GITHUB_WEBHOOK_SECRET", fixtureGitHubSecret)
+	t.Setenv("STRIPE_WEBHOOK_SECRET", fixtureStripeSecret)
+	t.Setenv("GATEWAY_SOCKET", "") // as on a machine that never ran ./dev
+	t.Chdir("..")
+	tests := []struct {
+		path, file string
+		signed     func(body string) []string
+		kinds      []string
+		// want holds body fields every action has; "message" and "text"
+		// are compared as substrings.
+		want map[string]string
+	}{
+		{path: "gmail", file: "gmail-batch.json", kinds: []string{"agent", "agent", "agent"},
+			want: map[string]string{"name": "Gmail", "agentId": "main", "message": "\nSubject: "}},
+		{path: "alert", file: "monitoring-alert.json", kinds: []string{"agent", "agent"},
+			want: map[string]string{"agentId": "ops", "channel": "slack", "to": "#ops", "sessionKey": "hook:alerts", "message": "[firing] "}},
+		{path: "github", file: "github-pull_request.json", signed: githubSigned("pull_request", "d-1"), kinds: []string{"agent"},
+			want: map[string]string{"name": "GitHub", "sessionKey": "hook:github:pr:octo-org/api#42", "message": "PR #42 opened in octo-org/api by mona"}},
+		{path: "github", file: "github-push.json", signed: githubSigned("push", "d-2"), kinds: []string{"wake"},
+			want: map[string]string{"mode": "now", "text": "GitHub: mona pushed 2 commit(s) to octo-org/api (main): Release v1.8.0\n"}},
+		{path: "github", file: "github-issues.json", signed: githubSigned("issues", "d-3"), kinds: []string{"agent"},
+			want: map[string]string{"sessionKey": "hook:github:issue:octo-org/api#57", "message": "\nLabels: bug, p1\n"}},
+		{path: "stripe", file: "stripe-invoice.payment_failed.json", kinds: []string{"wake"},
+			signed: func(body string) []string { return stripeHeaders(fixtureStripeSecret, body, time.Now()) },
+			want:   map[string]string{"mode": "now", "text": "Stripe: payment failed for billing@customer.example (49 EUR)"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			file := filepath.Join("testdata/payloads", tc.file)
+			opts := dryRunOptions{config: "Caddyfile.example", path: tc.path, payload: file}
+			if tc.signed != nil {
+				body, err := os.ReadFile(file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts.noToken, opts.headers = true, tc.signed(string(body))
+			}
+			var out, notes bytes.Buffer
+			if rejected, err := runDryRun(&out, &notes, opts); err != nil || rejected {
+				t.Fatalf("rejected %v, err %v:\n%s%s", rejected, err, out.String(), notes.String())
+			}
+			var rep dryRunReport
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Status != http.StatusOK || len(rep.Actions) != len(tc.kinds) {
+				t.Fatalf("status %d with %d actions, want 200 with %d:\n%s", rep.Status, len(rep.Actions), len(tc.kinds), out.String())
+			}
+			for i, a := range rep.Actions {
+				var body map[string]any
+				if err := json.Unmarshal(a.Body, &body); err != nil {
+					t.Fatal(err)
+				}
+				if a.Kind != tc.kinds[i] {
+					t.Errorf("action %d kind %q, want %q", i, a.Kind, tc.kinds[i])
+				}
+				for k, v := range tc.want {
+					got, _ := body[k].(string)
+					if k == "message" || k == "text" {
+						if !strings.Contains(got, v) {
+							t.Errorf("action %d %s %q does not contain %q", i, k, got, v)
+						}
+					} else if got != v {
+						t.Errorf("action %d %s = %q, want %q", i, k, got, v)
+					}
+				}
+			}
+		})
 	}
 }

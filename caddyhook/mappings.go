@@ -3,6 +3,7 @@ package caddyhook
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/caddyhook/caddyhook/caddyhook/tmpl"
@@ -36,6 +37,13 @@ type compiledMapping struct {
 	transform *mappingTransform
 	verifier  *verify.Verifier
 	needToken bool // the hook token is required (no verify, or require_token)
+	// readsHeaders and readsQuery say whether an expression, template or
+	// transform of the mapping can see the request headers or the query.
+	readsHeaders bool
+	readsQuery   bool
+	// nfields is the number of fields render can produce: a map of that
+	// size hint stays small.
+	nfields int
 }
 
 // templated reports whether a field template has placeholders.
@@ -102,6 +110,24 @@ func (h *Handler) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMap
 			return nil, fail(f.field, err)
 		}
 		*f.dst = t
+		c.nfields++
+	}
+	if c.wakeMode != "" {
+		c.nfields += 2 // wakeMode and mode
+	}
+	if c.deliver != nil {
+		c.nfields++
+	}
+	if c.timeout > 0 {
+		c.nfields++
+	}
+	c.readsHeaders, c.readsQuery = m.Transform != nil, m.Transform != nil
+	for _, src := range []string{m.MatchExpr, m.Name, m.AgentID, m.SessionKey, m.MessageTemplate, m.TextTemplate,
+		m.Channel, m.To, m.Model, m.Thinking} {
+		// both the reference grammar (headers.x) and CEL (headers["x"])
+		// name the variables literally
+		c.readsHeaders = c.readsHeaders || strings.Contains(src, varHeaders)
+		c.readsQuery = c.readsQuery || strings.Contains(src, varQuery)
 	}
 	if m.Transform == nil {
 		switch {
@@ -139,7 +165,7 @@ func (c *compiledMapping) matches(vars *tmpl.Vars) (bool, error) {
 // render produces the fields object of one action: the rendered
 // templates (trimmed; empty ones left out) and the static settings.
 func (c *compiledMapping) render(vars *tmpl.Vars) (fields, *hookError) {
-	f := make(fields, 12)
+	f := make(fields, c.nfields)
 	for _, t := range []struct {
 		key string
 		t   *tmpl.Template
@@ -208,28 +234,56 @@ func (c *compiledMapping) action(kind Kind, f fields, keyFromRequest bool, unsaf
 	return a, nil
 }
 
+// Variable names templates and CEL expressions use for the request
+// headers and query.
+const (
+	varHeaders = "headers"
+	varQuery   = "query"
+)
+
 // requestVars gathers what templates, CEL and transforms see for a
-// request. The hook token's headers are left out: no template or script
-// can copy the token into a message.
+// request. Headers and query are gathered only when a mapping that could
+// answer the hook name reads them. The hook token's headers are left out:
+// no template or script can copy the token into a message.
 func (h *Handler) requestVars(ex *exchange) *tmpl.Vars {
-	r := ex.r
-	headers := make(map[string]string, len(r.Header))
-	for k, v := range r.Header {
+	var needHeaders, needQuery bool
+	for _, c := range h.mappings {
+		if c.answers(ex.sub) {
+			needHeaders = needHeaders || c.readsHeaders
+			needQuery = needQuery || c.readsQuery
+		}
+	}
+	v := &tmpl.Vars{Payload: ex.payload, Path: ex.sub, Now: ex.now}
+	if needHeaders {
+		v.Headers = templateHeaders(ex.r.Header)
+	}
+	if needQuery && ex.r.URL.RawQuery != "" {
+		v.Query = templateQuery(ex.r.URL.Query())
+	}
+	return v
+}
+
+// templateHeaders maps lower-cased header names to their values (joined
+// with ", " when repeated), without the hook token's headers.
+func templateHeaders(hdr http.Header) map[string]string {
+	headers := make(map[string]string, len(hdr))
+	for k, v := range hdr {
 		lk := strings.ToLower(k)
 		if lk == "authorization" || lk == "x-service-token" {
 			continue
 		}
 		headers[lk] = strings.Join(v, ", ")
 	}
-	var query map[string]string
-	if r.URL.RawQuery != "" {
-		q := r.URL.Query()
-		query = make(map[string]string, len(q))
-		for k, v := range q {
-			if len(v) > 0 {
-				query[k] = v[0]
-			}
+	return headers
+}
+
+// templateQuery maps query parameter names to their first value.
+func templateQuery(q url.Values) map[string]string {
+	query := make(map[string]string, len(q))
+	for k, v := range q {
+		if len(v) > 0 {
+			query[k] = v[0]
 		}
 	}
-	return &tmpl.Vars{Payload: ex.payload, Headers: headers, Query: query, Path: ex.sub, Now: ex.now}
+	return query
 }

@@ -11,7 +11,8 @@ type Vars struct {
 	// Payload is the decoded JSON body (encoding/json shapes: numbers are
 	// float64). nil behaves as an empty object.
 	Payload map[string]any
-	// Headers maps lower-cased header names to their first value.
+	// Headers maps lower-cased header names to their values, joined with
+	// ", " when a header is repeated.
 	Headers map[string]string
 	// Query maps query parameter names to their first value.
 	Query map[string]string
