@@ -127,7 +127,7 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	if err := json.Unmarshal(raw, h); err != nil {
 		return false, fmt.Errorf("hooks handler config: %w", err)
 	}
-	token := prepareDryRun(h, notes)
+	token := prepareDryRun(h, o.path, notes)
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
 	if err := h.Provision(ctx); err != nil {
@@ -180,9 +180,9 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 // prepareDryRun makes a handler config safe to run offline: no spool, a
 // random token (and gateway token) when their placeholders are unset, and
 // random signing secrets where a secret's variable is unset (noted on
-// notes: such a mapping then refuses every signature). It returns the
-// token to present.
-func prepareDryRun(h *Handler, notes io.Writer) string {
+// notes for the mappings that could answer hookPath: such a mapping then
+// refuses every signature). It returns the token to present.
+func prepareDryRun(h *Handler, hookPath string, notes io.Writer) string {
 	h.Spool = nil
 	repl := caddy.NewReplacer()
 	token := strings.TrimSpace(repl.ReplaceKnown(h.Token, ""))
@@ -204,7 +204,9 @@ func prepareDryRun(h *Handler, notes io.Writer) string {
 			if strings.TrimSpace(repl.ReplaceKnown(s, "")) != "" {
 				continue
 			}
-			fmt.Fprintf(notes, "note: %s is not set; signatures for mapping %q cannot verify in this dry run\n", s, h.Mappings[i].ID)
+			if mp := strings.Trim(h.Mappings[i].MatchPath, "/"); mp == "" || strings.HasSuffix(strings.Trim(hookPath, "/"), mp) {
+				fmt.Fprintf(notes, "note: %s is not set; signatures for mapping %q cannot verify in this dry run\n", s, h.Mappings[i].ID)
+			}
 			cfg.Secrets[j] = randomToken()
 			if cfg.Scheme == verify.SchemeStandard {
 				cfg.Secrets[j] = "whsec_" + base64.StdEncoding.EncodeToString([]byte(cfg.Secrets[j]))

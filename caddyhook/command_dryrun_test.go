@@ -203,11 +203,14 @@ func TestDryRunConfigErrors(t *testing.T) {
 		})
 	}
 	// an unset signing secret is replaced for the dry run, with a note
-	var out, notes bytes.Buffer
-	if _, err := runDryRun(&out, &notes, dryRunOptions{config: two, base: "/hooks", path: "alert"}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(notes.String(), "{env.CADDYHOOK_DRY_SECRET} is not set") {
-		t.Errorf("notes = %q", notes.String())
+	// when the hook tested could reach the mapping that verifies with it
+	for path, noted := range map[string]bool{"github": true, "/hooks/github": true, "alert": false} {
+		var out, notes bytes.Buffer
+		if _, err := runDryRun(&out, &notes, dryRunOptions{config: two, base: "/hooks", path: path}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(notes.String(), `{env.CADDYHOOK_DRY_SECRET} is not set; signatures for mapping "gh"`); got != noted {
+			t.Errorf("--path %s: notes = %q, want the note: %v", path, notes.String(), noted)
+		}
 	}
 }
