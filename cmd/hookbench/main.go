@@ -16,6 +16,8 @@
 //	g  mapping: templates + CEL     ratio to b, target ≥ 0.8
 //	h  mapping: TS transform        ratio to b, target ≥ 0.5
 //	i  spool (durable accept)       ratio to c, target ≥ 0.5, p99 < 25 ms
+//	j  respond with e's churn       a new connection every 19 requests, as e
+//	                                pays: what e costs beyond that churn
 //
 // Rows whose directives this build does not accept yet are skipped.
 //

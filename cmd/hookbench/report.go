@@ -212,6 +212,9 @@ func (rep *report) notes() []string {
 				how = fmt.Sprintf("X-Forwarded-For cycling over %d addresses from a trusted proxy", forwardedAddrs)
 			}
 			out = append(out, fmt.Sprintf("(e) %s; %d of %d answers were 429 (address locked).", how, r.Statuses["429"], r.Requests))
+			if j, ok := rep.row("j"); ok && rep.Spread != "xff" && j.Skipped == "" && j.RPS > 0 {
+				out = append(out, fmt.Sprintf("(e) is %.2f×(j): the static response paying the same connection churn.", r.RPS/j.RPS))
+			}
 		}
 		if r.Errors > 0 {
 			out = append(out, fmt.Sprintf("(%s) %d errors: statuses %v (want %d), %d connection errors.", r.ID, r.Errors, r.Statuses, r.Expect, r.NetErrors))
@@ -247,4 +250,14 @@ func fmtMs(v float64) string {
 // fmtSeconds prints a whole or fractional number of seconds.
 func fmtSeconds(s float64) string {
 	return strconv.FormatFloat(s, 'f', -1, 64) + "s"
+}
+
+// row returns the report row id.
+func (rep *report) row(id string) (rowReport, bool) {
+	for _, r := range rep.Rows {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return rowReport{}, false
 }

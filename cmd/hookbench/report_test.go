@@ -47,6 +47,7 @@ func TestWriteText(t *testing.T) {
 			Expect: 401, Errors: 12, Statuses: map[string]uint64{"401": 379988, "429": 12}},
 		{ID: "f", Title: "429 flood", RPS: 35980, Base: "a", Target: 0.9, Requests: 359800, Expect: 429},
 		{ID: "h", Title: "transform", Skipped: "not supported by this build", Base: "b", Target: 0.5},
+		{ID: "j", Title: "respond with churn", RPS: 40000, Base: "a", Requests: 400000, Dials: 21000},
 	}, Sink: &sinkReport{Received: 5, Expected: 7}}
 	rep.rate()
 	var buf bytes.Buffer
@@ -59,6 +60,7 @@ func TestWriteText(t *testing.T) {
 		"0.95×a", "≥0.90×a PASS",
 		"0.89×a   ≥0.90×a MISS", // 0.8995 is shown truncated, matching the verdict
 		"12 of 380000 answers were 429",
+		"(e) is 0.95×(j)",
 		"received 5 actions, but the rows that reach it had 7 successes",
 	} {
 		if !strings.Contains(out, want) {
@@ -70,7 +72,7 @@ func TestWriteText(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back report
-	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || len(back.Rows) != 4 || back.Rows[1].Verdict != "PASS" {
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || len(back.Rows) != 5 || back.Rows[1].Verdict != "PASS" {
 		t.Fatalf("JSON round trip: %v, %+v", err, back.Rows)
 	}
 }

@@ -118,6 +118,8 @@ func rowCatalogue() []rowDef {
 			site: hooksSite(transformLines), path: "/hooks/github-ts", body: githubBody, expect: http.StatusOK},
 		wake(rowDef{id: "i", title: "spool (durable accept)", base: "c", target: 0.5, maxP99: 25 * time.Millisecond, probe: true, sinkBound: true,
 			site: hooksSite(spoolLines)}),
+		wake(rowDef{id: "j", title: "respond, with (e)'s connection churn", base: "a",
+			site: "respond `{\"ok\":true,\"mode\":\"now\"}` 200", source: srcSpread}),
 	}
 }
 

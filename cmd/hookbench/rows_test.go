@@ -16,7 +16,7 @@ func TestSelectRows(t *testing.T) {
 		want      []string // after withBases
 		wantError bool
 	}{
-		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}},
+		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}},
 		{list: "c", want: []string{"b", "c"}},
 		{list: "i", want: []string{"b", "c", "i"}},
 		{list: "f, e", want: []string{"a", "e", "f"}},
