@@ -172,9 +172,7 @@ func (b *bench) spec(r rowDef) *loadSpec {
 	}
 	s := &loadSpec{addr: b.env.hostFor(r.id), expect: r.expect, source: r.source, spread: &b.spread, fwd: &b.fwd,
 		perAddr: defaultAuthFailures - 1}
-	if s.source == srcSpread && b.env.forwarded && r.badToken {
-		// -spread xff changes how row (e) spreads its addresses; row (j)
-		// keeps the bound source addresses, its connection churn
+	if s.source == srcSpread && b.env.forwarded && !r.bindOnly {
 		s.source = srcForwarded
 	}
 	s.request, s.xffAt = buildRequest(r, s.addr, token, s.source == srcForwarded)

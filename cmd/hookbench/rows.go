@@ -20,6 +20,9 @@ type rowDef struct {
 	// badToken sends a wrong token of the right length.
 	badToken bool
 	source   sourceKind
+	// bindOnly keeps a srcSpread row on bound source addresses whatever
+	// -spread says: row (j) measures exactly that connection churn.
+	bindOnly bool
 	// base is the row the ratio is taken against; target the minimum
 	// ratio (0: none) and maxP99 the p99 limit (0: none).
 	base   string
@@ -119,7 +122,7 @@ func rowCatalogue() []rowDef {
 		wake(rowDef{id: "i", title: "spool (durable accept)", base: "c", target: 0.5, maxP99: 25 * time.Millisecond, probe: true, sinkBound: true,
 			site: hooksSite(spoolLines)}),
 		wake(rowDef{id: "j", title: "respond, with (e)'s connection churn", base: "a",
-			site: "respond `{\"ok\":true,\"mode\":\"now\"}` 200", source: srcSpread}),
+			site: "respond `{\"ok\":true,\"mode\":\"now\"}` 200", source: srcSpread, bindOnly: true}),
 	}
 }
 
