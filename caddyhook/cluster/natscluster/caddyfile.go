@@ -1,0 +1,134 @@
+package natscluster
+
+import (
+	"strconv"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+// UnmarshalCaddyfile parses the engine's block:
+//
+//	nats [<url>...] {
+//		url              <url>...
+//		name             <name>
+//		replicas         <n>
+//		credentials      <file>
+//		user             <user>
+//		password         <password>
+//		token            <token>
+//		nkey             <seed file>
+//		tls {
+//			ca   <file>
+//			cert <file>
+//			key  <file>
+//		}
+//		timeout          <duration>
+//		ack_wait         <duration>
+//		duplicate_window <duration>
+//	}
+func (n *NATS) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // the engine name
+	n.URLs = append(n.URLs, d.RemainingArgs()...)
+	for d.NextBlock(0) {
+		switch d.Val() {
+		case "url", "urls":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return d.ArgErr()
+			}
+			n.URLs = append(n.URLs, args...)
+		case "name":
+			if err := oneArg(d, &n.Name); err != nil {
+				return err
+			}
+		case "replicas":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			v, err := strconv.Atoi(s)
+			if err != nil {
+				return d.Errf("replicas: %v", err)
+			}
+			n.Replicas = v
+		case "credentials":
+			if err := oneArg(d, &n.Credentials); err != nil {
+				return err
+			}
+		case "user":
+			if err := oneArg(d, &n.User); err != nil {
+				return err
+			}
+		case "password":
+			if err := oneArg(d, &n.Password); err != nil {
+				return err
+			}
+		case "token":
+			if err := oneArg(d, &n.Token); err != nil {
+				return err
+			}
+		case "nkey":
+			if err := oneArg(d, &n.NKey); err != nil {
+				return err
+			}
+		case "tls":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			n.TLS = new(TLS)
+			for d.NextBlock(1) {
+				var dst *string
+				switch d.Val() {
+				case "ca":
+					dst = &n.TLS.CA
+				case "cert":
+					dst = &n.TLS.Cert
+				case "key":
+					dst = &n.TLS.Key
+				default:
+					return d.Errf("tls: unknown option %q", d.Val())
+				}
+				if err := oneArg(d, dst); err != nil {
+					return err
+				}
+			}
+		case "timeout", "ack_wait", "duplicate_window":
+			opt := d.Val()
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			v, err := caddy.ParseDuration(s)
+			if err != nil {
+				return d.Errf("%s: %v", opt, err)
+			}
+			switch opt {
+			case "timeout":
+				n.Timeout = caddy.Duration(v)
+			case "ack_wait":
+				n.AckWait = caddy.Duration(v)
+			default:
+				n.DuplicateWindow = caddy.Duration(v)
+			}
+		default:
+			return d.Errf("cluster nats: unknown option %q", d.Val())
+		}
+	}
+	return nil
+}
+
+// oneArg reads exactly one argument into dst.
+func oneArg(d *caddyfile.Dispenser, dst *string) error {
+	if !d.NextArg() {
+		return d.ArgErr()
+	}
+	*dst = d.Val()
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+// Interface guard
+var _ caddyfile.Unmarshaler = (*NATS)(nil)

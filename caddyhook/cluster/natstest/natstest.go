@@ -1,0 +1,249 @@
+// Package natstest runs real NATS JetStream servers in-process for tests:
+// one node, or a cluster on loopback, every listener on a port the server
+// itself picked (port -1, read back) and every store in a test directory.
+//
+// A Proxy is a listener the test owns that forwards to a server; clients
+// that dial the proxy keep one address while the server behind it stops
+// and starts again (on a new port).
+package natstest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// readyTimeout bounds a server's start and a cluster's leader election.
+const readyTimeout = 30 * time.Second
+
+// Server is one in-process nats-server with JetStream.
+type Server struct {
+	*server.Server
+	opts *server.Options
+}
+
+// Options shape a test server.
+type Options struct {
+	// NoJetStream starts a server without JetStream.
+	NoJetStream bool
+	// Name is the server's name (default generated).
+	Name string
+	// StoreDir holds JetStream's files (default a new t.TempDir()).
+	StoreDir string
+	// Cluster, when set, joins a cluster of that name through Routes.
+	Cluster string
+	Routes  []*url.URL
+	// Token requires clients to present it.
+	Token string
+}
+
+// Run starts one server for t and stops it when t ends.
+func Run(t testing.TB, o Options) *Server {
+	t.Helper()
+	if o.StoreDir == "" {
+		o.StoreDir = t.TempDir()
+	}
+	opts := &server.Options{
+		ServerName: o.Name, Host: "127.0.0.1", Port: -1, JetStream: !o.NoJetStream, StoreDir: o.StoreDir,
+		NoLog: true, NoSigs: true, Authorization: o.Token,
+	}
+	if o.Cluster != "" {
+		opts.Cluster = server.ClusterOpts{Name: o.Cluster, Host: "127.0.0.1", Port: -1}
+		opts.Routes = o.Routes
+	}
+	s := &Server{opts: opts}
+	s.start(t)
+	return s
+}
+
+func (s *Server) start(t testing.TB) {
+	t.Helper()
+	ns, err := server.NewServer(s.opts)
+	if err != nil {
+		t.Fatalf("nats-server: %v", err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(readyTimeout) {
+		ns.Shutdown()
+		t.Fatalf("nats-server %s not ready within %s", s.opts.ServerName, readyTimeout)
+	}
+	s.Server = ns
+	t.Cleanup(ns.Shutdown)
+}
+
+// URL is the server's client URL.
+func (s *Server) URL() string { return s.ClientURL() }
+
+// Addr is the server's client address (host:port).
+func (s *Server) Addr() string { return strings.TrimPrefix(s.ClientURL(), "nats://") }
+
+// Stop shuts the server down and waits for it.
+func (s *Server) Stop() {
+	s.Shutdown()
+	s.WaitForShutdown()
+}
+
+// Restart starts the server again on the same store (on a new port).
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Stop()
+	s.start(t)
+}
+
+// Cluster is a JetStream cluster of in-process servers on loopback.
+type Cluster struct {
+	Servers []*Server
+	seed    *Proxy
+}
+
+// RunCluster starts n servers that find each other through a seed route:
+// a proxy the test owns, forwarding to the first server's cluster port,
+// which every server has as its configured route (JetStream needs one).
+// It returns once the cluster has elected its metadata leader.
+func RunCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	c := &Cluster{seed: NewProxy(t, "")}
+	seed, _ := url.Parse("nats-route://" + c.seed.Addr())
+	for i := range n {
+		s := Run(t, Options{Name: fmt.Sprintf("n%d", i+1), Cluster: "hooks-test", Routes: []*url.URL{seed}})
+		if i == 0 {
+			c.seed.SetTarget(s.ClusterAddr().String())
+		}
+		c.Servers = append(c.Servers, s)
+	}
+	WaitJetStream(t, c.URLs())
+	return c
+}
+
+// URLs are the client URLs of the servers still running.
+func (c *Cluster) URLs() []string {
+	var out []string
+	for _, s := range c.Servers {
+		if s.Running() {
+			out = append(out, s.URL())
+		}
+	}
+	return out
+}
+
+// WaitJetStream polls until the JetStream API answers through urls.
+func WaitJetStream(t testing.TB, urls []string) {
+	t.Helper()
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.Timeout(2*time.Second))
+	if err != nil {
+		t.Fatalf("nats connect: %v", err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("JetStream not ready within %s: %v", readyTimeout, err)
+		}
+		time.Sleep(50 * time.Millisecond) // poll interval
+	}
+}
+
+// Proxy forwards TCP connections from a listener the test owns to a target
+// address that the test can change or clear.
+type Proxy struct {
+	l      net.Listener
+	mu     sync.Mutex
+	target string
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
+}
+
+// NewProxy listens on 127.0.0.1:0 and forwards to target ("" = refuse).
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("proxy listen: %v", err)
+	}
+	p := &Proxy{l: l, target: target, conns: make(map[net.Conn]struct{})}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Addr is the proxy's address.
+func (p *Proxy) Addr() string { return p.l.Addr().String() }
+
+// URL is the proxy's address as a NATS client URL.
+func (p *Proxy) URL() string { return "nats://" + p.Addr() }
+
+// SetTarget forwards new connections to target ("" = refuse them) and
+// cuts the ones open now.
+func (p *Proxy) SetTarget(target string) {
+	p.mu.Lock()
+	p.target = target
+	conns := p.conns
+	p.conns = make(map[net.Conn]struct{})
+	p.mu.Unlock()
+	for c := range conns {
+		_ = c.Close()
+	}
+}
+
+// Close stops the proxy and cuts every connection.
+func (p *Proxy) Close() {
+	_ = p.l.Close()
+	p.SetTarget("")
+	p.wg.Wait()
+}
+
+func (p *Proxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		target := p.target
+		p.mu.Unlock()
+		if target == "" {
+			_ = c.Close()
+			continue
+		}
+		go p.pipe(c, target)
+	}
+}
+
+func (p *Proxy) pipe(c net.Conn, target string) {
+	d, err := net.DialTimeout("tcp", target, 2*time.Second)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.target != target {
+		p.mu.Unlock()
+		_ = c.Close()
+		_ = d.Close()
+		return
+	}
+	p.conns[c], p.conns[d] = struct{}{}, struct{}{}
+	p.mu.Unlock()
+	go func() { _, _ = io.Copy(d, c); _ = d.Close() }()
+	_, _ = io.Copy(c, d)
+	_ = c.Close()
+}
