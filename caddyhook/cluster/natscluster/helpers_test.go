@@ -118,6 +118,13 @@ func (g *gateway) doubled() int {
 	return d
 }
 
+// attempts is how often id was sent.
+func (g *gateway) attempts(id string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.got[id]
+}
+
 func (g *gateway) deliveredOrder() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -103,6 +103,18 @@ func (n *NATS) Provision(ctx caddy.Context) error {
 	return n.Config.validate()
 }
 
+// New returns an engine with cfg outside a Caddy config (tools, tests).
+func New(cfg Config, logger *zap.Logger) (*NATS, error) {
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	n := &NATS{Config: cfg, logger: logger}
+	if err := n.Config.validate(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
 // validate fills defaults and refuses bad values, naming the field.
 func (n *Config) validate() error {
 	if len(n.URLs) == 0 {
