@@ -66,6 +66,7 @@ type shared struct {
 	queue       *queue
 	claims      *claims
 	closing     chan struct{}
+	started     chan struct{} // closed once nc and js are set
 	bg          sync.WaitGroup
 }
 
@@ -77,7 +78,7 @@ type kvBox struct{ jetstream.KeyValue }
 // configuration the server refuses fails it.
 func connect(cfg *Config, p cluster.Params) (*shared, error) {
 	s := &shared{cfg: cfg, p: p, log: p.Logger.Named("cluster"), node: uuid.NewString()[:8] + "-" + hostname(),
-		n: namesFor(p.Name), closing: make(chan struct{})}
+		n: namesFor(p.Name), closing: make(chan struct{}), started: make(chan struct{})}
 	s.hub.init()
 	s.claims = &claims{s: s}
 	if p.Queue != nil {
@@ -89,8 +90,9 @@ func connect(cfg *Config, p cluster.Params) (*shared, error) {
 	}
 	connected := make(chan struct{}, 1)
 	opts = append(opts,
-		nats.ConnectHandler(func(*nats.Conn) { s.onConnect(); signal(connected) }),
+		nats.ConnectHandler(func(*nats.Conn) { <-s.started; s.onConnect(); signal(connected) }),
 		nats.ReconnectHandler(func(*nats.Conn) {
+			<-s.started
 			s.log.Info("NATS reconnected", zap.String("server", s.nc.ConnectedUrlRedacted()))
 			s.onConnect()
 		}),
@@ -101,11 +103,14 @@ func connect(cfg *Config, p cluster.Params) (*shared, error) {
 		nats.ClosedHandler(func(*nats.Conn) { s.hub.publish(false) }),
 	)
 	s.nc, err = nats.Connect(strings.Join(mapStrings(cfg.URLs, expand), ","), opts...)
-	if err != nil {
-		return nil, fmt.Errorf("cluster nats: %w", err)
+	if err == nil {
+		s.js, err = jetstream.New(s.nc)
 	}
-	if s.js, err = jetstream.New(s.nc); err != nil {
-		s.nc.Close()
+	close(s.started) // the handlers may use nc and js from here on
+	if err != nil {
+		if s.nc != nil {
+			s.nc.Close()
+		}
 		return nil, fmt.Errorf("cluster nats: %w", err)
 	}
 	timeout := time.Duration(cfg.Timeout)
@@ -182,20 +187,21 @@ func (s *shared) onConnect() {
 		s.hub.publish(true)
 		return
 	}
+	select {
+	case <-s.closing:
+		return
+	default:
+	}
 	s.bg.Add(1)
 	go func() { defer s.bg.Done(); s.provisionLoop() }()
 }
 
-// provisionLoop provisions until it succeeds or the backend closes; a
-// permanent refusal is logged once per attempt series.
+// provisionLoop provisions until it succeeds or the backend closes,
+// logging each failed attempt.
 func (s *shared) provisionLoop() {
-	s.provisionMu.Lock()
-	defer s.provisionMu.Unlock()
 	wait := 250 * time.Millisecond
 	for !s.ready.Load() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(s.cfg.Timeout))
-		err := s.provision(ctx)
-		cancel()
+		err := s.provisionOnce(context.Background())
 		if err == nil {
 			return
 		}
@@ -211,12 +217,8 @@ func (s *shared) provisionLoop() {
 
 // provisionRetry provisions, retrying transient errors until ctx ends.
 func (s *shared) provisionRetry(ctx context.Context) error {
-	s.provisionMu.Lock()
-	defer s.provisionMu.Unlock()
 	for {
-		octx, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.Timeout))
-		err := s.provision(octx)
-		cancel()
+		err := s.provisionOnce(ctx)
 		if err == nil || !transient(err) {
 			return err
 		}
@@ -226,6 +228,15 @@ func (s *shared) provisionRetry(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// provisionOnce makes one attempt within the timeout; attempts never overlap.
+func (s *shared) provisionOnce(ctx context.Context) error {
+	s.provisionMu.Lock()
+	defer s.provisionMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.Timeout))
+	defer cancel()
+	return s.provision(ctx)
 }
 
 // errNoJetStream explains the most common refusal.

@@ -72,10 +72,9 @@ func TestQueueDeliversOnceInWakeOrderWithRetries(t *testing.T) {
 	if !slices.Equal(wakeOrder, want) {
 		t.Errorf("wake order\n got %v\nwant %v", wakeOrder, want)
 	}
-	c := deliv.b.Queue().Counters()
-	if c.Delivered != uint64(total) || c.Redeliveries != 2*uint64((len(wakes)+3)/4+(len(agents)+3)/4) {
-		t.Errorf("counters %+v", c)
-	}
+	// every fourth event of each kind failed twice before its 2xx
+	wantC := cluster.DeliveryCounters{Delivered: uint64(total), Redeliveries: 2 * uint64((len(wakes)+3)/4+(len(agents)+3)/4)}
+	waitFor(t, "counters settled", func() bool { return deliv.b.Queue().Counters() == wantC })
 	waitFor(t, "queue empty", func() bool {
 		st, err := edge.b.Queue().Stats(ctx)
 		return err == nil && st.Depth == 0
@@ -126,9 +125,7 @@ func TestQueueDeadLettersListRetryDrop(t *testing.T) {
 	if gw.attempts("old-000") != 0 {
 		t.Error("an expired event was sent to the gateway")
 	}
-	if c := q.Counters(); c.DeadLettered != 4 {
-		t.Errorf("dead-lettered counter %d, want 4", c.DeadLettered)
-	}
+	waitFor(t, "dead-lettered counter at 4", func() bool { return q.Counters().DeadLettered == 4 })
 
 	if k, err := q.Drop(ctx, "old-000"); err != nil || k != 1 {
 		t.Fatalf("drop: %d %v", k, err)
