@@ -1,11 +1,12 @@
 package caddyhook
 
 import (
-	"errors"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/caddyhook/caddyhook/internal/promreg"
 )
 
 // hookMetrics are the handler's Prometheus collectors on Caddy's registry.
@@ -36,39 +37,23 @@ func newHookMetrics(reg prometheus.Registerer, lockouts func() float64) (*hookMe
 		}, []string{"kind", "outcome"}),
 	}
 	var err error
-	if m.requests, err = register(reg, m.requests); err != nil {
+	if m.requests, err = promreg.Register(reg, m.requests); err != nil {
 		return nil, err
 	}
-	if m.authFailures, err = register(reg, m.authFailures); err != nil {
+	if m.authFailures, err = promreg.Register(reg, m.authFailures); err != nil {
 		return nil, err
 	}
-	if m.dispatch, err = register(reg, m.dispatch); err != nil {
+	if m.dispatch, err = promreg.Register(reg, m.dispatch); err != nil {
 		return nil, err
 	}
 	active := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: ns, Subsystem: sub, Name: "active_lockouts",
 		Help: "Client addresses currently locked out after repeated auth failures.",
 	}, lockouts)
-	if _, err = register(reg, prometheus.Collector(active)); err != nil {
+	if _, err = promreg.Register(reg, prometheus.Collector(active)); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the identical collector registered
-// before it.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if reg == nil {
-		return c, nil
-	}
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, err
 }
 
 // observeRequest counts one answered request.

@@ -23,7 +23,7 @@ func lockNodes(t *testing.T, urls func(i int) []string, n, limit int) []*table {
 	var tables []*table
 	for i := range n {
 		b := openBackend(t, urls(i), "lock", nil)
-		waitFor(t, "backend up", b.Up)
+		natstest.WaitFor(t, "backend up", b.Up)
 		tb := newTable(limit)
 		tb.sync = cluster.NewLockSync(b, tb, cluster.LockSyncOptions{LockTTL: time.Minute})
 		if err := tb.sync.Start(); err != nil {
@@ -48,7 +48,7 @@ func TestLockoutRoundRobinLocksEveryNodeAtTheLimit(t *testing.T) {
 			evaluated++
 			// let the failure reach every node before the next guess: the
 			// count each node folds in is then exact
-			waitFor(t, "failure folded on every node", func() bool {
+			natstest.WaitFor(t, "failure folded on every node", func() bool {
 				for _, n := range nodes {
 					if n.count(addr) != evaluated {
 						return false
@@ -126,7 +126,7 @@ func TestLockoutLateNodeCatchesUpFromTheBucket(t *testing.T) {
 	}
 	// a node that starts after the failures were broadcast reads the lock back
 	late := lockNodes(t, func(int) []string { return []string{p2.URL()} }, 1, limit)[0]
-	waitFor(t, "late node locked from the bucket", func() bool { return late.locked(addr) })
+	natstest.WaitFor(t, "late node locked from the bucket", func() bool { return late.locked(addr) })
 	if late.count(addr) != 0 {
 		t.Errorf("late node counted %d failures; the lock came from the bucket", late.count(addr))
 	}
@@ -163,7 +163,7 @@ func TestIdempotencyAcrossNodes(t *testing.T) {
 	srv := natstest.Run(t, natstest.Options{})
 	p1, p2 := natstest.NewProxy(t, srv.Addr()), natstest.NewProxy(t, srv.Addr())
 	b1, b2 := openBackend(t, []string{p1.URL()}, "idem", nil), openBackend(t, []string{p2.URL()}, "idem", nil)
-	waitFor(t, "backends up", func() bool { return b1.Up() && b2.Up() })
+	natstest.WaitFor(t, "backends up", func() bool { return b1.Up() && b2.Up() })
 	opt := cluster.IdempotencyOptions{Lease: 10 * time.Second, Wait: 10 * time.Second, Timeout: 2 * time.Second}
 	i1, i2 := cluster.NewIdempotency(b1.Claims(), opt), cluster.NewIdempotency(b2.Claims(), opt)
 	ctx := context.Background()
@@ -280,7 +280,7 @@ func TestIdempotencyAcrossNodes(t *testing.T) {
 
 	t.Run("unavailable", func(t *testing.T) {
 		p2.SetTarget("")
-		waitFor(t, "node 2 down", func() bool { return !b2.Up() })
+		natstest.WaitFor(t, "node 2 down", func() bool { return !b2.Up() })
 		if _, _, err := i2.Acquire(ctx, "key-down"); !errors.Is(err, cluster.ErrUnavailable) {
 			t.Fatalf("acquire while down: %v, want ErrUnavailable", err)
 		}
@@ -294,7 +294,7 @@ func TestSpoolFallbackDrainsWhenNATSIsBack(t *testing.T) {
 	qp := &cluster.QueueParams{RetryInitial: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond, MaxAge: time.Hour}
 	edge := openBackend(t, []string{edgeP.URL()}, "fb", qp)
 	deliv := openBackend(t, []string{delivP.URL()}, "fb", qp)
-	waitFor(t, "backends up", func() bool { return edge.Up() && deliv.Up() })
+	natstest.WaitFor(t, "backends up", func() bool { return edge.Up() && deliv.Up() })
 
 	fb, err := spool.Open(spool.Config{Dir: t.TempDir(), RetryInitial: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond},
 		zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
@@ -306,25 +306,25 @@ func TestSpoolFallbackDrainsWhenNATSIsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw := new(gateway)
+	gw := new(natstest.Gateway)
 	dsp, _ := cluster.NewSpool(deliv, cluster.SpoolOptions{})
 	dsp.SetSender(gw, 4)
 	ctx := context.Background()
 
-	before := append(events("up-w", spool.KindWake, 5), events("up-a", spool.KindAgent, 5)...)
+	before := append(natstest.Events("up-w", spool.KindWake, 5), natstest.Events("up-a", spool.KindAgent, 5)...)
 	for _, ev := range before {
 		if fell, err := sp.Append(ctx, ev); err != nil || fell {
 			t.Fatalf("append while up: fell back %v, %v", fell, err)
 		}
 	}
-	waitFor(t, "events before the outage delivered", func() bool { n, _ := gw.counts(); return n == len(before) })
+	natstest.WaitFor(t, "events before the outage delivered", func() bool { n, _ := gw.Counts(); return n == len(before) })
 
 	// NATS goes away entirely
 	srv.Stop()
 	edgeP.SetTarget("")
 	delivP.SetTarget("")
-	waitFor(t, "edge sees NATS down", func() bool { return !edge.Up() })
-	during := append(events("down-w", spool.KindWake, 10), events("down-a", spool.KindAgent, 10)...)
+	natstest.WaitFor(t, "edge sees NATS down", func() bool { return !edge.Up() })
+	during := append(natstest.Events("down-w", spool.KindWake, 10), natstest.Events("down-a", spool.KindAgent, 10)...)
 	for _, ev := range during {
 		fell, err := sp.Append(ctx, ev)
 		if err != nil || !fell {
@@ -335,7 +335,7 @@ func TestSpoolFallbackDrainsWhenNATSIsBack(t *testing.T) {
 		t.Fatalf("fallback holds %d events, want %d", d, len(during))
 	}
 	rejecting, _ := cluster.NewSpool(edge, cluster.SpoolOptions{})
-	if _, err := rejecting.Append(ctx, events("rej", spool.KindAgent, 1)...); !errors.Is(err, cluster.ErrUnavailable) {
+	if _, err := rejecting.Append(ctx, natstest.Events("rej", spool.KindAgent, 1)...); !errors.Is(err, cluster.ErrUnavailable) {
 		t.Fatalf("fallback reject while down: %v, want ErrUnavailable", err)
 	}
 
@@ -344,12 +344,12 @@ func TestSpoolFallbackDrainsWhenNATSIsBack(t *testing.T) {
 	edgeP.SetTarget(srv.Addr())
 	delivP.SetTarget(srv.Addr())
 	total := len(before) + len(during)
-	waitFor(t, "every event delivered", func() bool { n, _ := gw.counts(); return n == total })
-	waitFor(t, "fallback drained", func() bool { return fb.Stats().Depth == 0 })
-	if _, doubled := gw.counts(); doubled != 0 {
+	natstest.WaitFor(t, "every event delivered", func() bool { n, _ := gw.Counts(); return n == total })
+	natstest.WaitFor(t, "fallback drained", func() bool { return fb.Stats().Depth == 0 })
+	if _, doubled := gw.Counts(); doubled != 0 {
 		t.Errorf("%d events delivered twice", doubled)
 	}
-	if n, _ := gw.counts(); n != total {
+	if n, _ := gw.Counts(); n != total {
 		t.Errorf("delivered %d distinct events, want %d (lost %d)", n, total, total-n)
 	}
 }

@@ -1,10 +1,6 @@
 package cluster_test
 
 import (
-	"context"
-	"fmt"
-	"net/http"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -15,10 +11,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/cluster/natscluster"
-	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
-
-const testTimeout = 30 * time.Second
 
 // openBackend connects one node (its own pool entry: each node passes
 // its own URL list or order).
@@ -35,22 +28,6 @@ func openBackend(t *testing.T, urls []string, name string, q *cluster.QueueParam
 	}
 	t.Cleanup(func() { _ = eng.Cleanup() })
 	return b
-}
-
-func rotate(urls []string, i int) []string {
-	i %= len(urls)
-	return append(slices.Clone(urls[i:]), urls[:i]...)
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(testTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // poll interval
-	}
 }
 
 // table is a minimal lockout table: limit failures lock an address for a
@@ -123,40 +100,4 @@ func (t *table) ApplyLock(a cluster.Addr, until time.Time) bool {
 	}
 	t.until[a] = until
 	return true
-}
-
-// gateway records deliveries by event id.
-type gateway struct {
-	mu    sync.Mutex
-	order []string
-}
-
-func (g *gateway) Send(_ context.Context, ev *spool.Event) (int, string, error) {
-	g.mu.Lock()
-	g.order = append(g.order, ev.ID)
-	g.mu.Unlock()
-	return http.StatusOK, "", nil
-}
-
-// counts returns distinct ids delivered and ids delivered more than once.
-func (g *gateway) counts() (distinct, doubled int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	n := map[string]int{}
-	for _, id := range g.order {
-		n[id]++
-		if n[id] == 2 {
-			doubled++
-		}
-	}
-	return len(n), doubled
-}
-
-func events(prefix, kind string, n int) []*spool.Event {
-	out := make([]*spool.Event, n)
-	for i := range out {
-		out[i] = &spool.Event{ID: fmt.Sprintf("%s-%03d", prefix, i), Kind: kind, Path: "/hooks/" + kind,
-			Body: fmt.Appendf(nil, `{"n":%d}`, i), FirstSeen: time.Now()}
-	}
-	return out
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/caddyhook/caddyhook/internal/promreg"
 )
 
 // Metrics are the cluster's Prometheus collectors. A nil *Metrics records
@@ -50,11 +52,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 	}
 	var err error
-	if m.ops, err = register(reg, m.ops); err != nil {
+	if m.ops, err = promreg.Register(reg, m.ops); err != nil {
 		return nil, err
 	}
 	for _, c := range []*prometheus.Counter{&m.remoteFails, &m.remoteLocks, &m.fallbacks, &m.redeliveries} {
-		if *c, err = register(reg, *c); err != nil {
+		if *c, err = promreg.Register(reg, *c); err != nil {
 			return nil, err
 		}
 	}
@@ -62,25 +64,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		Namespace: ns, Subsystem: sub, Name: "cluster_up",
 		Help: "1 while the cluster engine is reachable, 0 otherwise.",
 	}, m.up)
-	if _, err := register(reg, prometheus.Collector(up)); err != nil {
+	if _, err := promreg.Register(reg, prometheus.Collector(up)); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the identical collector registered before.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if reg == nil {
-		return c, nil
-	}
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, err
 }
 
 // Bind makes the up gauge read b (nil: 0).

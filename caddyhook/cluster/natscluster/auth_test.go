@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	"github.com/caddyhook/caddyhook/caddyhook/cluster/natstest"
 )
 
 // runServer starts a JetStream server with extra options set by mod.
@@ -69,7 +70,7 @@ func TestTLSWithOwnCA(t *testing.T) {
 	url := "nats://" + srv.Addr().String()
 
 	n := openNode(t, []string{url}, "tls", nil, func(c *Config) { c.TLS = &TLS{CA: caFile} })
-	waitFor(t, "TLS backend up", n.b.Up)
+	natstest.WaitFor(t, "TLS backend up", n.b.Up)
 
 	// without the CA the server's certificate is refused
 	plain, err := New(Config{URLs: []string{url}, TLS: &TLS{}, Timeout: caddy.Duration(300 * time.Millisecond)}, nil)
@@ -98,5 +99,5 @@ func TestNKeySeedFile(t *testing.T) {
 	}
 	srv := runServer(t, func(o *server.Options) { o.Nkeys = []*server.NkeyUser{{Nkey: pub}} })
 	n := openNode(t, []string{srv.ClientURL()}, "nk", nil, func(c *Config) { c.NKey = seedFile })
-	waitFor(t, "nkey backend up", n.b.Up)
+	natstest.WaitFor(t, "nkey backend up", n.b.Up)
 }

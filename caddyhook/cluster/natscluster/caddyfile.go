@@ -30,7 +30,15 @@ import (
 func (n *NATS) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the engine name
 	n.URLs = append(n.URLs, d.RemainingArgs()...)
+	strs := map[string]*string{"name": &n.Name, "credentials": &n.Credentials, "user": &n.User,
+		"password": &n.Password, "token": &n.Token, "nkey": &n.NKey}
 	for d.NextBlock(0) {
+		if dst, ok := strs[d.Val()]; ok {
+			if err := oneArg(d, dst); err != nil {
+				return err
+			}
+			continue
+		}
 		switch d.Val() {
 		case "url", "urls":
 			args := d.RemainingArgs()
@@ -38,10 +46,6 @@ func (n *NATS) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			n.URLs = append(n.URLs, args...)
-		case "name":
-			if err := oneArg(d, &n.Name); err != nil {
-				return err
-			}
 		case "replicas":
 			var s string
 			if err := oneArg(d, &s); err != nil {
@@ -52,26 +56,6 @@ func (n *NATS) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.Errf("replicas: %v", err)
 			}
 			n.Replicas = v
-		case "credentials":
-			if err := oneArg(d, &n.Credentials); err != nil {
-				return err
-			}
-		case "user":
-			if err := oneArg(d, &n.User); err != nil {
-				return err
-			}
-		case "password":
-			if err := oneArg(d, &n.Password); err != nil {
-				return err
-			}
-		case "token":
-			if err := oneArg(d, &n.Token); err != nil {
-				return err
-			}
-		case "nkey":
-			if err := oneArg(d, &n.NKey); err != nil {
-				return err
-			}
 		case "tls":
 			if d.NextArg() {
 				return d.ArgErr()

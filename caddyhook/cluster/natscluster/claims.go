@@ -107,16 +107,23 @@ func (c *claims) take(key string) (uint64, bool) {
 	return rev, ok
 }
 
+// held ends this node's hold on key, returning the bucket and the
+// claim's revision.
+func (c *claims) held(key string) (jetstream.KeyValue, uint64, error) {
+	rev, ok := c.take(key)
+	if !ok {
+		return nil, 0, fmt.Errorf("idempotency key %s: not claimed here", key)
+	}
+	kv, err := c.kv()
+	return kv, rev, err
+}
+
 // errLostClaim: the claim lapsed and another node took the key over.
 var errLostClaim = errors.New("idempotency claim lapsed and was taken over")
 
 // Settle implements cluster.ClaimStore.
 func (c *claims) Settle(ctx context.Context, key string, status int, body []byte) error {
-	rev, ok := c.take(key)
-	if !ok {
-		return fmt.Errorf("idempotency key %s: not claimed here", key)
-	}
-	kv, err := c.kv()
+	kv, rev, err := c.held(key)
 	if err != nil {
 		return err
 	}
@@ -132,11 +139,7 @@ func (c *claims) Settle(ctx context.Context, key string, status int, body []byte
 
 // Release implements cluster.ClaimStore.
 func (c *claims) Release(ctx context.Context, key string) error {
-	rev, ok := c.take(key)
-	if !ok {
-		return fmt.Errorf("idempotency key %s: not claimed here", key)
-	}
-	kv, err := c.kv()
+	kv, rev, err := c.held(key)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 func TestProvisionCreatesStreamsBucketsConsumers(t *testing.T) {
 	srv := natstest.Run(t, natstest.Options{})
 	n := openNode(t, []string{srv.URL()}, "prov", queueParams(), func(c *Config) { c.DuplicateWindow = caddy.Duration(5 * time.Minute) })
-	waitFor(t, "backend up", n.b.Up)
+	natstest.WaitFor(t, "backend up", n.b.Up)
 
 	nc, err := nats.Connect(srv.URL())
 	if err != nil {
@@ -115,7 +115,7 @@ func TestTokenAuth(t *testing.T) {
 		_ = b.Close()
 	}
 	n := openNode(t, []string{srv.URL()}, "auth", nil, func(c *Config) { c.Token = "s3cret-token-for-the-test" })
-	waitFor(t, "authenticated backend up", n.b.Up)
+	natstest.WaitFor(t, "authenticated backend up", n.b.Up)
 }
 
 func TestStartsWhileNATSIsDownAndProvisionsLater(t *testing.T) {
@@ -125,7 +125,7 @@ func TestStartsWhileNATSIsDownAndProvisionsLater(t *testing.T) {
 	if n.b.Up() {
 		t.Fatal("up without a server")
 	}
-	if err := n.b.Queue().Publish(context.Background(), events("late", "agent", 1)...); !errors.Is(err, cluster.ErrUnavailable) {
+	if err := n.b.Queue().Publish(context.Background(), natstest.Events("late", "agent", 1)...); !errors.Is(err, cluster.ErrUnavailable) {
 		t.Fatalf("publish while down: %v, want ErrUnavailable", err)
 	}
 	ups := make(chan bool, 4)
@@ -140,7 +140,7 @@ func TestStartsWhileNATSIsDownAndProvisionsLater(t *testing.T) {
 	case <-time.After(testTimeout):
 		t.Fatal("never came up")
 	}
-	if err := n.b.Queue().Publish(ctxT(t), events("late", "agent", 1)...); err != nil {
+	if err := n.b.Queue().Publish(ctxT(t), natstest.Events("late", "agent", 1)...); err != nil {
 		t.Fatal(err)
 	}
 }

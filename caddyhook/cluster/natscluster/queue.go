@@ -461,21 +461,18 @@ func selectDead(dls []deadLetter, ids []string) []deadLetter {
 	return out
 }
 
-// Retry implements cluster.QueueStore: each dead letter goes back to the
-// queue, behind everything queued, with max_age counting afresh.
-func (q *queue) Retry(ctx context.Context, ids ...string) (int, error) {
+// eachDead calls fn for the dead letters with these ids (all when none),
+// deleting each from the dead letters after fn succeeds; it returns how
+// many were handled.
+func (q *queue) eachDead(ctx context.Context, ids []string, fn func(d deadLetter) error) (int, error) {
 	dls, st, err := q.deadLetters(ctx)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, d := range selectDead(dls, ids) {
-		ev := *d.ev
-		ev.FirstSeen, ev.Attempts, ev.LastError = time.Now(), 0, ""
-		m := q.encode(&ev, q.subject(ev.Kind))
-		m.Header.Set(jetstream.MsgIDHeader, ev.ID+".retry."+strconv.FormatUint(d.seq, 10))
-		if _, err := q.s.js.PublishMsg(ctx, m); err != nil {
-			return n, publishErr(err)
+		if err := fn(d); err != nil {
+			return n, err
 		}
 		if err := st.DeleteMsg(ctx, d.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 			return n, err
@@ -485,20 +482,22 @@ func (q *queue) Retry(ctx context.Context, ids ...string) (int, error) {
 	return n, nil
 }
 
+// Retry implements cluster.QueueStore: each dead letter goes back to the
+// queue, behind everything queued, with max_age counting afresh.
+func (q *queue) Retry(ctx context.Context, ids ...string) (int, error) {
+	return q.eachDead(ctx, ids, func(d deadLetter) error {
+		ev := *d.ev
+		ev.FirstSeen, ev.Attempts, ev.LastError = time.Now(), 0, ""
+		m := q.encode(&ev, q.subject(ev.Kind))
+		m.Header.Set(jetstream.MsgIDHeader, ev.ID+".retry."+strconv.FormatUint(d.seq, 10))
+		_, err := q.s.js.PublishMsg(ctx, m)
+		return publishErr(err)
+	})
+}
+
 // Drop implements cluster.QueueStore.
 func (q *queue) Drop(ctx context.Context, ids ...string) (int, error) {
-	dls, st, err := q.deadLetters(ctx)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, d := range selectDead(dls, ids) {
-		if err := st.DeleteMsg(ctx, d.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-			return n, err
-		}
-		n++
-	}
-	return n, nil
+	return q.eachDead(ctx, ids, func(deadLetter) error { return nil })
 }
 
 // Stats implements cluster.QueueStore.

@@ -23,11 +23,11 @@ func TestQueueDeliversOnceInWakeOrderWithRetries(t *testing.T) {
 	p := natstest.NewProxy(t, srv.Addr())
 	edge := openNode(t, []string{srv.URL()}, "order", queueParams(), nil)
 	deliv := openNode(t, []string{p.URL()}, "order", queueParams(), nil)
-	waitFor(t, "up", func() bool { return edge.b.Up() && deliv.b.Up() })
+	natstest.WaitFor(t, "up", func() bool { return edge.b.Up() && deliv.b.Up() })
 	ctx := ctxT(t)
 
-	wakes := events("wake", spool.KindWake, 12)
-	agents := events("agent", spool.KindAgent, 30)
+	wakes := natstest.Events("wake", spool.KindWake, 12)
+	agents := natstest.Events("agent", spool.KindAgent, 30)
 	// publish before any delivery node runs, one by one, then once more
 	// (a sender's retry after a lost acknowledgement): the ids dedupe
 	for _, ev := range append(slices.Clone(wakes), agents...) {
@@ -38,9 +38,9 @@ func TestQueueDeliversOnceInWakeOrderWithRetries(t *testing.T) {
 	if err := edge.b.Queue().Publish(ctx, wakes[3], agents[5]); err != nil {
 		t.Fatal(err)
 	}
-	gw := newGateway()
+	gw := new(natstest.Gateway)
 	// every fourth event fails twice (503, then a network error) first
-	gw.respond = func(ev *spool.Event, attempt int) (int, string, error) {
+	gw.Respond = func(ev *spool.Event, attempt int) (int, string, error) {
 		var n int
 		fmt.Sscanf(ev.ID[strings.LastIndex(ev.ID, "-")+1:], "%d", &n)
 		if n%4 == 0 {
@@ -55,12 +55,12 @@ func TestQueueDeliversOnceInWakeOrderWithRetries(t *testing.T) {
 	}
 	deliv.b.Queue().SetSender(gw, 4)
 	total := len(wakes) + len(agents)
-	waitFor(t, "all delivered", func() bool { return gw.delivered() == total })
-	if d := gw.doubled(); d != 0 {
+	natstest.WaitFor(t, "all delivered", func() bool { return gw.Delivered() == total })
+	if _, d := gw.Counts(); d != 0 {
 		t.Errorf("%d events delivered twice", d)
 	}
 	var wakeOrder []string
-	for _, id := range gw.deliveredOrder() {
+	for _, id := range gw.Order() {
 		if strings.HasPrefix(id, "wake-") {
 			wakeOrder = append(wakeOrder, id)
 		}
@@ -74,8 +74,8 @@ func TestQueueDeliversOnceInWakeOrderWithRetries(t *testing.T) {
 	}
 	// every fourth event of each kind failed twice before its 2xx
 	wantC := cluster.DeliveryCounters{Delivered: uint64(total), Redeliveries: 2 * uint64((len(wakes)+3)/4+(len(agents)+3)/4)}
-	waitFor(t, "counters settled", func() bool { return deliv.b.Queue().Counters() == wantC })
-	waitFor(t, "queue empty", func() bool {
+	natstest.WaitFor(t, "counters settled", func() bool { return deliv.b.Queue().Counters() == wantC })
+	natstest.WaitFor(t, "queue empty", func() bool {
 		st, err := edge.b.Queue().Stats(ctx)
 		return err == nil && st.Depth == 0
 	})
@@ -86,28 +86,28 @@ func TestQueueDeadLettersListRetryDrop(t *testing.T) {
 	qp := queueParams()
 	qp.MaxAge = time.Hour
 	n := openNode(t, []string{srv.URL()}, "dead", qp, nil)
-	waitFor(t, "up", n.b.Up)
+	natstest.WaitFor(t, "up", n.b.Up)
 	ctx := ctxT(t)
 	q := n.b.Queue()
 
 	refuse := atomic.Bool{}
 	refuse.Store(true)
-	gw := newGateway()
-	gw.respond = func(ev *spool.Event, _ int) (int, string, error) {
+	gw := new(natstest.Gateway)
+	gw.Respond = func(ev *spool.Event, _ int) (int, string, error) {
 		if refuse.Load() && strings.HasPrefix(ev.ID, "bad") {
 			return http.StatusBadRequest, `{"ok":false,"error":"agentId not allowed"}`, nil
 		}
 		return http.StatusOK, "", nil
 	}
 	q.SetSender(gw, 2)
-	old := events("old", spool.KindAgent, 1)[0]
+	old := natstest.Events("old", spool.KindAgent, 1)[0]
 	old.FirstSeen = time.Now().Add(-2 * time.Hour) // past max_age
-	evs := append(events("bad", spool.KindAgent, 3), events("good", spool.KindAgent, 2)...)
+	evs := append(natstest.Events("bad", spool.KindAgent, 3), natstest.Events("good", spool.KindAgent, 2)...)
 	if err := q.Publish(ctx, append(evs, old)...); err != nil {
 		t.Fatal(err)
 	}
 	var dead []*spool.Event
-	waitFor(t, "four dead letters", func() bool {
+	natstest.WaitFor(t, "four dead letters", func() bool {
 		var err error
 		dead, err = q.DeadLetters(ctx)
 		return err == nil && len(dead) == 4
@@ -122,10 +122,10 @@ func TestQueueDeadLettersListRetryDrop(t *testing.T) {
 	if reasons["old-000"] != spool.ReasonExpired {
 		t.Errorf("reason of an expired event: %q", reasons["old-000"])
 	}
-	if gw.attempts("old-000") != 0 {
+	if gw.Attempts("old-000") != 0 {
 		t.Error("an expired event was sent to the gateway")
 	}
-	waitFor(t, "dead-lettered counter at 4", func() bool { return q.Counters().DeadLettered == 4 })
+	natstest.WaitFor(t, "dead-lettered counter at 4", func() bool { return q.Counters().DeadLettered == 4 })
 
 	if k, err := q.Drop(ctx, "old-000"); err != nil || k != 1 {
 		t.Fatalf("drop: %d %v", k, err)
@@ -134,7 +134,7 @@ func TestQueueDeadLettersListRetryDrop(t *testing.T) {
 	if k, err := q.Retry(ctx, "bad-000", "bad-001", "unknown"); err != nil || k != 2 {
 		t.Fatalf("retry: %d %v", k, err)
 	}
-	waitFor(t, "retried events delivered", func() bool { return gw.delivered() == 4 })
+	natstest.WaitFor(t, "retried events delivered", func() bool { return gw.Delivered() == 4 })
 	dead, err := q.DeadLetters(ctx)
 	if err != nil || len(dead) != 1 || dead[0].ID != "bad-002" {
 		t.Fatalf("dead letters after retry and drop: %v %v", dead, err)
@@ -152,9 +152,9 @@ func TestQueueFullIsRefused(t *testing.T) {
 	qp := queueParams()
 	qp.MaxBytes = 4 << 10
 	n := openNode(t, []string{srv.URL()}, "full", qp, nil)
-	waitFor(t, "up", n.b.Up)
+	natstest.WaitFor(t, "up", n.b.Up)
 	ctx := ctxT(t)
-	ev := events("big", spool.KindAgent, 10)
+	ev := natstest.Events("big", spool.KindAgent, 10)
 	for _, e := range ev {
 		e.Body = []byte(`{"pad":"` + strings.Repeat("x", 1000) + `"}`)
 	}
@@ -183,27 +183,27 @@ func TestDeliveryNodeLostMidDelivery(t *testing.T) {
 	qp := queueParams()
 	a := openNode(t, []string{pa.URL()}, "lost", qp, func(c *Config) { c.AckWait = caddy.Duration(500 * time.Millisecond) })
 	b := openNode(t, []string{srv.URL()}, "lost", qp, func(c *Config) { c.AckWait = caddy.Duration(500 * time.Millisecond) })
-	waitFor(t, "up", func() bool { return a.b.Up() && b.b.Up() })
+	natstest.WaitFor(t, "up", func() bool { return a.b.Up() && b.b.Up() })
 	ctx := ctxT(t)
 
 	inA := make(chan string, 1)
 	release := make(chan struct{})
-	gwA := newGateway()
-	gwA.respond = func(ev *spool.Event, _ int) (int, string, error) {
+	gwA := new(natstest.Gateway)
+	gwA.Respond = func(ev *spool.Event, _ int) (int, string, error) {
 		inA <- ev.ID
 		<-release // the node hangs mid-delivery
 		return http.StatusOK, "", nil
 	}
 	a.b.Queue().SetSender(gwA, 2)
-	if err := a.b.Queue().Publish(ctx, events("mid", spool.KindAgent, 1)...); err != nil {
+	if err := a.b.Queue().Publish(ctx, natstest.Events("mid", spool.KindAgent, 1)...); err != nil {
 		t.Fatal(err)
 	}
 	id := <-inA
 	pa.SetTarget("") // node A is cut off: no ack, no progress, no nak
-	gwB := newGateway()
+	gwB := new(natstest.Gateway)
 	b.b.Queue().SetSender(gwB, 2)
-	waitFor(t, "node B delivered the event", func() bool { return gwB.delivered() == 1 })
-	if got := gwB.deliveredOrder()[0]; got != id {
+	natstest.WaitFor(t, "node B delivered the event", func() bool { return gwB.Delivered() == 1 })
+	if got := gwB.Order()[0]; got != id {
 		t.Errorf("node B delivered %s, want %s (the same id, hence the same Idempotency-Key)", got, id)
 	}
 	close(release)
@@ -225,10 +225,10 @@ func TestClusterLosesOneServer(t *testing.T) {
 	qp := queueParams()
 	var nodes []*node
 	for i := range 3 {
-		nodes = append(nodes, openNode(t, rotate(urls, i), "r3", qp, func(c *Config) { c.Replicas = 3 }))
+		nodes = append(nodes, openNode(t, natstest.Rotate(urls, i), "r3", qp, func(c *Config) { c.Replicas = 3 }))
 	}
-	waitFor(t, "nodes up", func() bool { return nodes[0].b.Up() && nodes[1].b.Up() && nodes[2].b.Up() })
-	gw := newGateway()
+	natstest.WaitFor(t, "nodes up", func() bool { return nodes[0].b.Up() && nodes[1].b.Up() && nodes[2].b.Up() })
+	gw := new(natstest.Gateway)
 	nodes[2].b.Queue().SetSender(gw, 4)
 	ctx := ctxT(t)
 
@@ -236,7 +236,7 @@ func TestClusterLosesOneServer(t *testing.T) {
 	accepted, retries := 0, 0
 	publish := func(from, to int) {
 		for i := from; i < to; i++ {
-			ev := events(fmt.Sprintf("ev%03d", i), []string{spool.KindWake, spool.KindAgent}[i%2], 1)[0]
+			ev := natstest.Events(fmt.Sprintf("ev%03d", i), []string{spool.KindWake, spool.KindAgent}[i%2], 1)[0]
 			// an edge retries a publish that got no acknowledgement, as the
 			// handler's fallback drain does; the id dedupes
 			deadline := time.Now().Add(testTimeout)
@@ -259,9 +259,9 @@ func TestClusterLosesOneServer(t *testing.T) {
 	publish(0, total/2)
 	c.Servers[0].Stop() // one server of three lost
 	publish(total/2, total)
-	waitFor(t, "every accepted event delivered", func() bool { return gw.delivered() == accepted })
-	t.Logf("%d events accepted, %d delivered; %d publishes retried during the leader election", accepted, gw.delivered(), retries)
-	if d := gw.doubled(); d != 0 {
+	natstest.WaitFor(t, "every accepted event delivered", func() bool { return gw.Delivered() == accepted })
+	t.Logf("%d events accepted, %d delivered; %d publishes retried during the leader election", accepted, gw.Delivered(), retries)
+	if _, d := gw.Counts(); d != 0 {
 		t.Logf("%d events delivered twice (same id) after the server loss", d)
 	}
 

@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +23,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
 
 // readyTimeout bounds a server's start and a cluster's leader election.
@@ -246,4 +250,100 @@ func (p *Proxy) pipe(c net.Conn, target string) {
 	go func() { _, _ = io.Copy(d, c); _ = d.Close() }()
 	_, _ = io.Copy(c, d)
 	_ = c.Close()
+}
+
+// WaitTimeout bounds WaitFor.
+const WaitTimeout = 30 * time.Second
+
+// WaitFor polls cond until it holds, failing t after WaitTimeout.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(WaitTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // poll interval
+	}
+}
+
+// Rotate returns urls starting at i: each node of a test gets its own
+// order, hence its own connection.
+func Rotate(urls []string, i int) []string {
+	i %= len(urls)
+	return append(slices.Clone(urls[i:]), urls[:i]...)
+}
+
+// Gateway is a spool.Sender that records deliveries by event id. Respond,
+// when set, decides each answer (attempt counts the earlier sends of the
+// id); the default is 200.
+type Gateway struct {
+	Respond func(ev *spool.Event, attempt int) (int, string, error)
+
+	mu    sync.Mutex
+	sends map[string]int
+	order []string // ids answered 2xx, in order
+}
+
+// Send implements spool.Sender.
+func (g *Gateway) Send(_ context.Context, ev *spool.Event) (int, string, error) {
+	g.mu.Lock()
+	if g.sends == nil {
+		g.sends = make(map[string]int)
+	}
+	attempt := g.sends[ev.ID]
+	g.sends[ev.ID]++
+	g.mu.Unlock()
+	status, reason, err := http.StatusOK, "", error(nil)
+	if g.Respond != nil {
+		status, reason, err = g.Respond(ev, attempt)
+	}
+	if err == nil && status >= 200 && status < 300 {
+		g.mu.Lock()
+		g.order = append(g.order, ev.ID)
+		g.mu.Unlock()
+	}
+	return status, reason, err
+}
+
+// Counts returns the distinct ids delivered and how many of them were
+// delivered more than once.
+func (g *Gateway) Counts() (distinct, doubled int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := map[string]int{}
+	for _, id := range g.order {
+		n[id]++
+		if n[id] == 2 {
+			doubled++
+		}
+	}
+	return len(n), doubled
+}
+
+// Delivered is the number of distinct ids delivered.
+func (g *Gateway) Delivered() int { n, _ := g.Counts(); return n }
+
+// Order is the ids delivered, in order.
+func (g *Gateway) Order() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.order)
+}
+
+// Attempts is how often id was sent.
+func (g *Gateway) Attempts(id string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sends[id]
+}
+
+// Events builds n events of kind with ids <prefix>-000 ….
+func Events(prefix, kind string, n int) []*spool.Event {
+	out := make([]*spool.Event, n)
+	for i := range out {
+		out[i] = &spool.Event{ID: fmt.Sprintf("%s-%03d", prefix, i), Kind: kind, Path: "/hooks/" + kind,
+			Body: fmt.Appendf(nil, `{"n":%d}`, i), FirstSeen: time.Now()}
+	}
+	return out
 }
