@@ -31,6 +31,7 @@ func BenchmarkAccept(b *testing.B) {
 	run := func(b *testing.B, appendFn func(context.Context, *spool.Event) error) {
 		b.SetParallelism(16) // 16 × GOMAXPROCS writers
 		b.ReportAllocs()
+		b.ResetTimer() // the servers' start is not part of an accept
 		b.RunParallel(func(pb *testing.PB) {
 			ctx := context.Background()
 			for pb.Next() {
