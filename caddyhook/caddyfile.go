@@ -29,7 +29,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //
 //	hooks [<path>] {
 //	    path                         <base path>
-//	    token                        <hook token>
+//	    token                        <hook token>...   (repeatable: several are accepted)
+//	    token_headers                <header>...
 //	    gateway                      unix//<socket> | <loopback host:port>
 //	    gateway_token                <token>
 //	    gateway_prefix               <path>
@@ -38,6 +39,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	    max_body                     <size>
 //	    auth_failures                <count> [<window>]
 //	    lockout                      <duration>
+//	    unauthenticated_bodies       <max> [<timeout>]
 //	    lockout_table_size           <entries>
 //	    ipv6_prefix                  <bits>
 //	    idempotency_ttl              <duration>
@@ -79,7 +81,23 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 	case "path":
 		return oneArg(d, &h.Path)
 	case "token":
-		return oneArg(d, &h.Token)
+		// repeatable (a rotation): the first is token, the others tokens
+		args := d.RemainingArgs()
+		if len(args) == 0 {
+			return d.Errf("token: expected a value, e.g. token {env.HOOK_TOKEN}")
+		}
+		for _, t := range args {
+			if h.Token == "" {
+				h.Token = t
+			} else {
+				h.Tokens = append(h.Tokens, t)
+			}
+		}
+		return nil
+	case "token_headers":
+		return listArg(d, &h.TokenHeaders, true)
+	case "unauthenticated_bodies":
+		return h.unmarshalUnauthBodies(d)
 	case "gateway":
 		return oneArg(d, &h.Gateway)
 	case "gateway_token":
@@ -173,6 +191,9 @@ func (h *Handler) unmarshalAuthFailures(d *caddyfile.Dispenser) error {
 	if err != nil || n < 1 {
 		return d.Errf("auth_failures: count %q must be a positive integer", args[0])
 	}
+	if n > maxLockoutFailures {
+		return d.Errf("auth_failures: count %q must be between 1 and %d", args[0], maxLockoutFailures)
+	}
 	af.Count = n
 	if len(args) == 2 {
 		w, err := caddy.ParseDuration(args[1])
@@ -182,6 +203,29 @@ func (h *Handler) unmarshalAuthFailures(d *caddyfile.Dispenser) error {
 		af.Window = caddy.Duration(w)
 	}
 	h.AuthFailures = af
+	return nil
+}
+
+// unmarshalUnauthBodies parses `unauthenticated_bodies <max> [<timeout>]`.
+func (h *Handler) unmarshalUnauthBodies(d *caddyfile.Dispenser) error {
+	args := d.RemainingArgs()
+	if len(args) < 1 || len(args) > 2 {
+		return d.ArgErr()
+	}
+	u := new(UnauthenticatedBodies)
+	n, err := strconv.Atoi(args[0])
+	if err != nil || n < 1 {
+		return d.Errf("unauthenticated_bodies: %q must be a positive integer", args[0])
+	}
+	u.Max = n
+	if len(args) == 2 {
+		t, err := caddy.ParseDuration(args[1])
+		if err != nil || t <= 0 {
+			return d.Errf("unauthenticated_bodies: timeout %q must be a positive duration", args[1])
+		}
+		u.Timeout = caddy.Duration(t)
+	}
+	h.UnauthenticatedBodies = u
 	return nil
 }
 

@@ -235,7 +235,7 @@ func sigProviders() []sigProvider {
 // unsigned, or with the hook token instead of the signature.
 func TestIntegrationSignedProviders(t *testing.T) {
 	setSigEnv(t)
-	in := startIngress(t, ingressOpts{hooks: sigHooks + "\n\t\tauth_failures 1000 1m"})
+	in := startIngress(t, ingressOpts{hooks: sigHooks + "\n\t\tauth_failures 255 1m"})
 	now := time.Now()
 	for _, p := range sigProviders() {
 		t.Run(p.name, func(t *testing.T) {
