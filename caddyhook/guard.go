@@ -348,12 +348,18 @@ func (h *Handler) failure(ex *exchange, status int, reason string) *hookError {
 		return lockedOut(ex.lockedFor)
 	}
 	h.metrics.authFailures.Inc()
-	if h.lockout.Fail(ex.ip, ex.now) {
+	left, newly := h.lockout.Record(ex.ip, ex.now)
+	switch {
+	case newly:
 		h.logger.Warn("client locked out after repeated auth failures",
 			zap.String("client_ip", ex.ip.String()),
 			zap.Int("failures", h.AuthFailures.Count),
 			zap.Duration("window", time.Duration(h.AuthFailures.Window)),
 			zap.Duration("lockout", h.lockout.policy.lockFor))
+	case left > 0:
+		// a concurrent request locked the address after this one's
+		// lockout check: it learns nothing either
+		return lockedOut(left)
 	}
 	return reject(status, reason)
 }

@@ -199,6 +199,16 @@ func (t *lockoutTable) Locked(ip netip.Addr, now time.Time) (time.Duration, bool
 // address's newest failure (a failure reported late): it is counted in its
 // bucket while that is still inside the window.
 func (t *lockoutTable) Fail(ip netip.Addr, now time.Time) bool {
+	_, newly := t.Record(ip, now)
+	return newly
+}
+
+// Record is Fail that also tells whether the address is locked after the
+// failure: left is the rest of its lock (0 = not locked) and newly says
+// that this failure locked it. A failure that finds the address already
+// locked (a concurrent request lost the race to the one that locked it)
+// gets left > 0 and newly false.
+func (t *lockoutTable) Record(ip netip.Addr, now time.Time) (left time.Duration, newly bool) {
 	k := t.keyFor(ip)
 	ms := now.UnixMilli()
 	sh, s := t.locate(k)
@@ -209,7 +219,7 @@ func (t *lockoutTable) Fail(ip netip.Addr, now time.Time) bool {
 		*e = lockEntry{key: k}
 	}
 	if e.until != 0 {
-		return false
+		return time.Duration(t.lockEnd(e)-ms) * time.Millisecond, false
 	}
 	b := t.bucketOf(ms)
 	if newest := int64(e.mark) - 1; b > newest {
@@ -219,18 +229,18 @@ func (t *lockoutTable) Fail(ip netip.Addr, now time.Time) bool {
 		}
 		e.mark = uint32(b + 1)
 	} else if newest-b >= lockoutBuckets {
-		return false // older than the window
+		return 0, false // older than the window
 	}
 	if e.hits[b%lockoutBuckets] < maxLockoutFailures {
 		e.hits[b%lockoutBuckets]++
 	}
 	if e.count(int64(e.mark)-1) < t.policy.maxFailures {
-		return false
+		return 0, false
 	}
 	start := lockoutEpoch + int64(e.mark-1)*t.bucketMs
 	e.until = uint32(max(ms+t.policy.lockFor.Milliseconds()-start, 1))
 	e.hits = [lockoutBuckets]uint8{}
-	return true
+	return time.Duration(t.lockEnd(e)-ms) * time.Millisecond, true
 }
 
 // Reset forgets ip (after a successful authentication, or to lift a lock).
