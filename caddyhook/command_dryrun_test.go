@@ -233,8 +233,8 @@ func TestDryRunTokenRotation(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, config, token string
-		status               int
-		auth, errText        string
+		status              int
+		auth, errText       string
 	}{
 		{"first token by default", rotating, "", 200, "token 1 of 2", ""},
 		{"new token", rotating, "{env.CADDYHOOK_DRY_TOKEN_NEW}", 200, "token 2 of 2", ""},
