@@ -161,7 +161,8 @@ func TestIntegrationWithheldBody(t *testing.T) {
 		}
 	}
 	// wrong tokens, all at once: 20 failures, then the lock
-	const n = 40
+	const n = 200
+	fds := openFDs()
 	answers := make([]rawAnswer, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -182,6 +183,26 @@ func TestIntegrationWithheldBody(t *testing.T) {
 	if got[401] != 20 || got[429] != n-20 {
 		t.Fatalf("answers %v, want 20 × 401 and %d × 429", got, n-20)
 	}
+	// and the server let go of every connection (it lingers up to 500ms
+	// after closing its side, as net/http does)
+	after := openFDs()
+	for deadline := time.Now().Add(answerWithin); after > fds+5 && time.Now().Before(deadline); after = openFDs() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("%d withheld bodies: open descriptors %d before, %d after", n, fds, after)
+	if after > fds+5 {
+		t.Fatalf("%d descriptors still open after %d answered withheld bodies (%d before)", after, n, fds)
+	}
+}
+
+// openFDs counts this process's open file descriptors (-1 where /proc is
+// missing, which makes the check pass).
+func openFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return -1
+	}
+	return len(ents)
 }
 
 // signedSlowHooks is a signing mapping with small unauthenticated_bodies

@@ -2,6 +2,7 @@ package caddyhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -319,5 +320,40 @@ func TestSettleUnreadBody(t *testing.T) {
 		if got := w.Header().Get("Connection") == "close"; got != tc.closes {
 			t.Errorf("%s: closes %v, want %v", tc.name, got, tc.closes)
 		}
+	}
+}
+
+// TestLeftmostRequestCheck: where a Caddy version hides trusted_proxies
+// from provision, a request whose address a non-strict trusted proxy
+// supplied is refused (500) instead of keying the lockout on it.
+func TestLeftmostRequestCheck(t *testing.T) {
+	req := func(trusted bool) *http.Request {
+		r := httptest.NewRequest("POST", "/hooks/wake", nil)
+		vars := map[string]any{caddyhttp.TrustedProxyVarKey: trusted}
+		return r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, vars))
+	}
+	loose, strict := &caddyhttp.Server{}, &caddyhttp.Server{TrustedProxiesStrict: 1}
+	for _, tc := range []struct {
+		name    string
+		check   clientAddressCheck
+		trusted bool
+		want    bool
+	}{
+		{"known at provision", clientAddressCheck{server: loose}, true, false},
+		{"unknown, from a trusted proxy", clientAddressCheck{server: loose, leftmostUnknown: true}, true, true},
+		{"unknown, direct", clientAddressCheck{server: loose, leftmostUnknown: true}, false, false},
+		{"unknown, strict", clientAddressCheck{server: strict, leftmostUnknown: true}, true, false},
+		{"no server (dry run)", clientAddressCheck{}, true, false},
+	} {
+		if got := tc.check.leftmost(req(tc.trusted)); got != tc.want {
+			t.Errorf("%s: leftmost = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	h := newTestHandler(t, nil, nil)
+	h.addrCheck = clientAddressCheck{server: loose, leftmostUnknown: true}
+	w := httptest.NewRecorder()
+	h.serveHook(w, req(true), "wake")
+	if w.Code != 500 || !strings.Contains(w.Body.String(), reasonLeftmostForwarded) {
+		t.Fatalf("request through a non-strict trusted proxy: %d %s", w.Code, w.Body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -74,7 +75,7 @@ func (u *unauthReads) begin(w http.ResponseWriter, now time.Time) (ok bool) {
 		return false
 	}
 	if w != nil {
-		_ = http.NewResponseController(w).SetReadDeadline(now.Add(u.timeout))
+		setReadDeadline(w, now.Add(u.timeout))
 	}
 	return true
 }
@@ -93,15 +94,56 @@ func settleUnreadBody(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor != 1 || r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return
 	}
-	rc := http.NewResponseController(w)
 	// (reading a body that awaits "100 Continue" would ask for it first)
-	if r.ContentLength <= earlyDrainLimit && r.Header.Get("Expect") == "" && rc.SetReadDeadline(time.Now()) == nil {
-		// a deadline in the past: only bytes already buffered are read
-		if n, err := io.CopyN(io.Discard, r.Body, earlyDrainLimit+1); err == io.EOF && n <= earlyDrainLimit {
-			return // the server clears the deadline once the body is done
+	if r.ContentLength <= earlyDrainLimit && r.Header.Get("Expect") == "" && setReadDeadline(w, time.Now()) {
+		// a deadline in the past: only bytes already buffered are read;
+		// the server clears the deadline once the body is done
+		if drainArrived(r.Body) {
+			return
 		}
 	}
-	w.Header().Set("Connection", "close")
+	w.Header()["Connection"] = connectionClose[:1:1]
+}
+
+// connectionClose is the header value of an answer that closes the
+// connection (shared; its capacity is its length).
+var connectionClose = []string{"close"}
+
+// drainBufs are the buffers drainArrived reads into.
+var drainBufs = sync.Pool{New: func() any { return new([4 << 10]byte) }}
+
+// drainArrived reads body to its end, at most earlyDrainLimit bytes, and
+// reports whether it got there.
+func drainArrived(body io.Reader) bool {
+	buf := drainBufs.Get().(*[4 << 10]byte)
+	defer drainBufs.Put(buf)
+	for n := 0; n <= earlyDrainLimit; {
+		m, err := body.Read(buf[:])
+		n += m
+		if err == io.EOF {
+			return n <= earlyDrainLimit
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// setReadDeadline sets the read deadline of w's connection, as
+// http.ResponseController does (through the wrappers' Unwrap) but without
+// allocating; false where the writer cannot.
+func setReadDeadline(w http.ResponseWriter, d time.Time) bool {
+	for {
+		switch t := w.(type) {
+		case interface{ SetReadDeadline(time.Time) error }:
+			return t.SetReadDeadline(d) == nil
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return false
+		}
+	}
 }
 
 // readRequestBody reads the body through the hook name's limit. A body
