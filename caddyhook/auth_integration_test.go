@@ -39,34 +39,15 @@ func (in *ingress) loadErr(cf string) error {
 	return caddy.Load(cfgJSON, true)
 }
 
-// siteCaddyfile is the test ingress's Caddyfile with global options,
-// site address (and bind line) and hooks lines of the caller's choosing.
+// siteCaddyfile is the test ingress's reload Caddyfile (currentCaddyfile)
+// with extra global options, another site address and extra hooks lines.
 func (in *ingress) siteCaddyfile(global, site, hooks string) string {
-	return fmt.Sprintf(`{
-	admin off
-	auto_https off
-	persist_config off
-	log {
-		output file %[1]s
-		format json
-		level DEBUG
-	}
-	%[2]s
-}
-%[3]s {
-	log {
-		output file %[1]s
-		format json
-	}
-	hooks {
-		token %[4]s
-		gateway unix/%[5]s
-		gateway_token %[6]s
-		%[7]s
-	}
-	respond "next handler" 200
-}
-`, in.logPath, global, site, itHookToken, in.sock, itGatewayToken, hooks)
+	port := strings.TrimPrefix(in.base, "http://127.0.0.1:")
+	return strings.NewReplacer(
+		"\tpersist_config off\n", "\tpersist_config off\n\t"+global+"\n",
+		"http://127.0.0.1:"+port+" {", site+" {",
+		"\t\tgateway_token "+itGatewayToken+"\n", "\t\tgateway_token "+itGatewayToken+"\n\t\t"+hooks+"\n",
+	).Replace(in.currentCaddyfile(in.t))
 }
 
 // rawAnswer is what a raw HTTP/1.1 exchange got back.

@@ -94,13 +94,11 @@ func settleUnreadBody(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor != 1 || r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return
 	}
-	// (reading a body that awaits "100 Continue" would ask for it first)
-	if r.ContentLength <= earlyDrainLimit && r.Header.Get("Expect") == "" && setReadDeadline(w, time.Now()) {
-		// a deadline in the past: only bytes already buffered are read;
-		// the server clears the deadline once the body is done
-		if drainArrived(r.Body) {
-			return
-		}
+	// a deadline in the past: only bytes already buffered are read; the
+	// server clears the deadline once the body is done (and a body that
+	// awaits "100 Continue" is not read: that would ask for it)
+	if r.ContentLength <= earlyDrainLimit && setReadDeadline(w, time.Now()) && r.Header.Get("Expect") == "" && drainArrived(r.Body) {
+		return
 	}
 	w.Header()["Connection"] = connectionClose[:1:1]
 }

@@ -182,51 +182,45 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 
 // unmarshalAuthFailures parses `auth_failures <count> [<window>]`.
 func (h *Handler) unmarshalAuthFailures(d *caddyfile.Dispenser) error {
-	args := d.RemainingArgs()
-	if len(args) < 1 || len(args) > 2 {
-		return d.ArgErr()
+	n, w, err := countAndDuration(d, "count", maxLockoutFailures, "window")
+	if err != nil {
+		return err
 	}
-	af := new(AuthFailures)
-	n, err := strconv.Atoi(args[0])
-	if err != nil || n < 1 {
-		return d.Errf("auth_failures: count %q must be a positive integer", args[0])
-	}
-	if n > maxLockoutFailures {
-		return d.Errf("auth_failures: count %q must be between 1 and %d", args[0], maxLockoutFailures)
-	}
-	af.Count = n
-	if len(args) == 2 {
-		w, err := caddy.ParseDuration(args[1])
-		if err != nil {
-			return d.Errf("auth_failures: window %q: %v", args[1], err)
-		}
-		af.Window = caddy.Duration(w)
-	}
-	h.AuthFailures = af
+	h.AuthFailures = &AuthFailures{Count: n, Window: w}
 	return nil
 }
 
 // unmarshalUnauthBodies parses `unauthenticated_bodies <max> [<timeout>]`.
 func (h *Handler) unmarshalUnauthBodies(d *caddyfile.Dispenser) error {
+	n, t, err := countAndDuration(d, "max", 1<<16, "timeout")
+	if err != nil {
+		return err
+	}
+	h.UnauthenticatedBodies = &UnauthenticatedBodies{Max: n, Timeout: t}
+	return nil
+}
+
+// countAndDuration reads `<count> [<duration>]` (count from 1 to max,
+// duration positive); the field names go into the errors.
+func countAndDuration(d *caddyfile.Dispenser, countName string, max int, durName string) (int, caddy.Duration, error) {
+	name := d.Val()
 	args := d.RemainingArgs()
 	if len(args) < 1 || len(args) > 2 {
-		return d.ArgErr()
+		return 0, 0, d.ArgErr()
 	}
-	u := new(UnauthenticatedBodies)
 	n, err := strconv.Atoi(args[0])
-	if err != nil || n < 1 {
-		return d.Errf("unauthenticated_bodies: %q must be a positive integer", args[0])
+	if err != nil || n < 1 || n > max {
+		return 0, 0, d.Errf("%s: %s %q must be an integer between 1 and %d", name, countName, args[0], max)
 	}
-	u.Max = n
+	var dur caddy.Duration
 	if len(args) == 2 {
-		t, err := caddy.ParseDuration(args[1])
-		if err != nil || t <= 0 {
-			return d.Errf("unauthenticated_bodies: timeout %q must be a positive duration", args[1])
+		v, err := caddy.ParseDuration(args[1])
+		if err != nil || v <= 0 {
+			return 0, 0, d.Errf("%s: %s %q must be a positive duration", name, durName, args[1])
 		}
-		u.Timeout = caddy.Duration(t)
+		dur = caddy.Duration(v)
 	}
-	h.UnauthenticatedBodies = u
-	return nil
+	return n, dur, nil
 }
 
 // unmarshalSpool parses `spool <dir> { ... }`.
