@@ -16,9 +16,15 @@ const (
 	defaultUnauthTimeout = 10 * time.Second
 )
 
-// earlyDrainLimit bounds how much of an unread body is drained, from what
-// has already arrived, to keep the connection open after an early answer.
-const earlyDrainLimit = 64 << 10
+// An early answer (one decided before the body is read) keeps the
+// connection when a body of at most earlyDrainLimit bytes arrives within
+// earlyDrainWait; else it closes it, reading what still comes of the body
+// for at most lateBodyGrace (see settleUnreadBody).
+const (
+	earlyDrainLimit = 64 << 10
+	earlyDrainWait  = 20 * time.Millisecond
+	lateBodyGrace   = 2 * time.Second
+)
 
 // reasonBodyTimeout answers a body that did not arrive in time (the
 // reference gateway's text and status, 408).
@@ -88,18 +94,23 @@ func (u *unauthReads) end() { <-u.slots }
 // content type, …). Go's HTTP/1 server would otherwise read the rest of
 // the body before sending the answer, so a client that declares a body and
 // never sends it would hold the connection, unanswered, until a server
-// timeout. What has already arrived is drained without waiting; if that is
-// not the whole body, the answer closes the connection.
+// timeout. A small body that has arrived (or arrives within
+// earlyDrainWait) is drained and the connection kept; otherwise the answer
+// goes out at once and closes the connection; the read deadline lets the
+// server read what still comes of the body for at most lateBodyGrace
+// after the answer, so that a client still sending it sees the answer
+// rather than a reset (Caddy's read idle timeout may end that sooner).
 func settleUnreadBody(w http.ResponseWriter, r *http.Request) {
 	if r.ProtoMajor != 1 || r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
 		return
 	}
-	// a deadline in the past: only bytes already buffered are read; the
-	// server clears the deadline once the body is done (and a body that
-	// awaits "100 Continue" is not read: that would ask for it)
-	if r.ContentLength <= earlyDrainLimit && setReadDeadline(w, time.Now()) && r.Header.Get("Expect") == "" && drainArrived(r.Body) {
-		return
+	now := time.Now()
+	// (a body that awaits "100 Continue" is not read: that would ask for it)
+	if r.ContentLength <= earlyDrainLimit && setReadDeadline(w, now.Add(earlyDrainWait)) &&
+		r.Header.Get("Expect") == "" && drainArrived(r.Body) {
+		return // the server clears the deadline once the body is done
 	}
+	setReadDeadline(w, now.Add(lateBodyGrace))
 	w.Header()["Connection"] = connectionClose[:1:1]
 }
 
