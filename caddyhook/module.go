@@ -9,6 +9,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
 
 func init() {
@@ -128,6 +130,10 @@ type Handler struct {
 	logger   *zap.Logger
 	access   *accessLog
 	poolKeys []string
+	releases []func() // undo what Provision attached to shared state (run by Cleanup)
+
+	spoolOps spool.Ops // the spool's operations (admin API); nil without a spool
+	spoolDir string    // its directory, for the admin API and the CLI
 
 	mappings     []*compiledMapping
 	verifyAny    bool             // a signing mapping answers every hook name
@@ -316,6 +322,9 @@ func (h *Handler) Validate() error {
 func (h *Handler) Cleanup() error {
 	if h.gateway != nil {
 		h.gateway.close()
+	}
+	for _, release := range h.releases {
+		release()
 	}
 	for _, k := range h.poolKeys {
 		_, _ = sharedPool.Delete(k)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -52,21 +54,68 @@ func classify(status int, err error) outcome {
 	}
 }
 
-// SetSender installs (or replaces, on config reload) the sender and starts
-// the workers if they are not running. A nil sender pauses delivery. It does
-// nothing after Close.
+// binding is one provisioned user of the store: the sender it delivers
+// through and its rate limit.
+type binding struct {
+	snd  Sender
+	rate Rate
+}
+
+// Bind makes snd (limited to rate; the zero Rate is unlimited) the store's
+// sender until release is called, and starts the workers if they are not
+// running. Bindings stack: the newest unreleased one delivers, so a config
+// reload binds the new handler's sender and the old handler's Cleanup
+// releases its own, while a refused reload releases the new one and leaves
+// the running config's sender in charge. release is idempotent; after the
+// last release delivery waits for the next Bind.
+func (s *Store) Bind(snd Sender, rate Rate) (release func()) {
+	b := &binding{snd: snd, rate: rate}
+	s.mu.Lock()
+	s.bindings = append(s.bindings, b)
+	s.activateLocked()
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			s.bindings = slices.DeleteFunc(s.bindings, func(x *binding) bool { return x == b })
+			s.activateLocked()
+			s.mu.Unlock()
+		})
+	}
+}
+
+// SetSender replaces every binding with snd, unlimited (nil: none, which
+// stops delivery). Tests and single-owner users call it; handlers that
+// come and go with config reloads use Bind.
 func (s *Store) SetSender(snd Sender) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if snd == nil {
-		s.sender.Store(nil)
-	} else {
-		s.sender.Store(&senderBox{snd})
+	s.bindings = s.bindings[:0]
+	if snd != nil {
+		s.bindings = append(s.bindings, &binding{snd: snd})
 	}
+	s.activateLocked()
+}
+
+// activateLocked puts the newest binding's sender and rate in force and
+// starts the workers on the first sender. It does nothing after Close.
+// Called with s.mu held.
+func (s *Store) activateLocked() {
+	var b *binding
+	if n := len(s.bindings); n > 0 {
+		b = s.bindings[n-1]
+	}
+	if b == nil {
+		s.sender.Store(nil)
+		return
+	}
+	s.sender.Store(&senderBox{b.snd})
+	s.sends.setRate(b.rate)
 	if s.ctx.Err() != nil {
 		return
 	}
-	if snd != nil && !s.started {
+	if !s.started {
 		s.started = true
 		n := s.cfg.agentWorkers()
 		s.workers.Add(1 + n)
@@ -113,19 +162,24 @@ func (s *Store) sleep(sig chan struct{}, wait time.Duration) bool {
 }
 
 // next takes an item from l, or says how long to wait: while no sender is
-// installed or the gateway is deemed unreachable, nothing is handed out.
+// installed, delivery is paused or the gateway is deemed unreachable,
+// nothing is handed out, and the rate limit spaces what is.
 func (s *Store) next(l lane, sig chan struct{}) (*item, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sender.Load() == nil {
+	if s.sender.Load() == nil || s.paused {
 		return nil, -1
 	}
 	now := time.Now()
 	if now.Before(s.pauseUntil) {
 		return nil, s.pauseUntil.Sub(now)
 	}
+	if wait := s.sends.wait(now); wait > 0 {
+		return nil, wait
+	}
 	it, wait := l.take(now)
 	if it != nil {
+		s.sends.record(now)
 		s.inFlight++
 		if l.ready(now) {
 			nudge(sig) // more work: wake a sibling

@@ -43,6 +43,9 @@ type Store struct {
 	pauseUntil  time.Time // no new sends before this (gateway unreachable)
 	netFailures int       // consecutive sends that got no response
 	started     bool
+	paused      bool       // by the operator (Pause/Resume)
+	bindings    []*binding // Bind's, oldest first; the last one delivers
+	sends       sendLog    // the active binding's rate limit
 
 	sender   atomic.Pointer[senderBox]
 	ctx      context.Context // cancelled by Close; in-flight sends see it
@@ -56,7 +59,7 @@ type Store struct {
 
 // Open opens (creating) <dir>/spool.db and indexes the queued events. A file
 // lock held by another process yields ErrLocked after cfg.LockTimeout.
-// Delivery starts with the first SetSender.
+// Delivery starts with the first Bind (or SetSender).
 func Open(cfg Config, logger *zap.Logger) (*Store, error) {
 	return open(cfg, logger, nil)
 }
@@ -289,6 +292,8 @@ type Stats struct {
 	Delivered   uint64        // events delivered since open
 	Retries     uint64        // failed attempts rescheduled since open
 	DeadLetters uint64        // events dead-lettered since open
+	Paused      bool          // delivery paused by the operator
+	Rate        Rate          // the delivery rate limit in force (zero: none)
 }
 
 // Stats returns a snapshot of the store.
@@ -300,6 +305,8 @@ func (s *Store) Stats() Stats {
 		Dead:     s.deadDepth,
 		Bytes:    s.bytes,
 		MaxBytes: s.cfg.MaxBytes,
+		Paused:   s.paused,
+		Rate:     s.sends.rate,
 	}
 	if it := s.idx.oldest(); it != nil {
 		st.OldestAge = max(0, time.Since(it.firstSeen))
