@@ -217,8 +217,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.access.signatureHeaders = h.signatureHeaders()
 	}
 	if h.Spool != nil {
-		return h.provisionSpool(ctx)
+		if err := h.provisionSpool(ctx); err != nil {
+			return err
+		}
 	}
+	h.registerAdmin(ctx)
 	return nil
 }
 
