@@ -285,7 +285,9 @@ func (s *adminSpool) applyDead(op, verb string, ids []string) (int, error) {
 func (s *adminSpool) Pause() error { return s.api.do(http.MethodPost, s.uri("spool/pause"), nil, nil) }
 
 // Resume implements spool.Ops.
-func (s *adminSpool) Resume() error { return s.api.do(http.MethodPost, s.uri("spool/resume"), nil, nil) }
+func (s *adminSpool) Resume() error {
+	return s.api.do(http.MethodPost, s.uri("spool/resume"), nil, nil)
+}
 
 // Interface guard
 var _ spool.Ops = (*adminSpool)(nil)
