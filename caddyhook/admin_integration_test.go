@@ -643,3 +643,55 @@ func TestSpoolCommandThroughAdminAPI(t *testing.T) {
 	}
 	t.Logf("caddy hooks spool list --body:\n%s", live)
 }
+
+// metric returns the value of the sample line starting with series in the
+// admin endpoint's /metrics (-1 when absent).
+func (a *testAdmin) metric(series string) float64 {
+	a.t.Helper()
+	_, text := a.do(http.MethodGet, "/metrics", "")
+	for _, line := range strings.Split(text, "\n") {
+		if rest, ok := strings.CutPrefix(line, series+" "); ok {
+			var v float64
+			if _, err := fmt.Sscan(rest, &v); err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
+// TestMetricsSurviveReload: the hooks counters keep counting across an
+// accepted config reload (each config has its own metrics registry).
+func TestMetricsSurviveReload(t *testing.T) {
+	in, adm := startOpsIngress(t, ingressOpts{hooks: "auth_failures 2 1m"})
+	const ok, fails, locks = `caddy_hooks_requests_total{code="200",route="wake"}`, "caddy_hooks_auth_failures_total", "caddy_hooks_active_lockouts"
+	for range 2 {
+		if r := in.post("/hooks/wake", `{"text":"x"}`); r.status != 200 {
+			t.Fatalf("wake: %d", r.status)
+		}
+	}
+	for range 2 {
+		in.do(http.MethodPost, "/hooks/wake", `{"text":"x"}`, "Authorization: Bearer "+strings.Repeat("y", 40))
+	}
+	if a, b, c := adm.metric(ok), adm.metric(fails), adm.metric(locks); a != 2 || b != 2 || c != 1 {
+		t.Fatalf("before the reload: %s %v, %s %v, %s %v", ok, a, fails, b, locks, c)
+	}
+	cfg := adm.config()
+	editHooks(t, cfg, func(list []any, i int) []any {
+		list[i].(map[string]any)["gateway_timeout"] = "9s"
+		return list
+	})
+	if status, ans := adm.load(cfg); status != http.StatusOK {
+		t.Fatalf("load: %d %s", status, ans)
+	}
+	if a, b, c := adm.metric(ok), adm.metric(fails), adm.metric(locks); a != 2 || b != 2 || c != 1 {
+		t.Fatalf("after the reload: %s %v, %s %v, %s %v; want the counts kept", ok, a, fails, b, locks, c)
+	}
+	adm.call(http.MethodDelete, "/hooks/lockouts/127.0.0.1", "", http.StatusOK, nil)
+	if r := in.post("/hooks/wake", `{"text":"x"}`); r.status != 200 {
+		t.Fatalf("wake after the lift: %d", r.status)
+	}
+	if a, c := adm.metric(ok), adm.metric(locks); a != 3 || c != 0 {
+		t.Fatalf("after one more request: %s %v, %s %v", ok, a, locks, c)
+	}
+}

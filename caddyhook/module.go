@@ -142,6 +142,8 @@ type Handler struct {
 	anyPathLimit int64            // body read limit of any other hook name
 	// rejectLogs bounds the rejection log lines per second.
 	rejectLogs *logBudget
+	// gatewayLogs bounds the gateway failure log lines per second.
+	gatewayLogs *logBudget
 }
 
 // CaddyModule returns the Caddy module information.
@@ -157,6 +159,7 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	h.rejectLogs = new(logBudget)
+	h.gatewayLogs = new(logBudget)
 	h.enabled = h.Enabled == nil || *h.Enabled
 	if !h.enabled {
 		return nil
@@ -199,6 +202,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		prefix = defaultGatewayPrefix
 	}
 	h.gateway = newGatewayClient(addr, prefix, gwToken, time.Duration(h.GatewayTimeout), h.GatewayForwardClientIP)
+	h.checkGateway(ctx)
 	h.sink = syncSink{h}
 
 	if err := h.provisionMappings(repl); err != nil {
@@ -207,9 +211,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionShared(); err != nil {
 		return err
 	}
-	if h.metrics, err = newHookMetrics(ctx.GetMetricsRegistry(), func() float64 {
-		return float64(h.lockout.Active(time.Now()))
-	}); err != nil {
+	if err := h.provisionMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	h.access = newAccessLog(ctx)

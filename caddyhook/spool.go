@@ -131,6 +131,9 @@ func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, 
 	start := time.Now()
 	ctx = withTrace(ctx, traceContext{parent: ev.TraceParent, state: ev.TraceState})
 	rep, err := s.h.gateway.send(ctx, kind, ev.Body, ev.ID, ev.ClientIP)
+	if ctx.Err() == nil { // not the spool closing
+		s.h.gatewayFailure(kind, ev.ID, rep.status, err)
+	}
 	outcome := "ok"
 	if herr := rep.outcome(err); herr != nil {
 		outcome = fmt.Sprint(herr.status)
