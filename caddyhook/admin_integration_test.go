@@ -25,6 +25,7 @@ type testAdmin struct {
 	sock    string
 	c       *http.Client
 	answers []string
+	in      *ingress
 }
 
 // startOpsIngress is startIngress with Caddy's admin endpoint on a Unix
@@ -42,7 +43,7 @@ func startOpsIngress(t *testing.T, o ingressOpts) (*ingress, *testAdmin) {
 	// runs before startIngress's cleanup: stops the admin endpoint too,
 	// which caddy.Stop leaves running
 	t.Cleanup(func() { _ = caddy.Load([]byte(`{"admin":{"disabled":true,"config":{"persist":false}}}`), true) })
-	a := &testAdmin{t: t, sock: sock, c: &http.Client{
+	a := &testAdmin{t: t, sock: sock, in: in, c: &http.Client{
 		Timeout: 15 * time.Second,
 		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
@@ -132,14 +133,18 @@ func (a *testAdmin) config() map[string]any {
 	return cfg
 }
 
-// load posts cfg to /load and returns the status and answer.
+// load posts cfg to /load and returns the status and answer. The test
+// client then drops its idle connections, which the replaced server
+// closes.
 func (a *testAdmin) load(cfg map[string]any) (int, string) {
 	a.t.Helper()
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	return a.do(http.MethodPost, "/load", string(b))
+	status, ans := a.do(http.MethodPost, "/load", string(b))
+	a.in.client.CloseIdleConnections()
+	return status, ans
 }
 
 // editHooks finds the handle list holding the hooks handler in cfg and
