@@ -2,6 +2,7 @@ package caddyhook
 
 import (
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -36,11 +37,12 @@ func (h *Handler) checkGateway(ctx caddy.Context) {
 }
 
 // gatewayFailure logs a dispatch the gateway did not take: no connection,
-// a timeout, or a 5xx (an answer the sender sees as 502/504, or a spooled
-// event retried). It names the gateway address and the error, never a
-// token or payload, at most rejectLogsPerSecond lines a second.
+// a timeout, a 5xx (an answer the sender sees as 502/504, or a spooled
+// event retried), or a refusal of caddyhook's own credentials (401/403: a
+// wrong gateway_token). It names the gateway address and the error, never
+// a token or payload, at most rejectLogsPerSecond lines a second.
 func (h *Handler) gatewayFailure(kind Kind, eventID string, status int, err error) {
-	if err == nil && status < 500 {
+	if err == nil && status < 500 && status != http.StatusUnauthorized && status != http.StatusForbidden {
 		return
 	}
 	ok, suppressed := h.gatewayLogs.allow(time.Now())

@@ -56,6 +56,16 @@ func TestGatewayProblemsAreLogged(t *testing.T) {
 	if len(fails) != 2 || fails[1]["status"] != float64(503) || fails[1]["kind"] != "agent" {
 		t.Fatalf("dispatch failure lines %v", fails)
 	}
+	// the gateway refuses caddyhook's gateway_token: logged; a validation
+	// refusal (the sender's business) is not
+	for _, status := range []int{http.StatusUnauthorized, http.StatusBadRequest} {
+		in.gw.FailWith(func(string) int { return status })
+		in.post("/hooks/wake", `{"text":"`+payload+`"}`)
+	}
+	fails = in.logLines("gateway dispatch failed")
+	if len(fails) != 3 || fails[2]["status"] != float64(401) {
+		t.Fatalf("dispatch failure lines %v", fails)
+	}
 	for _, secret := range []string{itHookToken, itGatewayToken, payload} {
 		if strings.Contains(in.logs(), secret) {
 			t.Fatalf("the log carries %q", secret)
