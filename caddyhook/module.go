@@ -130,7 +130,6 @@ type Handler struct {
 	logger   *zap.Logger
 	access   *accessLog
 	poolKeys []string
-	releases []func() // undo what Provision attached to shared state (run by Cleanup)
 
 	spoolOps spool.Ops // the spool's operations (admin API); nil without a spool
 	spoolDir string    // its directory, for the admin API and the CLI
@@ -327,9 +326,6 @@ func (h *Handler) Validate() error {
 func (h *Handler) Cleanup() error {
 	if h.gateway != nil {
 		h.gateway.close()
-	}
-	for _, release := range h.releases {
-		release()
 	}
 	for _, k := range h.poolKeys {
 		_, _ = sharedPool.Delete(k)

@@ -111,9 +111,8 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 	if err := spool.RegisterMetrics(ctx.GetMetricsRegistry(), store); err != nil {
 		return fmt.Errorf("spool metrics: %w", err)
 	}
-	// undone in Cleanup, so that a refused reload leaves the running
-	// config's sender and rate in charge
-	h.releases = append(h.releases, store.Bind(gatewaySender{h}, rate))
+	store.SetSender(gatewaySender{h})
+	store.SetRate(rate)
 	h.sink = spoolSink{h: h, store: store}
 	h.spoolOps, h.spoolDir = store, sc.Dir
 	return nil

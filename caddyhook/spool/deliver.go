@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -54,68 +52,21 @@ func classify(status int, err error) outcome {
 	}
 }
 
-// binding is one provisioned user of the store: the sender it delivers
-// through and its rate limit.
-type binding struct {
-	snd  Sender
-	rate Rate
-}
-
-// Bind makes snd (limited to rate; the zero Rate is unlimited) the store's
-// sender until release is called, and starts the workers if they are not
-// running. Bindings stack: the newest unreleased one delivers, so a config
-// reload binds the new handler's sender and the old handler's Cleanup
-// releases its own, while a refused reload releases the new one and leaves
-// the running config's sender in charge. release is idempotent; after the
-// last release delivery waits for the next Bind.
-func (s *Store) Bind(snd Sender, rate Rate) (release func()) {
-	b := &binding{snd: snd, rate: rate}
-	s.mu.Lock()
-	s.bindings = append(s.bindings, b)
-	s.activateLocked()
-	s.mu.Unlock()
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			s.mu.Lock()
-			s.bindings = slices.DeleteFunc(s.bindings, func(x *binding) bool { return x == b })
-			s.activateLocked()
-			s.mu.Unlock()
-		})
-	}
-}
-
-// SetSender replaces every binding with snd, unlimited (nil: none, which
-// stops delivery). Tests and single-owner users call it; handlers that
-// come and go with config reloads use Bind.
+// SetSender installs (or replaces, on config reload) the sender and starts
+// the workers if they are not running. A nil sender pauses delivery. It does
+// nothing after Close.
 func (s *Store) SetSender(snd Sender) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.bindings = s.bindings[:0]
-	if snd != nil {
-		s.bindings = append(s.bindings, &binding{snd: snd})
-	}
-	s.activateLocked()
-}
-
-// activateLocked puts the newest binding's sender and rate in force and
-// starts the workers on the first sender. It does nothing after Close.
-// Called with s.mu held.
-func (s *Store) activateLocked() {
-	var b *binding
-	if n := len(s.bindings); n > 0 {
-		b = s.bindings[n-1]
-	}
-	if b == nil {
+	if snd == nil {
 		s.sender.Store(nil)
-		return
+	} else {
+		s.sender.Store(&senderBox{snd})
 	}
-	s.sender.Store(&senderBox{b.snd})
-	s.sends.setRate(b.rate)
 	if s.ctx.Err() != nil {
 		return
 	}
-	if !s.started {
+	if snd != nil && !s.started {
 		s.started = true
 		n := s.cfg.agentWorkers()
 		s.workers.Add(1 + n)
@@ -124,6 +75,17 @@ func (s *Store) activateLocked() {
 			go s.work(s.idx.agent, s.agentSig)
 		}
 	}
+	nudge(s.wakeSig)
+	nudge(s.agentSig)
+}
+
+// SetRate limits deliveries to r (the zero Rate: no limit) from now on.
+// The start times of recent sends are kept, so setting the same rate again
+// (a config reload) does not open a fresh window.
+func (s *Store) SetRate(r Rate) {
+	s.mu.Lock()
+	s.sends.setRate(r)
+	s.mu.Unlock()
 	nudge(s.wakeSig)
 	nudge(s.agentSig)
 }

@@ -39,53 +39,24 @@ func TestPauseResume(t *testing.T) {
 	}
 }
 
-// TestPauseSurvivesRebinding: a new binding (a config reload) does not
+// TestPauseSurvivesNewSender: a new sender (a config reload) does not
 // resume a paused spool.
-func TestPauseSurvivesRebinding(t *testing.T) {
+func TestPauseSurvivesNewSender(t *testing.T) {
 	s := openTest(t, testConfig(t))
 	first := &fakeSender{}
-	releaseFirst := s.Bind(first, Rate{})
+	s.SetSender(first)
 	_ = s.Pause()
 	mustAppend(t, s, newEvent(KindAgent, "held"))
 	second := &fakeSender{}
-	releaseSecond := s.Bind(second, Rate{})
-	releaseFirst()
+	s.SetSender(second)
+	s.SetRate(Rate{})
 	if st := s.Stats(); !st.Paused || st.Depth != 1 {
-		t.Fatalf("after rebinding: %+v", st)
+		t.Fatalf("after a new sender: %+v", st)
 	}
 	_ = s.Resume()
 	waitFor(t, "delivery", func() bool { return s.Stats().Depth == 0 })
 	if len(first.delivered("")) != 0 || len(second.delivered("")) != 1 {
 		t.Fatalf("first delivered %v, second %v", first.delivered(""), second.delivered(""))
-	}
-	releaseSecond()
-}
-
-// TestBindStack: the newest unreleased binding delivers; releasing it
-// (a refused reload) hands delivery back to the previous one; with none
-// left, delivery waits.
-func TestBindStack(t *testing.T) {
-	s := openTest(t, testConfig(t))
-	running, refused := &fakeSender{}, &fakeSender{}
-	releaseRunning := s.Bind(running, Rate{})
-	releaseRefused := s.Bind(refused, Rate{})
-	releaseRefused()
-	releaseRefused() // idempotent
-	mustAppend(t, s, newEvent(KindAgent, "e1"))
-	waitFor(t, "delivery", func() bool { return s.Stats().Depth == 0 })
-	if len(running.delivered("")) != 1 || refused.callCount() != 0 {
-		t.Fatalf("running %v, refused %d calls", running.delivered(""), refused.callCount())
-	}
-	releaseRunning()
-	mustAppend(t, s, newEvent(KindAgent, "e2"))
-	if s.sender.Load() != nil {
-		t.Fatal("a sender is still in force after every release")
-	}
-	next := &fakeSender{}
-	defer s.Bind(next, Rate{})()
-	waitFor(t, "delivery by the next binding", func() bool { return s.Stats().Depth == 0 })
-	if got := next.delivered(""); !slices.Equal(got, []string{"e2"}) {
-		t.Fatalf("next delivered %v", got)
 	}
 }
 

@@ -43,9 +43,8 @@ type Store struct {
 	pauseUntil  time.Time // no new sends before this (gateway unreachable)
 	netFailures int       // consecutive sends that got no response
 	started     bool
-	paused      bool       // by the operator (Pause/Resume)
-	bindings    []*binding // Bind's, oldest first; the last one delivers
-	sends       sendLog    // the active binding's rate limit
+	paused      bool    // by the operator (Pause/Resume)
+	sends       sendLog // the delivery rate limit (SetRate)
 
 	sender   atomic.Pointer[senderBox]
 	ctx      context.Context // cancelled by Close; in-flight sends see it
@@ -59,7 +58,7 @@ type Store struct {
 
 // Open opens (creating) <dir>/spool.db and indexes the queued events. A file
 // lock held by another process yields ErrLocked after cfg.LockTimeout.
-// Delivery starts with the first Bind (or SetSender).
+// Delivery starts with the first SetSender.
 func Open(cfg Config, logger *zap.Logger) (*Store, error) {
 	return open(cfg, logger, nil)
 }
