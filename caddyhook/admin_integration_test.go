@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/google/uuid"
 )
 
 // testAdmin talks to the test Caddy's admin endpoint on its Unix socket
@@ -198,6 +199,41 @@ func withSecondHandler(base string, extra map[string]any) func(list []any, i int
 		}
 		return slices.Insert(list, i+1, any(second))
 	}
+}
+
+// postAfterReload sends an authenticated POST right after a config reload.
+// Until the replaced server has finished shutting down (Caddy starts that
+// before the reload returns, the scheduler finishes it), a new connection
+// may still reach it and be closed unanswered; the request is then sent
+// again with the same Idempotency-Key, as a sender would, so that it is
+// dispatched at most once either way.
+func (in *ingress) postAfterReload(path, body string, hdr ...string) result {
+	in.t.Helper()
+	hdr = append([]string{"Idempotency-Key: " + uuid.NewString()}, hdr...)
+	var last error
+	for range 5 {
+		req, err := http.NewRequest(http.MethodPost, in.base+path, strings.NewReader(body))
+		if err != nil {
+			in.t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+itHookToken)
+		for _, h := range hdr {
+			k, v, _ := strings.Cut(h, ":")
+			req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
+		}
+		resp, err := in.client.Do(req)
+		if err != nil {
+			last = err
+			in.client.CloseIdleConnections()
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return result{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	}
+	in.t.Fatalf("POST %s after the reload: %v", path, last)
+	return result{}
 }
 
 // postTraced sends an authenticated POST carrying a trace context.
@@ -447,7 +483,7 @@ func TestAdminPauseResumeAcrossReloads(t *testing.T) {
 	if st := adm.status(""); !st.Spool.Paused || st.Spool.Depth != n {
 		t.Fatalf("after the accepted reload: spool %+v", st.Spool)
 	}
-	if r := in.post("/hooks/wake", `{"text":"wake 6"}`); r.status != 200 {
+	if r := in.postAfterReload("/hooks/wake", `{"text":"wake 6"}`); r.status != 200 {
 		t.Fatalf("accept after the reload: %d", r.status)
 	}
 	if in.gw.Count("") != 0 {
@@ -570,10 +606,10 @@ func TestTraceContextCaddySpan(t *testing.T) {
 		t.Fatalf("load with tracing: %d %s", status, ans)
 	}
 	parent := traceParentFor(7)
-	if r := in.postTraced("/hooks/wake", `{"text":"t"}`, parent, "k=v"); r.status != 200 {
+	if r := in.postAfterReload("/hooks/wake", `{"text":"t"}`, "traceparent: "+parent, "tracestate: k=v"); r.status != 200 {
 		t.Fatalf("wake: %d %s", r.status, r.body)
 	}
-	if r := in.post("/hooks/wake", `{"text":"t2"}`); r.status != 200 {
+	if r := in.postAfterReload("/hooks/wake", `{"text":"t2"}`); r.status != 200 {
 		t.Fatalf("wake: %d %s", r.status, r.body)
 	}
 	got := in.gw.Received()
@@ -693,7 +729,7 @@ func TestMetricsSurviveReload(t *testing.T) {
 		t.Fatalf("after the reload: %s %v, %s %v, %s %v; want the counts kept", ok, a, fails, b, locks, c)
 	}
 	adm.call(http.MethodDelete, "/hooks/lockouts/127.0.0.1", "", http.StatusOK, nil)
-	if r := in.post("/hooks/wake", `{"text":"x"}`); r.status != 200 {
+	if r := in.postAfterReload("/hooks/wake", `{"text":"x"}`); r.status != 200 {
 		t.Fatalf("wake after the lift: %d", r.status)
 	}
 	if a, c := adm.metric(ok), adm.metric(locks); a != 3 || c != 0 {
