@@ -197,7 +197,8 @@ type errOp struct {
 func (e *errOp) Error() string { return e.err.Error() }
 func (e *errOp) Unwrap() error { return e.err }
 
-// commit writes batch in one transaction. An op whose apply fails is dropped
+// commit writes batch in one transaction, then mirrors the meta page (see
+// mirrorMeta) before anyone is told. An op whose apply fails is dropped
 // with its error and the rest are committed without it; a failed commit
 // fails every op of the batch.
 func (s *Store) commit(batch []op) {
@@ -227,6 +228,9 @@ func (s *Store) commit(batch []op) {
 					errs[i] = err
 				}
 			}
+		} else if err := s.mirrorMeta(); err != nil {
+			// committed, but only one meta page describes it yet
+			s.log.Error("spool: mirroring the meta page failed", zap.Error(err))
 		}
 		break
 	}
