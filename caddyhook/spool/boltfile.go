@@ -307,6 +307,9 @@ func parseTreePage(p []byte, it walkItem, visit func(bucket string, k, v []byte)
 		return nil, errors.New("shorter than a page header")
 	}
 	flags, count := le.Uint16(p[8:]), int(le.Uint16(p[10:]))
+	if flags != flagBranch && flags != flagLeaf {
+		return nil, fmt.Errorf("type %#x is neither branch nor leaf", flags)
+	}
 	if pageHeaderSize+count*elemSize > len(p) {
 		return nil, fmt.Errorf("%d elements do not fit", count)
 	}
@@ -321,10 +324,8 @@ func parseTreePage(p []byte, it walkItem, visit func(bucket string, k, v []byte)
 		switch flags {
 		case flagBranch:
 			pos, ksize = uint64(le.Uint32(e)), uint64(le.Uint32(e[4:]))
-		case flagLeaf:
-			pos, ksize, vsize = uint64(le.Uint32(e[4:])), uint64(le.Uint32(e[8:])), uint64(le.Uint32(e[12:]))
 		default:
-			return nil, fmt.Errorf("type %#x is neither branch nor leaf", flags)
+			pos, ksize, vsize = uint64(le.Uint32(e[4:])), uint64(le.Uint32(e[8:])), uint64(le.Uint32(e[12:]))
 		}
 		kStart := uint64(eOff) + pos
 		if kStart+ksize+vsize > uint64(len(p)) {
