@@ -202,24 +202,20 @@ func (s *Store) seed(recs []salvaged) error {
 		return nil
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
-		q, err := tx.CreateBucketIfNotExists(queueBucket)
-		if err != nil {
-			return err
-		}
-		d, err := tx.CreateBucketIfNotExists(deadBucket)
+		b, err := createBuckets(tx)
 		if err != nil {
 			return err
 		}
 		for _, r := range recs {
-			seq, err := q.NextSequence()
+			seq, err := b.queue.NextSequence()
 			if err != nil {
 				return err
 			}
-			b := q
+			into := b.queue
 			if r.dead {
-				b = d
+				into = b.dead
 			}
-			if err := b.Put(seqKey(seq), r.val); err != nil {
+			if err := into.Put(seqKey(seq), r.val); err != nil {
 				return err
 			}
 		}

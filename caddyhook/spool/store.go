@@ -161,17 +161,24 @@ func initialMmapSize() int {
 	return 1 << 30
 }
 
+// createBuckets returns the store's buckets, creating them in a new file.
+func createBuckets(tx *bolt.Tx) (buckets, error) {
+	q, err := tx.CreateBucketIfNotExists(queueBucket)
+	if err != nil {
+		return buckets{}, err
+	}
+	d, err := tx.CreateBucketIfNotExists(deadBucket)
+	return buckets{queue: q, dead: d}, err
+}
+
 // load creates the buckets and rebuilds the in-memory index and byte count.
 func (s *Store) load() error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		q, err := tx.CreateBucketIfNotExists(queueBucket)
+		b, err := createBuckets(tx)
 		if err != nil {
 			return err
 		}
-		d, err := tx.CreateBucketIfNotExists(deadBucket)
-		if err != nil {
-			return err
-		}
+		q, d := b.queue, b.dead
 		err = q.ForEach(func(k, v []byte) error {
 			s.bytes += recordSize(v)
 			r, err := parseRecord(v)
