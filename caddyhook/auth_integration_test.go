@@ -50,6 +50,44 @@ func (in *ingress) siteCaddyfile(global, site, hooks string) string {
 	).Replace(in.currentCaddyfile(in.t))
 }
 
+// reloadTo loads cf and waits until a fresh connection reaches the new
+// config (its respond text carries a marker): Caddy finishes shutting the
+// replaced server down after the reload returns, and a connection that
+// server still takes may be closed unanswered, or answered by the old
+// config. get fetches a path outside the base path on a new connection
+// (nil: over TCP to the test site).
+func (in *ingress) reloadTo(cf string, get func(path string) (string, error)) {
+	in.t.Helper()
+	if get == nil {
+		get = func(path string) (string, error) { return fetchFresh(&http.Transport{}, in.base+path) }
+	}
+	marker := fmt.Sprintf("config %d", time.Now().UnixNano())
+	in.load(strings.Replace(cf, `respond "next handler" 200`, `respond "`+marker+`" 200`, 1))
+	for deadline := time.Now().Add(answerWithin); ; {
+		body, err := get("/elsewhere")
+		if err == nil && body == marker {
+			return
+		}
+		if time.Now().After(deadline) {
+			in.t.Fatalf("the reloaded config does not answer: %q %v", body, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// fetchFresh GETs url on a new connection of tr and returns the body.
+func fetchFresh(tr *http.Transport, url string) (string, error) {
+	tr.DisableKeepAlives = true
+	c := &http.Client{Transport: tr, Timeout: answerWithin}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
 // rawAnswer is what a raw HTTP/1.1 exchange got back.
 type rawAnswer struct {
 	status  int
@@ -314,7 +352,7 @@ func TestIntegrationForwardedAddressStrict(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "trusted_proxies_strict") {
 		t.Fatalf("non-strict trusted_proxies: load error %v, want the refusal naming trusted_proxies_strict", err)
 	}
-	in.load(in.siteCaddyfile("servers {\n\t\ttrusted_proxies static 127.0.0.0/8\n\t\ttrusted_proxies_strict\n\t}", site, ""))
+	in.reloadTo(in.siteCaddyfile("servers {\n\t\ttrusted_proxies static 127.0.0.0/8\n\t\ttrusted_proxies_strict\n\t}", site, ""), nil)
 	bad := "Authorization: Bearer " + strings.Repeat("s", 40)
 	// the proxy (loopback) appends the real client, 198.51.100.7; the
 	// client writes what it likes in front
@@ -359,12 +397,14 @@ func TestIntegrationUnixListener(t *testing.T) {
 	if err := in.loadErr(bind(cf("servers {\n\t\ttrusted_proxies_unix\n\t}"))); err == nil || !strings.Contains(err.Error(), "trusted_proxies_strict") {
 		t.Fatalf("trusted_proxies_unix without strict: load error %v, want the refusal", err)
 	}
-	in.load(bind(cf("servers {\n\t\ttrusted_proxies_unix\n\t\ttrusted_proxies_strict\n\t}")))
-	client := &http.Client{Timeout: answerWithin, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	viaSocket := func() *http.Transport {
+		return &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		},
-	}}
+		}}
+	}
+	in.reloadTo(bind(cf("servers {\n\t\ttrusted_proxies_unix\n\t\ttrusted_proxies_strict\n\t}")),
+		func(path string) (string, error) { return fetchFresh(viaSocket(), "http://proxy"+path) })
+	client := &http.Client{Timeout: answerWithin, Transport: viaSocket()}
 	do := func(token, xff string) (int, string) {
 		req, _ := http.NewRequest("POST", "http://proxy/hooks/wake", strings.NewReader(`{"text":"via the socket"}`))
 		req.Header.Set("Content-Type", "application/json")
@@ -478,7 +518,7 @@ func TestIntegrationTokenRotation(t *testing.T) {
 		return strings.Replace(in.siteCaddyfile("", "http://"+in.hostPort(), tokens+"\n\t\ttoken_headers x-openclaw-token"),
 			"token "+itHookToken+"\n", "", 1)
 	}
-	in.load(cf("token {file." + oldFile + "}\n\t\ttoken {file." + newFile + "}"))
+	in.reloadTo(cf("token {file."+oldFile+"}\n\t\ttoken {file."+newFile+"}"), nil)
 	for _, c := range []struct{ name, hdr string }{
 		{"old", "Authorization: Bearer " + oldTok},
 		{"new", "Authorization: Bearer " + newTok},
@@ -488,7 +528,7 @@ func TestIntegrationTokenRotation(t *testing.T) {
 			t.Fatalf("%s token during the rotation: %d %s", c.name, r.status, r.body)
 		}
 	}
-	in.load(cf("token {file." + newFile + "}"))
+	in.reloadTo(cf("token {file."+newFile+"}"), nil)
 	if r := in.do("POST", "/hooks/wake", `{"text":"x"}`, "Authorization: Bearer "+oldTok); r.status != 401 {
 		t.Fatalf("removed token after the reload: %d, want 401", r.status)
 	}
@@ -535,7 +575,7 @@ func TestIntegrationLiteralSecretsWarned(t *testing.T) {
 	before := strings.Count(in.logs(), "secret written into the config")
 	cf := strings.NewReplacer("token "+itHookToken, "token {env.CH_IT_TOKEN}", "gateway_token "+itGatewayToken, "gateway_token {env.CH_IT_GW_TOKEN}").
 		Replace(in.siteCaddyfile("", "http://"+in.hostPort(), ""))
-	in.load(cf)
+	in.reloadTo(cf, nil)
 	if r := in.post("/hooks/wake", `{"text":"x"}`); r.status != 200 {
 		t.Fatalf("placeholder tokens: %d %s", r.status, r.body)
 	}

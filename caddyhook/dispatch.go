@@ -26,17 +26,13 @@ type prepared struct {
 	eventID string
 }
 
-// prepare wraps untrusted content, encodes the gateway body and assigns
+// prepare applies the content boundary (applyBoundary), encodes the gateway body and assigns
 // the event id: eventID when the request was idempotent, else a random one.
 func prepare(a *Action, eventID string) prepared {
 	if eventID == "" {
 		eventID = uuid.NewString()
 	}
-	if a.Kind == KindAgent && !a.AllowUnsafe {
-		w := *a
-		w.Message = wrapExternal(a.Message, a.Source)
-		a = &w
-	}
+	a = applyBoundary(a)
 	return prepared{kind: a.Kind, mode: a.Mode, body: a.appendGatewayBody(make([]byte, 0, 256+len(a.Message))), eventID: eventID}
 }
 
@@ -110,6 +106,7 @@ func (s syncSink) deliver(ctx context.Context, items []prepared, dropped int, ip
 func (h *Handler) sendOne(ctx context.Context, it *prepared, clientIP string) (gatewayReply, *hookError) {
 	start := time.Now()
 	rep, err := h.gateway.send(ctx, it.kind, it.body, it.eventID, clientIP)
+	h.gatewayFailure(it.kind, it.eventID, rep.status, err)
 	herr := rep.outcome(err)
 	if herr == nil && !json.Valid(rep.body) {
 		herr = reject(http.StatusBadGateway, "gateway returned an invalid reply")
