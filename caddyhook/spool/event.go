@@ -2,6 +2,7 @@ package spool
 
 import (
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -22,7 +23,11 @@ type Event struct {
 	Attempts  int       // failed delivery attempts so far
 	NextTry   time.Time // zero = ready
 	LastError string    // for dead letters: the reason; for queued events: the last failure
-	Seq       uint64    // store key (acceptance order); set by the store, ignored by Append
+	// Header, when not nil, marks a forwarded event: it is sent to Path
+	// (which then carries the query) with these headers, the Idempotency-Key
+	// among them.
+	Header http.Header
+	Seq    uint64 // store key (acceptance order); set by the store, ignored by Append
 }
 
 // maxIDLen bounds an event id (the gateway's Idempotency-Key limit).
