@@ -274,7 +274,7 @@ func TestIntegrationRejections(t *testing.T) {
 		{"text/plain", "POST", "/hooks/wake", `{"text":"x"}`, []string{auth, "Content-Type: text/plain"}, 415, reasonContentType},
 		{"too large", "POST", "/hooks/wake", big, []string{auth}, 413, reasonTooLarge},
 		{"invalid JSON", "POST", "/hooks/wake", `{"text":`, []string{auth}, 400, reasonInvalidJSON},
-		{"array body", "POST", "/hooks/wake", `["text"]`, []string{auth}, 400, reasonNotObject},
+		{"array body is {}", "POST", "/hooks/wake", `["text"]`, []string{auth}, 400, "text required"},
 		{"missing text", "POST", "/hooks/wake", `{"mode":"now"}`, []string{auth}, 400, "text required"},
 		{"empty body wake", "POST", "/hooks/wake", ``, []string{auth}, 400, "text required"},
 		{"missing message", "POST", "/hooks/agent", `{"message":"   "}`, []string{auth}, 400, "message required"},

@@ -45,16 +45,16 @@ func writeError(w http.ResponseWriter, e *hookError) {
 	case http.StatusRequestEntityTooLarge:
 		w.Header().Set("Connection", "close") // the rest of the body is not read
 	}
+	if e.body != nil {
+		writeJSON(w, e.status, e.body)
+		return
+	}
 	if plainStatus(e.status) {
 		h := w.Header()
 		h["Content-Type"] = textContentType[:1:1]
 		h["X-Content-Type-Options"] = nosniff[:1:1]
 		w.WriteHeader(e.status)
 		_, _ = w.Write(plainBody(e.status))
-		return
-	}
-	if e.body != nil {
-		writeJSON(w, e.status, e.body)
 		return
 	}
 	body := make([]byte, 0, 32+len(e.reason))

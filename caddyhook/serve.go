@@ -25,7 +25,6 @@ const (
 	reasonContentType = "content type must be application/json"
 	reasonTooLarge    = "payload too large"
 	reasonInvalidJSON = "invalid JSON body"
-	reasonNotObject   = "body must be a JSON object"
 	reasonWaitSpooled = "waitForCompletion is not available with the spool: a spooled request is answered once it is on disk, before the run"
 )
 
@@ -143,8 +142,9 @@ func (h *Handler) authFailed(ex *exchange, reason string) *hookError {
 }
 
 // decodePayload parses the body as the gateway does: surrounding white
-// space (and a UTF-8 byte order mark) is ignored, an empty body is {},
-// anything but an object is 400.
+// space (and a UTF-8 byte order mark) is ignored, invalid JSON is 400, an
+// empty body is {}, and so is any JSON value but an object (its fields,
+// such as text or message, are then missing).
 func decodePayload(ex *exchange) *hookError {
 	body := trimJSSpace(ex.body)
 	if len(body) == 0 {
@@ -157,7 +157,7 @@ func decodePayload(ex *exchange) *hookError {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return reject(http.StatusBadRequest, reasonNotObject)
+		m = map[string]any{}
 	}
 	ex.payload = m
 	return nil

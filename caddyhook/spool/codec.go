@@ -149,6 +149,9 @@ func parseRecord(b []byte) (record, error) {
 	r.lastErr = d.bytes()
 	r.body = d.bytes()
 	if version == codecVersionV2 {
+		if d.err == nil && len(d.b) == 0 {
+			d.fail("version 2 record without extensions (truncated)")
+		}
 		r.parseExtensions(&d)
 	}
 	if d.err == nil && len(d.b) != 0 {
