@@ -170,7 +170,7 @@ func TestUsableIdemKey(t *testing.T) {
 		{strings.Repeat("a", 257), ""},
 		{strings.Repeat("é", 256), strings.Repeat("é", 256)}, // 512 bytes, 256 UTF-16 units
 		{strings.Repeat("😀", 128), strings.Repeat("😀", 128)}, // 256 units
-		{strings.Repeat("😀", 129), ""},                      // 258 units
+		{strings.Repeat("😀", 129), ""},                       // 258 units
 		{strings.Repeat("é", 257), ""},
 	} {
 		if got := usableIdemKey(tc.in); got != tc.want {
