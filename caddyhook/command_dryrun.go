@@ -81,7 +81,7 @@ never printed.
 	f.StringP("config", "c", "", "Config file (required)")
 	f.StringP("adapter", "a", "", "Config adapter (default: caddyfile for Caddyfile names, else JSON)")
 	f.String("base", "", "Base path of the hooks handler to use when the config has several")
-	f.String("path", "", "Hook name (e.g. gmail) or full request path (e.g. /hooks/gmail) (required)")
+	f.String("path", "", "Hook name (e.g. gmail) or full request path (e.g. /hooks/gmail), optionally with a query (required)")
 	f.String("payload", "", "JSON body file (default: empty body, i.e. {}); - reads stdin")
 	f.StringArray("header", nil, "Request header 'Name: value' (repeatable)")
 	f.Bool("no-token", false, "Do not present the hook token (as a provider that signs requests would)")
@@ -172,8 +172,13 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	dry := &dryRunSink{}
 	h.sink = dry
 
-	sub := strings.Trim(strings.TrimPrefix(strings.TrimSpace(o.path), h.base), "/")
-	req := httptest.NewRequest(http.MethodPost, h.base+"/"+sub, strings.NewReader(string(body)))
+	hookPath, query, _ := strings.Cut(strings.TrimSpace(o.path), "?")
+	sub := strings.Trim(strings.TrimPrefix(hookPath, h.base), "/")
+	target := h.base + "/" + sub
+	if query != "" {
+		target += "?" + query
+	}
+	req := httptest.NewRequest(http.MethodPost, target, strings.NewReader(string(body)))
 	req.RemoteAddr = "127.0.0.1:1"
 	req.Header.Set("Content-Type", "application/json")
 	for _, kv := range o.headers {
