@@ -26,13 +26,13 @@ type forwardReq struct {
 
 // forwardBuiltin is the forward plan of a validated /wake or /agent
 // request.
-func forwardBuiltin(ex *exchange, a *Action) *forwardReq {
-	return &forwardReq{name: ex.sub, kind: a.Kind, body: ex.body, mode: a.Mode, wait: a.Wait, timeoutSeconds: a.TimeoutSeconds}
+func forwardBuiltin(ex *exchange, a *Action) forwardReq {
+	return forwardReq{name: ex.sub, kind: a.Kind, body: ex.body, mode: a.Mode, wait: a.Wait, timeoutSeconds: a.TimeoutSeconds}
 }
 
 // forwardMapped is the forward plan of a hook that mapping c forwards.
-func forwardMapped(ex *exchange) *forwardReq {
-	return &forwardReq{name: ex.sub, kind: KindAgent, body: ex.body}
+func forwardMapped(ex *exchange) forwardReq {
+	return forwardReq{name: ex.sub, kind: KindAgent, body: ex.body}
 }
 
 // seed derives the request's event id from its idempotency key and
@@ -62,9 +62,14 @@ func (h *Handler) prepareForward(ex *exchange, f *forwardReq, key, eventID strin
 	if key == "" {
 		key = eventID
 	}
-	path := h.gateway.prefix + "/" + f.name
-	if q := forwardQuery(ex.r.URL.RawQuery); q != "" {
-		path += "?" + q
+	var path string
+	switch q := forwardQuery(ex.r.URL.RawQuery); {
+	case q == "" && (f.name == routeWake || f.name == routeAgent):
+		path = h.gateway.paths[f.kind] // no allocation on the common path
+	case q == "":
+		path = h.gateway.prefix + "/" + f.name
+	default:
+		path = h.gateway.prefix + "/" + f.name + "?" + q
 	}
 	g := gatewayRequest{kind: f.kind, path: path, header: h.forwardHeader(ex.r.Header), body: f.body, idemKey: key}
 	if f.wait {
@@ -101,7 +106,8 @@ func (h *Handler) provisionForwardHeaders() {
 	}
 }
 
-// forwardHeader copies the sender's headers that the gateway may read.
+// forwardHeader returns the sender's headers that the gateway may read,
+// in a new map whose value slices are the request's (never modified).
 func (h *Handler) forwardHeader(src http.Header) http.Header {
 	var listed map[string]bool // names the Connection header marks hop-by-hop
 	for _, v := range src["Connection"] {
@@ -119,7 +125,7 @@ func (h *Handler) forwardHeader(src http.Header) http.Header {
 		if forwardDropped[k] || h.forwardSkip[k] || listed[k] || hasAnyPrefix(k, forwardDroppedPrefixes) {
 			continue
 		}
-		out[k] = append([]string(nil), v...)
+		out[k] = v[:len(v):len(v)]
 	}
 	return out
 }

@@ -59,6 +59,7 @@ type gatewayClient struct {
 	waitTimeout time.Duration
 	forwardIP   bool
 	urls        [KindAgent + 1]*url.URL // by Kind; parsed once, never modified
+	paths       [KindAgent + 1]string   // their paths
 	transport   *http.Transport
 }
 
@@ -84,7 +85,8 @@ func newGatewayClient(addr gatewayAddr, prefix, token string, timeout time.Durat
 		c.authValue = []string{c.auth}
 	}
 	for _, k := range []Kind{KindWake, KindAgent} {
-		c.urls[k] = &url.URL{Scheme: "http", Host: "gateway", Path: c.prefix + "/" + k.String()}
+		c.paths[k] = c.prefix + "/" + k.String()
+		c.urls[k] = &url.URL{Scheme: "http", Host: "gateway", Path: c.paths[k]}
 	}
 	return c
 }
@@ -108,7 +110,7 @@ var errGatewayTimeout = errors.New("gateway timeout")
 type gatewayRequest struct {
 	kind    Kind
 	path    string      // forwarded: the gateway path and query; "" = by kind
-	header  http.Header // forwarded: the sender's filtered headers
+	header  http.Header // forwarded: the sender's filtered headers, owned by the request (send adds to it)
 	body    []byte
 	idemKey string        // the Idempotency-Key header
 	timeout time.Duration // 0 = the client's timeout
@@ -116,7 +118,7 @@ type gatewayRequest struct {
 
 // url returns the request URL.
 func (c *gatewayClient) url(g *gatewayRequest) *url.URL {
-	if g.path == "" {
+	if g.path == "" || g.path == c.paths[g.kind] {
 		return c.urls[g.kind]
 	}
 	p, q, _ := strings.Cut(g.path, "?")
@@ -136,9 +138,8 @@ func (c *gatewayClient) send(ctx context.Context, g *gatewayRequest, clientIP st
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	body := g.body
-	var hdr http.Header
-	if g.header != nil {
-		hdr = g.header.Clone()
+	hdr := g.header
+	if hdr != nil {
 		hdr["Idempotency-Key"] = []string{g.idemKey}
 	} else {
 		hdr = http.Header{

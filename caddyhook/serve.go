@@ -164,14 +164,14 @@ func decodePayload(ex *exchange) *hookError {
 }
 
 // plan is what a request resolved to: the actions to dispatch, how many a
-// fan-out cap dropped, or a skip (204). A forwarded request has fwd set;
-// its actions, if any, are the decoded /wake or /agent request, checked
-// by the policy but not dispatched.
+// fan-out cap dropped, or a skip (204). A forwarded request has fwd set
+// (fwd.name is not empty); its actions, if any, are the decoded /wake or
+// /agent request, checked by the policy but not dispatched.
 type plan struct {
 	actions []Action
 	dropped int
 	skip    bool
-	fwd     *forwardReq
+	fwd     forwardReq
 }
 
 // execute applies the policy, the idempotency cache and the dispatcher.
@@ -181,7 +181,7 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 	if key != "" {
 		// fingerprint the request as sent, before the policy fills in
 		// generated values such as a fresh session key
-		if p.fwd != nil {
+		if p.fwd.name != "" {
 			seeds = []string{p.fwd.seed(key, ex.r.URL.RawQuery)}
 		} else {
 			seeds = actionSeeds(key, p.actions)
@@ -192,7 +192,7 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 			return 0, nil, reject(http.StatusBadRequest, err.Error())
 		}
 	}
-	if p.fwd != nil && len(p.actions) == 1 {
+	if p.fwd.name != "" && len(p.actions) == 1 {
 		if a := &p.actions[0]; a.Kind == KindAgent && a.keySource == keyNone && a.SessionKey != "" {
 			// the edge's own default_session_key; the gateway resolves
 			// every other omitted field itself
@@ -220,7 +220,7 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 
 // waits reports whether p asks the gateway to answer when the run ends.
 func (h *Handler) waits(p plan) bool {
-	if p.fwd != nil {
+	if p.fwd.name != "" {
 		return p.fwd.wait
 	}
 	for i := range p.actions {
@@ -284,8 +284,8 @@ func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, key string
 		}
 		return eventIDs[i]
 	}
-	if p.fwd != nil {
-		return h.sink.deliver(ctx, []prepared{h.prepareForward(ex, p.fwd, key, id(0))}, 0, ex.ip)
+	if p.fwd.name != "" {
+		return h.sink.deliver(ctx, []prepared{h.prepareForward(ex, &p.fwd, key, id(0))}, 0, ex.ip)
 	}
 	items := make([]prepared, len(p.actions))
 	for i := range p.actions {

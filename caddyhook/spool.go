@@ -143,7 +143,7 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 			Body: items[i].body, ClientIP: clientIP, FirstSeen: now}
 		if it := &items[i]; it.header != nil {
 			evs[i].Path = it.path
-			evs[i].Header = it.header.Clone()
+			evs[i].Header = it.header // encoded (copied) by Append
 			evs[i].Header["Idempotency-Key"] = []string{it.idemKey}
 		}
 		ids[i] = items[i].eventID

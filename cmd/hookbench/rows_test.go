@@ -16,7 +16,8 @@ func TestSelectRows(t *testing.T) {
 		want      []string // after withBases
 		wantError bool
 	}{
-		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}},
+		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"}},
+		{list: "k", want: []string{"b", "c", "k"}},
 		{list: "c", want: []string{"b", "c"}},
 		{list: "i", want: []string{"b", "c", "i"}},
 		{list: "f, e", want: []string{"a", "e", "f"}},
