@@ -127,7 +127,7 @@ func (h *Handler) sendOne(ctx context.Context, it *prepared, clientIP string) (g
 	if it.forward {
 		herr = rep.forwardOutcome(err)
 	}
-	if herr == nil && !json.Valid(rep.body) {
+	if herr == nil && !json.Valid(rep.body) && !(it.forward && rep.status == http.StatusNoContent) {
 		herr = reject(http.StatusBadGateway, "gateway returned an invalid reply")
 	}
 	outcome := "ok"

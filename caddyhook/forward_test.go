@@ -358,3 +358,16 @@ func TestForwardBuiltinBodies(t *testing.T) {
 		})
 	}
 }
+
+// TestForwardNoContent checks that the gateway's 204 (a mapping that
+// produced nothing) passes through.
+func TestForwardNoContent(t *testing.T) {
+	sock := startStubGateway(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	h := newTestHandler(t, nil, func(h *Handler) {
+		h.Gateway, h.Mode, h.Presets = "unix/"+sock, modeForward, []string{"gmail"}
+	})
+	w := serve(t, h, hookRequest{target: "/hooks/gmail", body: `{"messages":[]}`, header: headers(auth, jsonCT)})
+	if w.Code != http.StatusNoContent || w.Body.Len() != 0 || w.Header().Get("X-Content-Type-Options") != "nosniff" {
+		t.Fatalf("%d %q %v", w.Code, w.Body, w.Header())
+	}
+}
