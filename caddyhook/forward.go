@@ -122,7 +122,8 @@ func (h *Handler) forwardHeader(src http.Header) http.Header {
 	}
 	out := make(http.Header, len(src))
 	for k, v := range src {
-		if forwardDropped[k] || h.forwardSkip[k] || listed[k] || hasAnyPrefix(k, forwardDroppedPrefixes) {
+		ck := http.CanonicalHeaderKey(k) // no copy when k is canonical, as the server makes it
+		if forwardDropped[ck] || h.forwardSkip[ck] || listed[ck] || hasAnyPrefix(ck, forwardDroppedPrefixes) {
 			continue
 		}
 		out[k] = v[:len(v):len(v)]
@@ -130,10 +131,11 @@ func (h *Handler) forwardHeader(src http.Header) http.Header {
 	return out
 }
 
-// hasAnyPrefix reports whether s starts with one of prefixes (ASCII case-insensitively).
+// hasAnyPrefix reports whether the canonical header name s starts with
+// one of prefixes.
 func hasAnyPrefix(s string, prefixes []string) bool {
 	for _, p := range prefixes {
-		if len(s) >= len(p) && strings.EqualFold(s[:len(p)], p) {
+		if strings.HasPrefix(s, p) {
 			return true
 		}
 	}

@@ -67,6 +67,7 @@ func TestForwardHeader(t *testing.T) {
 		"Content-Length":               {"12"},
 		"Traceparent":                  {"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
 		"X-Openclaw-Something-Allowed": {"kept"},
+		"x-forwarded-server":           {"not canonical"},
 	}
 	got := h.forwardHeader(src)
 	want := http.Header{
