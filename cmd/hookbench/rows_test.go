@@ -82,3 +82,19 @@ func TestWrongToken(t *testing.T) {
 		}
 	}
 }
+
+func TestRoundOrder(t *testing.T) {
+	rows := []rowDef{{id: "b"}, {id: "c"}, {id: "k"}}
+	for round, want := range map[int]string{1: "bck", 2: "ckb", 3: "kbc", 4: "bck"} {
+		got := ""
+		for _, r := range roundOrder(rows, round) {
+			got += r.id
+		}
+		if got != want {
+			t.Errorf("round %d: %s, want %s", round, got, want)
+		}
+	}
+	if rows[0].id != "b" {
+		t.Fatal("roundOrder changed its input")
+	}
+}
