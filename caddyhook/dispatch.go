@@ -28,19 +28,20 @@ type prepared struct {
 	forward bool
 }
 
-// prepare wraps untrusted content (when the edge wraps), encodes the
-// gateway body and assigns the event id, which is also the
-// Idempotency-Key: eventID when the request was idempotent, else a
-// random one.
+// prepare applies the content boundary (applyBoundary; the external-content
+// wrapper only when the edge wraps), encodes the gateway body and assigns
+// the event id, which is also the Idempotency-Key: eventID when the
+// request was idempotent, else a random one.
 func (h *Handler) prepare(a *Action, eventID string) prepared {
 	if eventID == "" {
 		eventID = uuid.NewString()
 	}
-	if a.Kind == KindAgent && !a.AllowUnsafe && h.wrapEdge {
-		w := *a
-		w.Message = wrapExternal(a.Message, a.Source)
-		a = &w
+	if a.Kind == KindAgent && !a.AllowUnsafe && !h.wrapEdge {
+		u := *a
+		u.AllowUnsafe = true // wrap gateway: the gateway wraps every external message itself
+		a = &u
 	}
+	a = applyBoundary(a)
 	g := gatewayRequest{kind: a.Kind, body: a.appendGatewayBody(make([]byte, 0, 256+len(a.Message))), idemKey: eventID}
 	if a.Wait {
 		g.timeout = h.gateway.waitTimeoutFor(a.TimeoutSeconds)
