@@ -372,3 +372,26 @@ func TestForwardNoContent(t *testing.T) {
 		t.Fatalf("%d %q %v", w.Code, w.Body, w.Header())
 	}
 }
+
+// TestWrapSides checks who wraps a rendered agent message: the edge by
+// default in render mode, nobody at the edge with wrap gateway.
+func TestWrapSides(t *testing.T) {
+	gw := startTestGateway(t, devgw.Config{Record: true})
+	for _, tc := range []struct {
+		wrap    string
+		wrapped bool
+	}{{"", true}, {wrapByEdge, true}, {wrapByGW, false}} {
+		t.Run("wrap "+tc.wrap, func(t *testing.T) {
+			h := newTestHandler(t, gw, func(h *Handler) { h.Wrap = tc.wrap })
+			n := len(gw.Received())
+			if w := serve(t, h, hookRequest{target: "/hooks/agent", body: `{"message":"hello there"}`, header: headers(auth, jsonCT)}); w.Code != 200 {
+				t.Fatalf("%d %s", w.Code, w.Body)
+			}
+			msg, _ := lastReceived(t, gw.Gateway, n).Body["message"].(string)
+			if got := strings.Contains(msg, "EXTERNAL_UNTRUSTED_CONTENT"); got != tc.wrapped || !strings.Contains(msg, "hello there") {
+				t.Fatalf("message %q: wrapped %v, want %v", msg, got, tc.wrapped)
+			}
+		})
+	}
+}
+
