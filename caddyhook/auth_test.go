@@ -357,3 +357,14 @@ func TestLeftmostRequestCheck(t *testing.T) {
 		t.Fatalf("request through a non-strict trusted proxy: %d %s", w.Code, w.Body)
 	}
 }
+
+// TestForwardDropsTokenHeaders: a forwarded request never carries a token
+// header, token_headers aliases included.
+func TestForwardDropsTokenHeaders(t *testing.T) {
+	h := newTestHandler(t, nil, func(h *Handler) { h.TokenHeaders = []string{"x-hook-secret"} })
+	got := h.forwardHeader(http.Header{"X-Hook-Secret": {"t"}, "X-Service-Token": {"t"}, "Authorization": {"Bearer t"},
+		"X-Github-Event": {"push"}})
+	if len(got) != 1 || got.Get("X-Github-Event") != "push" {
+		t.Fatalf("forwarded headers %v", got)
+	}
+}

@@ -51,8 +51,12 @@ func (h *Handler) planMapped(ex *exchange) (plan, *hookError) {
 }
 
 // planFor builds the actions of mapping c: one, or one per element of its
-// for_each list (at most maxFanout, the rest dropped and counted).
+// for_each list (at most maxFanout, the rest dropped and counted); or,
+// for a forward mapping, the request to forward.
 func (h *Handler) planFor(c *compiledMapping, ex *exchange, vars *tmpl.Vars) (plan, *hookError) {
+	if c.forward {
+		return plan{fwd: forwardMapped(ex)}, nil
+	}
 	if c.forEach == "" {
 		a, skip, herr := h.buildAction(c, ex, vars)
 		if herr != nil || skip {
