@@ -159,11 +159,8 @@ func unmarshalVerify(d *caddyfile.Dispenser) (*verify.Config, error) {
 			if len(args) == 0 {
 				return nil, d.Errf("verify: secret needs a value")
 			}
-			for _, s := range args {
-				if !verify.IsSecretPlaceholder(s) {
-					return nil, d.Errf("verify: secret must be a placeholder such as {env.GITHUB_WEBHOOK_SECRET} or {file./run/secrets/github}; a literal secret would be written into the adapted JSON config")
-				}
-			}
+			// a literal is accepted, with a warning at provision (see
+			// warnLiteralSecrets): the same rule as for the tokens
 			v.Secrets = append(v.Secrets, args...)
 		case name == "tolerance":
 			var s string

@@ -30,7 +30,7 @@ import (
 // through a configured hooks handler, without dispatching.
 func newTestCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "test --config <file> [--adapter caddyfile] --path <name> [--payload <file.json>] [--header 'K: V']... [--no-token]",
+		Use:   "test --config <file> [--adapter caddyfile] --path <name> [--payload <file.json>] [--header 'K: V']... [--token <value> | --no-token]",
 		Short: "Dry-runs a hook request through the configured mappings and policy",
 		Long: `
 Loads the config, finds its hooks handler and runs one request through the whole
@@ -49,11 +49,15 @@ shown is the dry run's, not the gateway's (which resolves the hook itself).
 
 or, for a rejection, {"status":<code>,"error":"<reason>"} (exit status 1).
 
-The configured hook token is presented as a bearer token, unless --no-token is
-given or a --header sets Authorization or x-service-token (use --no-token with
-the provider's headers to check a signed fixture). A token placeholder whose
-variable is not set is replaced by a random token for the dry run. Secrets are
-never printed.
+The configured hook token (the first, when there are several) is presented as
+a bearer token, unless --token gives another (a value or a placeholder such as
+'{env.HOOK_TOKEN_NEW}': during a rotation, check that the new token
+authenticates before moving senders to it), --no-token is given, or a --header
+sets Authorization or a token header (use --no-token with the provider's
+headers to check a signed fixture). The report says which configured token
+authenticated ("auth": "token 2 of 2"). A token placeholder whose variable is
+not set is replaced by a random token for the dry run. Secrets are never
+printed.
 `,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -66,6 +70,7 @@ never printed.
 			o.payload, _ = f.GetString("payload")
 			o.headers, _ = f.GetStringArray("header")
 			o.noToken, _ = f.GetBool("no-token")
+			o.token, _ = f.GetString("token")
 			rejected, err := runDryRun(cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 			if err != nil {
 				return err
@@ -85,6 +90,7 @@ never printed.
 	f.String("payload", "", "JSON body file (default: empty body, i.e. {}); - reads stdin")
 	f.StringArray("header", nil, "Request header 'Name: value' (repeatable)")
 	f.Bool("no-token", false, "Do not present the hook token (as a provider that signs requests would)")
+	f.String("token", "", "Present this token instead of the configured one (a value or a placeholder such as {env.HOOK_TOKEN_NEW})")
 	return cmd
 }
 
@@ -96,11 +102,13 @@ type dryRunOptions struct {
 	config, adapter, base, path, payload string
 	headers                              []string
 	noToken                              bool
+	token                                string // presented instead of the configured token
 }
 
 // dryRunReport is what `caddy hooks test` prints.
 type dryRunReport struct {
 	Status  int             `json:"status"`
+	Auth    string          `json:"auth,omitempty"` // which configured token authenticated
 	Reply   json.RawMessage `json:"reply,omitempty"`
 	Error   string          `json:"error,omitempty"`
 	Actions []dryRunAction  `json:"actions,omitempty"`
@@ -146,6 +154,9 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	if o.config == "" || o.path == "" {
 		return false, errors.New("--config and --path are required")
 	}
+	if o.noToken && o.token != "" {
+		return false, errors.New("--token and --no-token exclude each other")
+	}
 	raw, err := loadHooksConfig(o.config, o.adapter, o.base)
 	if err != nil {
 		return false, err
@@ -188,12 +199,20 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 		}
 		req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
-	if !o.noToken && req.Header.Get("Authorization") == "" && req.Header.Get(headerServiceToken) == "" {
+	if o.token != "" {
+		if token = strings.TrimSpace(caddy.NewReplacer().ReplaceKnown(o.token, "")); token == "" {
+			return false, fmt.Errorf("--token: %s", emptySecret(o.token, "--token '{env.HOOK_TOKEN}'"))
+		}
+	}
+	if !o.noToken && req.Header.Get("Authorization") == "" && !h.tokenHeaderPresent(req) {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	ex := exchange{r: req, sub: sub, ip: clientAddr(req), now: time.Now(), route: "none"}
 	status, reply, herr := h.process(&ex)
 	rep := dryRunReport{Status: status, Dropped: dry.dropped}
+	if i := tokenIndex(presentedToken(req.Header, h.tokenHeaders), h.tokens); i >= 0 {
+		rep.Auth = fmt.Sprintf("token %d of %d", i+1, len(h.tokens))
+	}
 	if herr != nil {
 		// the precise reason, also where a live 401/404 answers with the
 		// bare status text
@@ -221,11 +240,19 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 func prepareDryRun(h *Handler, hookPath string, notes io.Writer) string {
 	h.Spool = nil
 	repl := caddy.NewReplacer()
-	token := strings.TrimSpace(repl.ReplaceKnown(h.Token, ""))
-	if token == "" {
-		token = randomToken()
-		h.Token = token
+	if len(h.tokenValues()) == 0 {
+		h.Token = randomToken()
 	}
+	fill := func(t *string) {
+		if *t != "" && strings.TrimSpace(repl.ReplaceKnown(*t, "")) == "" {
+			*t = randomToken()
+		}
+	}
+	fill(&h.Token)
+	for i := range h.Tokens {
+		fill(&h.Tokens[i])
+	}
+	token := strings.TrimSpace(repl.ReplaceKnown(h.tokenValues()[0], ""))
 	if strings.TrimSpace(repl.ReplaceKnown(h.GatewayToken, "")) == "" && h.GatewayToken != "" {
 		h.GatewayToken = randomToken()
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -212,6 +213,61 @@ func TestDryRunConfigErrors(t *testing.T) {
 		if got := strings.Contains(notes.String(), `{env.CADDYHOOK_DRY_SECRET} is not set; signatures for mapping "gh"`); got != noted {
 			t.Errorf("--path %s: notes = %q, want the note: %v", path, notes.String(), noted)
 		}
+	}
+}
+
+// TestDryRunTokenRotation (issue 16 item 4): with two tokens configured,
+// `caddy hooks test --token` shows which one authenticates; a token no
+// longer configured is refused; an unset --token variable is named.
+func TestDryRunTokenRotation(t *testing.T) {
+	const oldTok, newTok = dryToken, "dry-run-new-token-a1b2c3d4e5f60718293a4b5c6d7e8f90"
+	t.Setenv("CADDYHOOK_DRY_TOKEN", oldTok)
+	t.Setenv("CADDYHOOK_DRY_TOKEN_NEW", newTok)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "Caddyfile")
+	rotating := strings.Replace(dryRunCaddyfile, "token {env.CADDYHOOK_DRY_TOKEN}\n",
+		"token {env.CADDYHOOK_DRY_TOKEN}\n\t\ttoken {env.CADDYHOOK_DRY_TOKEN_NEW}\n", 1)
+	payload := filepath.Join(dir, "wake.json")
+	if err := os.WriteFile(payload, []byte(`{"text":"rotation"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, config, token string
+		status              int
+		auth, errText       string
+	}{
+		{"first token by default", rotating, "", 200, "token 1 of 2", ""},
+		{"new token", rotating, "{env.CADDYHOOK_DRY_TOKEN_NEW}", 200, "token 2 of 2", ""},
+		{"old token as a value", rotating, oldTok, 200, "token 1 of 2", ""},
+		{"unknown token", rotating, oldTok + "x", 401, "", "invalid or missing token"},
+		{"removed token", strings.Replace(dryRunCaddyfile, "{env.CADDYHOOK_DRY_TOKEN}", "{env.CADDYHOOK_DRY_TOKEN_NEW}", 1), oldTok, 401, "", "invalid or missing token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(cfg, []byte(tc.config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, notes bytes.Buffer
+			if _, err := runDryRun(&out, &notes, dryRunOptions{config: cfg, path: "wake", payload: payload, token: tc.token}); err != nil {
+				t.Fatal(err)
+			}
+			if s := out.String(); strings.Contains(s, oldTok) || strings.Contains(s, newTok) {
+				t.Fatalf("output shows a token:\n%s", s)
+			}
+			var rep dryRunReport
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Status != tc.status || rep.Auth != tc.auth || !strings.Contains(rep.Error, tc.errText) {
+				t.Fatalf("report %+v, want status %d auth %q error %q", rep, tc.status, tc.auth, tc.errText)
+			}
+		})
+	}
+	if err := os.WriteFile(cfg, []byte(rotating), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runDryRun(io.Discard, io.Discard, dryRunOptions{config: cfg, path: "wake", payload: payload, token: "{env.CADDYHOOK_DRY_UNSET}"})
+	if err == nil || !strings.Contains(err.Error(), "--token: {env.CADDYHOOK_DRY_UNSET} is empty: CADDYHOOK_DRY_UNSET is not set") {
+		t.Fatalf("unset --token variable: %v", err)
 	}
 }
 

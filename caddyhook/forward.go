@@ -94,14 +94,17 @@ var forwardDropped = map[string]bool{
 var forwardDroppedPrefixes = []string{"X-Forwarded-", "Tailscale-"}
 
 // provisionForwardHeaders collects the handler's own headers that are not
-// forwarded: signature headers of its verifiers and the idempotency
-// aliases (the Idempotency-Key sent is the edge's).
+// forwarded: signature headers of its verifiers, the idempotency aliases
+// (the Idempotency-Key sent is the edge's) and the token headers.
 func (h *Handler) provisionForwardHeaders() {
 	h.forwardSkip = map[string]bool{}
 	for _, n := range h.signatureHeaders() {
 		h.forwardSkip[http.CanonicalHeaderKey(n)] = true
 	}
 	for _, n := range h.idemHeaders {
+		h.forwardSkip[n] = true
+	}
+	for _, n := range h.tokenHeaders { // x-service-token and the token_headers aliases
 		h.forwardSkip[n] = true
 	}
 }

@@ -235,8 +235,11 @@ func (r gatewayReply) outcome(err error) *hookError {
 			OK    *bool  `json:"ok"`
 			Error string `json:"error"`
 		}
-		if json.Unmarshal(r.body, &e) == nil && e.OK != nil && !*e.OK && e.Error != "" {
-			return reject(http.StatusBadRequest, "gateway: "+e.Error)
+		if json.Unmarshal(r.body, &e) == nil && e.OK != nil && !*e.OK {
+			// the gateway's text goes to the public caller and the log
+			if msg := publicReason(e.Error); msg != "" {
+				return reject(http.StatusBadRequest, "gateway: "+msg)
+			}
 		}
 	}
 	return reject(http.StatusBadGateway, fmt.Sprintf("gateway error (status %d)", r.status))

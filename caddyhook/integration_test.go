@@ -395,6 +395,7 @@ http://127.0.0.1:%s {
 func TestIntegrationTrustedProxyKeysLockout(t *testing.T) {
 	in := startIngress(t, ingressOpts{global: `servers {
 		trusted_proxies static 127.0.0.0/8
+		trusted_proxies_strict
 	}`})
 	bad := "Authorization: Bearer " + strings.Repeat("c", 40)
 	for range 20 {

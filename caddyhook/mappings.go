@@ -3,6 +3,7 @@ package caddyhook
 import (
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strings"
 
@@ -317,7 +318,7 @@ func (h *Handler) requestVars(ex *exchange) *tmpl.Vars {
 	}
 	v := &tmpl.Vars{Payload: ex.payload, Path: ex.sub, Now: ex.now}
 	if needHeaders {
-		v.Headers = templateHeaders(ex.r.Header)
+		v.Headers = h.templateHeaders(ex.r.Header)
 	}
 	if needQuery && ex.r.URL.RawQuery != "" {
 		v.Query = templateQuery(ex.r.URL.Query())
@@ -326,15 +327,15 @@ func (h *Handler) requestVars(ex *exchange) *tmpl.Vars {
 }
 
 // templateHeaders maps lower-cased header names to their values (joined
-// with ", " when repeated), without the hook token's headers.
-func templateHeaders(hdr http.Header) map[string]string {
+// with ", " when repeated), without the hook token's headers
+// (Authorization, x-service-token and the token_headers aliases).
+func (h *Handler) templateHeaders(hdr http.Header) map[string]string {
 	headers := make(map[string]string, len(hdr))
 	for k, v := range hdr {
-		lk := strings.ToLower(k)
-		if lk == "authorization" || lk == "x-service-token" {
+		if c := textproto.CanonicalMIMEHeaderKey(k); c == "Authorization" || h.isTokenHeader(c) {
 			continue
 		}
-		headers[lk] = strings.Join(v, ", ")
+		headers[strings.ToLower(k)] = strings.Join(v, ", ")
 	}
 	return headers
 }

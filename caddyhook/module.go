@@ -51,6 +51,14 @@ type Handler struct {
 	// Token is the hook token (at least 32 characters). Placeholders such
 	// as {env.HOOK_TOKEN} and {file./run/secrets/hook} are expanded.
 	Token string `json:"token,omitempty"`
+	// Tokens are further hook tokens, each accepted like Token: during a
+	// rotation, add the new token, move the senders, remove the old one.
+	// All are compared on every request, in constant time.
+	Tokens []string `json:"tokens,omitempty"`
+	// TokenHeaders names further request headers that carry the hook
+	// token, besides Authorization: Bearer and x-service-token (e.g.
+	// x-openclaw-token, the reference gateway's own header).
+	TokenHeaders []string `json:"token_headers,omitempty"`
 	// Path is the base path (default /hooks; / is refused).
 	Path string `json:"path,omitempty"`
 
@@ -86,9 +94,13 @@ type Handler struct {
 	MaxBody int64 `json:"max_body,omitempty"`
 	// AuthFailures sets the lockout threshold (default 20 per 60s).
 	AuthFailures *AuthFailures `json:"auth_failures,omitempty"`
-	// Lockout is how long a locked address stays locked; 0 (default)
-	// means for the rest of the failure window.
+	// Lockout is how long a locked address stays locked, from the failure
+	// that locked it; 0 (default) means the failure window's length.
 	Lockout caddy.Duration `json:"lockout,omitempty"`
+	// UnauthenticatedBodies bounds the request bodies read before the
+	// request is authenticated (deliveries a provider signature must
+	// authenticate): how many at once, and how long each may take.
+	UnauthenticatedBodies *UnauthenticatedBodies `json:"unauthenticated_bodies,omitempty"`
 	// LockoutTableSize is the number of addresses the lockout table holds
 	// (default 2,097,152 = 64 MiB at most).
 	LockoutTableSize int `json:"lockout_table_size,omitempty"`
@@ -146,16 +158,21 @@ type Handler struct {
 	// leaves out (signature headers, idempotency aliases).
 	forwardSkip map[string]bool
 	base        string
-	token       tokenDigest
-	policy      *Policy
-	lockout     *lockoutTable
-	idem        *idemCache
-	gateway     *gatewayClient
-	sink        sink
-	metrics     *hookMetrics
-	logger      *zap.Logger
-	access      *accessLog
-	poolKeys    []string
+	tokens      []tokenDigest
+	// tokenHeaders are the canonical names of the headers that carry the
+	// hook token besides Authorization: X-Service-Token and the aliases.
+	tokenHeaders []string
+	unauth       *unauthReads
+	addrCheck    clientAddressCheck
+	policy       *Policy
+	lockout      *lockoutTable
+	idem         *idemCache
+	gateway      *gatewayClient
+	sink         sink
+	metrics      *hookMetrics
+	logger       *zap.Logger
+	access       *accessLog
+	poolKeys     []string
 
 	spoolOps spool.Ops // the spool's operations (admin API); nil without a spool
 	spoolDir string    // its directory, for the admin API and the CLI
@@ -190,14 +207,15 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return nil
 	}
 	repl := caddy.NewReplacer()
-	token := strings.TrimSpace(repl.ReplaceKnown(h.Token, ""))
 	gwToken := strings.TrimSpace(repl.ReplaceKnown(h.GatewayToken, ""))
-	if err := checkTokens(token, gwToken); err != nil {
+	if err := h.provisionTokens(repl, gwToken); err != nil {
 		return err
 	}
-	h.token = tokenDigest(sha256Sum(token))
-
+	h.warnLiteralSecrets(h.logger)
 	var err error
+	if h.addrCheck, err = checkClientAddressSource(ctx); err != nil {
+		return err
+	}
 	if h.base, err = normalizeBasePath(h.Path); err != nil {
 		return err
 	}
@@ -245,31 +263,13 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	h.access = newAccessLog(ctx)
-	if h.access != nil {
-		h.access.signatureHeaders = h.signatureHeaders()
-	}
+	h.access = newAccessLog(ctx, h)
 	if h.Spool != nil {
 		if err := h.provisionSpool(ctx); err != nil {
 			return err
 		}
 	}
 	h.registerAdmin(ctx)
-	return nil
-}
-
-// checkTokens refuses a missing, weak or reused hook token.
-func checkTokens(token, gwToken string) error {
-	switch {
-	case token == "":
-		return fmt.Errorf("token: required (set it, e.g. token {env.HOOK_TOKEN})")
-	case len(token) < minTokenLength:
-		return fmt.Errorf("token: too short (%d characters); use at least %d, e.g. `openssl rand -hex 32`", len(token), minTokenLength)
-	case distinctBytes(token) < 8:
-		return fmt.Errorf("token: too weak (fewer than 8 distinct characters); use a random value, e.g. `openssl rand -hex 32`")
-	case gwToken != "" && constantTimeEqual(token, gwToken):
-		return fmt.Errorf("token: must differ from gateway_token (the hook token is dedicated)")
-	}
 	return nil
 }
 
@@ -320,6 +320,9 @@ func (h *Handler) provisionLimits() error {
 		if h.AuthFailures.Count < 0 || h.AuthFailures.Window < 0 {
 			return fmt.Errorf("auth_failures: count and window must be positive")
 		}
+		if h.AuthFailures.Count > maxLockoutFailures {
+			return fmt.Errorf("auth_failures: count %d must be at most %d", h.AuthFailures.Count, maxLockoutFailures)
+		}
 		if h.AuthFailures.Count > 0 {
 			af.Count = h.AuthFailures.Count
 		}
@@ -345,6 +348,9 @@ func (h *Handler) provisionLimits() error {
 	}
 	if h.LockoutTableSize < lockoutShards*lockoutWays || h.LockoutTableSize > 1<<26 {
 		return fmt.Errorf("lockout_table_size: %d must be between %d and %d", h.LockoutTableSize, lockoutShards*lockoutWays, 1<<26)
+	}
+	if err := h.provisionUnauthReads(); err != nil {
+		return err
 	}
 	if h.IdempotencyTTL < 0 {
 		return fmt.Errorf("idempotency_ttl: must be positive")

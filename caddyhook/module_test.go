@@ -2,11 +2,14 @@ package caddyhook
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddyhook/caddyhook/caddyhook/verify"
 )
 
 // Secrets of the unit tests (distinct from the integration tests' ones).
@@ -40,7 +43,26 @@ func TestProvisionErrors(t *testing.T) {
 	}{
 		{"missing token", func(h *Handler) { h.Token = "" }, "token: required"},
 		{"blank token", func(h *Handler) { h.Token = "   " }, "token: required"},
-		{"unset env token", func(h *Handler) { h.Token = "{env.CADDYHOOK_UNIT_UNSET_TOKEN}" }, "token: required"},
+		{"unset env token", func(h *Handler) { h.Token = "{env.CADDYHOOK_UNIT_UNSET_TOKEN}" },
+			"token: {env.CADDYHOOK_UNIT_UNSET_TOKEN} is empty: CADDYHOOK_UNIT_UNSET_TOKEN is not set in Caddy's environment"},
+		{"missing token file", func(h *Handler) { h.Token = "{file./nonexistent/caddyhook-unit-token}" },
+			"token: {file./nonexistent/caddyhook-unit-token} is empty: file /nonexistent/caddyhook-unit-token cannot be read (no such file or directory)"},
+		{"second token unset", func(h *Handler) { h.Tokens = []string{"{env.CADDYHOOK_UNIT_UNSET_TOKEN}"} },
+			"token 2 of 2: {env.CADDYHOOK_UNIT_UNSET_TOKEN} is empty: CADDYHOOK_UNIT_UNSET_TOKEN is not set"},
+		{"second token short", func(h *Handler) { h.Tokens = []string{"0123456789abcdef"} }, "token 2 of 2: too short (16 characters)"},
+		{"second token weak", func(h *Handler) { h.Tokens = []string{strings.Repeat("ab", 20)} }, "token 2 of 2: too weak"},
+		{"tokens alike", func(h *Handler) { h.Tokens = []string{" " + h.Token} }, "token 2 of 2: the same as token 1"},
+		{"second token equals gateway token", func(h *Handler) { h.Tokens = []string{h.GatewayToken} }, "token 2 of 2: must differ from gateway_token"},
+		{"only tokens, one weak", func(h *Handler) { h.Token, h.Tokens = "", []string{utHookToken, "short"} }, "token 2 of 2: too short"},
+		{"too many tokens", func(h *Handler) {
+			for i := range 8 {
+				h.Tokens = append(h.Tokens, fmt.Sprintf("%s-%d", utHookToken, i))
+			}
+		}, "token: at most 8 tokens (have 9)"},
+		{"token header not a name", func(h *Handler) { h.TokenHeaders = []string{"x token"} }, `token_headers: "x token" is not a header name`},
+		{"token header authorization", func(h *Handler) { h.TokenHeaders = []string{"authorization"} }, "token_headers: Authorization cannot carry the hook token"},
+		{"auth failures over 255", func(h *Handler) { h.AuthFailures = &AuthFailures{Count: 256} }, "auth_failures: count 256 must be at most 255"},
+		{"unauthenticated bodies negative", func(h *Handler) { h.UnauthenticatedBodies = &UnauthenticatedBodies{Max: -1} }, "unauthenticated_bodies: -1 must be between 1 and 65536"},
 		{"short token", func(h *Handler) { h.Token = "0123456789abcdef0123456789abcde" }, "token: too short (31 characters)"},
 		{"weak token", func(h *Handler) { h.Token = strings.Repeat("ab", 20) }, "token: too weak"},
 		{"weak token seven symbols", func(h *Handler) { h.Token = strings.Repeat("abcdefg", 5) }, "token: too weak"},
@@ -98,7 +120,7 @@ func TestProvisionErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Provision error = %v, want it to contain %q", err, tc.want)
 			}
-			if tok := strings.TrimSpace(h.Token); strings.Contains(err.Error(), utHookToken) || tok != "" && strings.Contains(err.Error(), tok) {
+			if tok := strings.TrimSpace(h.Token); strings.Contains(err.Error(), utHookToken) || tok != "" && !verify.IsSecretPlaceholder(tok) && strings.Contains(err.Error(), tok) {
 				t.Fatalf("error message leaks the token: %v", err)
 			}
 		})
@@ -132,7 +154,9 @@ func TestProvisionDefaults(t *testing.T) {
 		{"gateway network", h.gateway.addr, gatewayAddr{"unix", "/tmp/caddyhook-unit-none.sock"}},
 		{"gateway prefix", h.gateway.prefix, "/hooks"},
 		{"gateway auth", h.gateway.auth, "Bearer " + utGatewayToken},
-		{"lockout policy", h.lockout.policy, lockoutPolicy{maxFailures: 20, window: time.Minute, v6Bits: 64, slots: 1 << 21}},
+		{"lockout policy", h.lockout.policy, lockoutPolicy{maxFailures: 20, window: time.Minute, lockFor: time.Minute, v6Bits: 64, slots: 1 << 21}},
+		{"unauthenticated_bodies", *h.UnauthenticatedBodies, UnauthenticatedBodies{Max: 256, Timeout: caddy.Duration(10 * time.Second)}},
+		{"token headers", fmt.Sprint(h.tokenHeaders), "[X-Service-Token]"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
@@ -148,8 +172,22 @@ func TestProvisionAccepts(t *testing.T) {
 		check func(t *testing.T, h *Handler)
 	}{
 		{"token from env, trimmed", func(h *Handler) { h.Token = "{env.CADDYHOOK_UNIT_TOKEN}" }, func(t *testing.T, h *Handler) {
-			if !tokenMatches(utHookToken, &h.token) {
+			if !h.tokenMatches(utHookToken) {
 				t.Error("env token not used")
+			}
+		}},
+		{"several tokens, any authenticates", func(h *Handler) {
+			h.Token, h.Tokens = "", []string{"{env.CADDYHOOK_UNIT_TOKEN}", utHookToken + "-next"}
+		}, func(t *testing.T, h *Handler) {
+			if !h.tokenMatches(utHookToken) || !h.tokenMatches(utHookToken+"-next") || h.tokenMatches(utGatewayToken) {
+				t.Error("tokens not all accepted, or a foreign one accepted")
+			}
+		}},
+		{"token headers canonical, x-service-token once", func(h *Handler) {
+			h.TokenHeaders = []string{"x-openclaw-token", "X-Service-Token", " X-OpenClaw-Token "}
+		}, func(t *testing.T, h *Handler) {
+			if fmt.Sprint(h.tokenHeaders) != "[X-Service-Token X-Openclaw-Token]" {
+				t.Errorf("tokenHeaders = %v", h.tokenHeaders)
 			}
 		}},
 		{"trailing slash path", func(h *Handler) { h.Path = "/in/hooks/" }, func(t *testing.T, h *Handler) {

@@ -21,7 +21,7 @@ import (
 
 // Request-path reasons.
 const (
-	reasonQueryToken  = "token must not be sent in the query string; use Authorization: Bearer <token> or x-service-token"
+	reasonQueryToken  = "token must not be sent in the URL; use Authorization: Bearer <token> or x-service-token"
 	reasonContentType = "content type must be application/json"
 	reasonTooLarge    = "payload too large"
 	reasonInvalidJSON = "invalid JSON body"
@@ -31,6 +31,7 @@ const (
 // exchange is the per-request state of one hook request.
 type exchange struct {
 	r        *http.Request
+	w        http.ResponseWriter // nil in a dry run
 	sub      string
 	ip       netip.Addr
 	now      time.Time
@@ -49,6 +50,12 @@ type exchange struct {
 	deliveryID string
 	challenge  string
 	sigReason  string
+
+	// lockedFor is the rest of the client address's lock (0 = not locked);
+	// a locked request only gets this far with a provider signature.
+	lockedFor time.Duration
+	// bodyDone is set once the whole body has been read.
+	bodyDone bool
 }
 
 // bodyPool recycles request body buffers.
@@ -59,8 +66,11 @@ var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &
 func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) {
 	takeOver := h.access.takeOver(r)
 	bufp := bodyPool.Get().(*[]byte)
-	ex := exchange{r: r, sub: sub, ip: clientAddr(r), now: time.Now(), body: (*bufp)[:0], route: "none"}
+	ex := exchange{r: r, w: w, sub: sub, ip: clientAddr(r), now: time.Now(), body: (*bufp)[:0], route: "none"}
 	status, body, herr := h.process(&ex)
+	if !ex.bodyDone {
+		settleUnreadBody(w, r)
+	}
 	if herr != nil {
 		status = herr.status
 		writeError(w, herr)
@@ -84,21 +94,11 @@ func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) 
 // returns the success status and body, or the rejection.
 func (h *Handler) process(ex *exchange) (int, []byte, *hookError) {
 	r := ex.r
-	if queryHasToken(r.URL.RawQuery) {
+	if h.urlToken(r) {
 		return 0, nil, reject(http.StatusBadRequest, reasonQueryToken)
 	}
-	if left, locked := h.lockout.Locked(ex.ip, ex.now); locked {
-		return 0, nil, &hookError{status: http.StatusTooManyRequests, reason: "locked out", retryAfter: left}
-	}
-	if r.Method != http.MethodPost {
-		return 0, nil, reject(http.StatusMethodNotAllowed, "method not allowed")
-	}
-	ex.tokenOK = tokenMatches(presentedToken(r.Header), &h.token)
-	if !ex.tokenOK && !h.mayVerify(ex.sub) {
-		return 0, nil, h.authFailed(ex, "invalid or missing token")
-	}
-	if ex.tokenOK {
-		h.lockout.Reset(ex.ip)
+	if herr := h.authenticate(ex); herr != nil {
+		return 0, nil, herr
 	}
 	if ex.sub == "" {
 		return 0, nil, reject(http.StatusNotFound, "no hook name")
@@ -106,11 +106,8 @@ func (h *Handler) process(ex *exchange) (int, []byte, *hookError) {
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		return 0, nil, reject(http.StatusUnsupportedMediaType, reasonContentType)
 	}
-	var err error
-	if ex.body, err = readBody(r, h.bodyLimit(ex.sub), ex.body); err == errBodyTooLarge {
-		return 0, nil, reject(http.StatusRequestEntityTooLarge, reasonTooLarge)
-	} else if err != nil {
-		return 0, nil, reject(http.StatusBadRequest, "could not read body")
+	if herr := h.readRequestBody(ex); herr != nil {
+		return 0, nil, herr
 	}
 	if herr := h.verifySignature(ex); herr != nil {
 		return 0, nil, herr
@@ -127,18 +124,6 @@ func (h *Handler) process(ex *exchange) (int, []byte, *hookError) {
 		return http.StatusNoContent, nil, herr
 	}
 	return h.execute(ex, p)
-}
-
-// authFailed records a failed authentication and returns the 401.
-func (h *Handler) authFailed(ex *exchange, reason string) *hookError {
-	h.metrics.authFailures.Inc()
-	if h.lockout.Fail(ex.ip, ex.now) {
-		h.logger.Warn("client locked out after repeated auth failures",
-			zap.String("client_ip", ex.ip.String()),
-			zap.Int("failures", h.AuthFailures.Count),
-			zap.Duration("window", time.Duration(h.AuthFailures.Window)))
-	}
-	return reject(http.StatusUnauthorized, reason)
 }
 
 // decodePayload parses the body as the gateway does: surrounding white

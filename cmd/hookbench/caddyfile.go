@@ -45,7 +45,9 @@ func (e *benchEnv) caddyfile(rows []rowDef) string {
 	}
 	b.WriteString("\tauto_https off\n\tpersist_config off\n")
 	if _, ok := findRow(rows, "e"); ok && e.forwarded {
-		fmt.Fprintf(&b, "\tservers 127.0.0.1:%d {\n\t\ttrusted_proxies static 127.0.0.0/8\n\t}\n", e.ports["e"])
+		// strict: the hooks handler refuses a server that lets the client
+		// choose its address through the leftmost X-Forwarded-For entry
+		fmt.Fprintf(&b, "\tservers 127.0.0.1:%d {\n\t\ttrusted_proxies static 127.0.0.0/8\n\t\ttrusted_proxies_strict\n\t}\n", e.ports["e"])
 	}
 	b.WriteString("}\n")
 	for _, r := range rows {

@@ -38,6 +38,7 @@ func TestCaddyfileAdapts(t *testing.T) {
 					Servers map[string]struct {
 						Listen         []string
 						TrustedProxies json.RawMessage `json:"trusted_proxies"`
+						Strict         int             `json:"trusted_proxies_strict"`
 						Logs           json.RawMessage
 					}
 				}
@@ -60,6 +61,9 @@ func TestCaddyfileAdapts(t *testing.T) {
 			isE := srv.Listen[0] == "127.0.0.1:"+strconv.Itoa(env.ports["e"])
 			if got := srv.TrustedProxies != nil; got != (forwarded && isE) {
 				t.Errorf("forwarded=%v: %s has trusted_proxies %v", forwarded, srv.Listen[0], got)
+			}
+			if srv.TrustedProxies != nil && srv.Strict <= 0 {
+				t.Errorf("%s trusts proxies without trusted_proxies_strict", srv.Listen[0])
 			}
 			if got := srv.Logs != nil; got != env.accessLog {
 				t.Errorf("%s: access log %v, want %v", srv.Listen[0], got, env.accessLog)
