@@ -12,7 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // the caddyfile adapter
-	_ "github.com/caddyserver/caddy/v2/modules/standard"           // respond, the http app
+	_ "github.com/caddyserver/caddy/v2/modules/standard"          // respond, the http app
 )
 
 // updateImportGolden rewrites the golden files of TestImportGolden.
