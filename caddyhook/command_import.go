@@ -355,12 +355,27 @@ func (im *importer) policy() error {
 	return nil
 }
 
-// agentIDs lists the gateway's agents, its default first (agents.list[]
-// with default: true, else the first; "main" without a list).
+// agentIDs lists the gateway's agents, its default first: the keys of
+// agents.entries ("main" first when present), or the legacy agents.list[]
+// (the one with default: true, else the first); "main" without either.
 func (im *importer) agentIDs() ([]string, error) {
 	agents, err := object(im.cfg, "agents")
 	if err != nil {
 		return nil, err
+	}
+	if entries, ok := agents["entries"].(map[string]any); ok && len(entries) > 0 {
+		var ids []string
+		for _, k := range sortedKeys(entries) {
+			if id := strings.ToLower(strings.TrimSpace(k)); id != "" && !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+		if i := slices.Index(ids, "main"); i > 0 {
+			ids = append([]string{"main"}, slices.Delete(ids, i, i+1)...)
+		}
+		if len(ids) > 0 {
+			return ids, nil
+		}
 	}
 	list, _ := agents["list"].([]any)
 	var ids []string
