@@ -329,7 +329,11 @@ func (im *importer) policy() error {
 		if !ok {
 			return errors.New("hooks.defaultSessionKey: must be a string")
 		}
-		if k = strings.TrimSpace(k); k != "" {
+		switch k = strings.TrimSpace(k); {
+		case k == "":
+		case im.o.mode == modeForwardName:
+			im.note(noteInfo, "hooks.defaultSessionKey", "the gateway applies it; the edge forwards no session key of its own")
+		default:
 			im.add("default_session_key " + caddyfileToken(k))
 		}
 	}
