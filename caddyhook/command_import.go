@@ -244,23 +244,22 @@ func (im *importer) translate() error {
 // add appends one directive to the hooks block.
 func (im *importer) add(line string) { im.lines = append(im.lines, line) }
 
-// referenceBasePath normalises hooks.path as the gateway does.
+// referenceBasePath normalises hooks.path as the gateway does (a leading
+// slash added, trailing slashes removed, "/" refused) and checks it as
+// caddyhook's own path.
 func referenceBasePath(v any) (string, error) {
 	p, _ := v.(string)
-	p = strings.TrimSpace(p)
-	if p == "" {
+	if p = strings.TrimSpace(p); p == "" {
 		return defaultPath, nil
 	}
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p
 	}
-	if len(p) > 1 {
-		p = strings.TrimRight(p, "/")
+	p, err := normalizeBasePath(p)
+	if err != nil {
+		return "", fmt.Errorf("hooks.%w", err)
 	}
-	if p == "/" {
-		return "", errors.New("hooks.path: / is refused by the gateway and by caddyhook; use a dedicated base path such as /hooks")
-	}
-	if strings.ContainsAny(p, " \t\"'`{}?#") {
+	if strings.ContainsAny(p, " \t\"'`") {
 		return "", fmt.Errorf("hooks.path: %q must be a plain path", p)
 	}
 	return p, nil

@@ -182,7 +182,7 @@ func TestImportErrors(t *testing.T) {
 	}{
 		{"not JSON5", `{hooks: }`, importOptions{}, "not valid JSON5"},
 		{"not an object", `[1, 2]`, importOptions{}, "must be a JSON5 object"},
-		{"root path", `{hooks: {path: "/"}}`, importOptions{}, "hooks.path: / is refused"},
+		{"root path", `{hooks: {path: "//"}}`, importOptions{}, "hooks.path: / is not allowed"},
 		{"bad port", `{gateway: {port: "x"}}`, importOptions{}, "gateway.port"},
 		{"bad mappings", `{hooks: {mappings: {}}}`, importOptions{}, "hooks.mappings: must be an array"},
 		{"bad mapping", `{hooks: {mappings: [1]}}`, importOptions{}, "hooks.mappings[0]: must be an object"},
