@@ -196,19 +196,7 @@ func importEdgeConfig(t *testing.T, bin, config string) (string, string) {
 	if !strings.Contains(notes.String(), "gateway side: nothing to change") {
 		t.Errorf("import asks for gateway-side changes the test config does not need:\n%s", notes.String())
 	}
-	cf := out.String()
-	if strip := os.Getenv("CADDYHOOK_DIFF_STRIP"); strip != "" { // TEMPORARY baseline aid, removed before landing
-		var kept []string
-		for _, l := range strings.Split(cf, "\n") {
-			f := strings.Fields(l)
-			if len(f) > 0 && slices.Contains(strings.Split(strip, ","), f[0]) {
-				continue
-			}
-			kept = append(kept, l)
-		}
-		cf = strings.Join(kept, "\n")
-	}
-	return cf, notes.String()
+	return out.String(), notes.String()
 }
 
 // importedEdge is Caddy running the imported Caddyfile, unchanged.
