@@ -104,7 +104,7 @@ func differentialCases() []diffCase {
 		one("wake after a UTF-8 BOM", "/wake", "\ufeff"+`{"text":"BOM @N@"}`),
 
 		// /agent
-		one("agent", "/agent", `{"message":"Plain agent run @N@","deliver":false}`),
+		one("agent", "/agent", `{"message":"Agent run @N@","name":"Custom Name","agentId":"main","sessionKey":"hook:agent:@N@","wakeMode":"next-heartbeat","deliver":false}`),
 		one("agent default delivery", "/agent", `{"message":"Deliver by default @N@"}`),
 		one("agent channel last with to", "/agent", `{"message":"x @N@","channel":"last","to":"123"}`),
 		one("agent to without channel", "/agent", `{"message":"x @N@","to":"123"}`),
@@ -116,15 +116,12 @@ func differentialCases() []diffCase {
 		one("agent model alias", "/agent", `{"message":"Alias @N@","model":"m2","deliver":false}`),
 		one("agent empty model", "/agent", `{"message":"x @N@","model":""}`),
 		one("agent unknown model", "/agent", `{"message":"Unknown model @N@","model":"nope/x","deliver":false}`),
-		one("agent agentId main", "/agent", `{"message":"Main run @N@","agentId":"main","deliver":false}`),
 		one("agent agentId unknown", "/agent", `{"message":"x @N@","agentId":"nobody"}`),
 		one("agent agentId empty", "/agent", `{"message":"x @N@","agentId":""}`),
-		one("agent sessionKey", "/agent", `{"message":"Keyed run @N@","sessionKey":"hook:agent:@N@","deliver":false}`),
 		one("agent sessionKey outside the prefixes", "/agent", `{"message":"x @N@","sessionKey":"other:1"}`),
 		one("agent persistent session", "/agent", `{"message":"Persistent run @N@","sessionKey":"hook:persist:@N@","sessionMode":"persistent","deliver":false}`),
 		one("agent persistent without key", "/agent", `{"message":"x @N@","sessionMode":"persistent"}`),
 		one("agent bad sessionMode", "/agent", `{"message":"x @N@","sessionMode":"forever"}`),
-		one("agent name and wakeMode", "/agent", `{"message":"Named @N@","name":"Custom Name","wakeMode":"next-heartbeat","deliver":false}`),
 		one("agent timeoutSeconds", "/agent", `{"message":"`+slowMarker+` @N@","timeoutSeconds":2,"deliver":false}`),
 		one("agent without message", "/agent", `{"name":"x"}`),
 		one("agent waitForCompletion", "/agent", `{"message":"Wait for me @N@","waitForCompletion":true,"deliver":false}`),
@@ -161,7 +158,6 @@ func differentialCases() []diffCase {
 		one("templated session key", "/keyed", `{"nonce":"@N@","key":"hook:keyed:@N@"}`),
 		one("persistent mapping", "/persist", `{"nonce":"@N@"}`),
 		one("gmail preset fan-out", "/gmail", gmailBody(2)),
-		one("gmail preset single message", "/gmail", gmailBody(1)),
 		one("gmail preset no messages", "/gmail", `{"messages":[]}`),
 		one("gmail above the normal body limit", "/gmail", bigGmail),
 

@@ -45,6 +45,10 @@ var differentialAllow = map[string]struct {
 		fields: []string{"send1."},
 		reason: "415 for non-JSON: the edge parses only bodies declared as JSON (the gateway parses any body)",
 	},
+	"token in the query": {
+		fields: []string{"send1.reply"},
+		reason: "both refuse with 400; the edge answers with a JSON error body like every other refusal, the gateway with plain text",
+	},
 	"sender X-Forwarded-For": {
 		fields: []string{"send1."},
 		reason: "edge-only protection: the edge resolves the client address itself and never passes a sender's X-Forwarded-For on; the gateway refuses the header from an untrusted peer with 403",
@@ -284,7 +288,7 @@ type sentReply struct {
 // runWindow is how many agent runs a phase keeps in flight: the gateway
 // admits a run only once it has started (15 s deadline), so a deep queue
 // on a slow machine would turn into 503s that depend on timing.
-const runWindow = 2
+const runWindow = 4
 
 // runPhase sends every case to tg, in order, with at most runWindow of
 // the runs it started unfinished before each send.
@@ -297,7 +301,7 @@ func runPhase(t *testing.T, tg diffTarget, gw *openclawGateway, cases []diffCase
 			for range max(s.repeat, 1) {
 				started = waitForRunWindow(t, gw, started)
 				r := sendOne(t, tg, s, nonce)
-				started = append(started, replyRunIDs(r.body)...)
+				started = append(started, admittedRunIDs(r)...)
 				out[i] = append(out[i], r)
 			}
 		}
@@ -390,6 +394,16 @@ func newNonce(t *testing.T) string {
 	return "nc" + hex.EncodeToString(b)
 }
 
+// admittedRunIDs lists the runs an answer says were admitted: the run ids
+// of a 2xx answer. (A 503 names the run whose admission timed out; the
+// gateway cancels it, so it never finishes.)
+func admittedRunIDs(r sentReply) []string {
+	if r.status/100 != 2 {
+		return nil
+	}
+	return replyRunIDs(r.body)
+}
+
 // replyRunIDs lists the run ids of an answer (runId, then runIds).
 func replyRunIDs(body []byte) []string {
 	var r struct {
@@ -421,7 +435,7 @@ func settle(t *testing.T, gw *openclawGateway, stub *modelStub, replies [][]sent
 	var wantRuns, wantWakes []string
 	for _, c := range replies {
 		for _, r := range c {
-			wantRuns = append(wantRuns, replyRunIDs(r.body)...)
+			wantRuns = append(wantRuns, admittedRunIDs(r)...)
 			if isWakeReply(r) {
 				wantWakes = append(wantWakes, r.nonce)
 			}
@@ -498,7 +512,7 @@ func observeCase(sent []sentReply, runs map[string]hookRunRecord, calls []modelC
 		if r.header.Get("Retry-After") != "" {
 			o.Headers["Retry-After"] = "present"
 		}
-		for _, id := range replyRunIDs(r.body) {
+		for _, id := range admittedRunIDs(r) {
 			o.Runs = append(o.Runs, n.run(runs[id], calls))
 		}
 		if isWakeReply(r) {
