@@ -53,6 +53,17 @@ type openclawGateway struct {
 // is stopped (process group, then any tagged stragglers) in t.Cleanup.
 func newOpenclawGateway(t testing.TB, inst installation) *openclawGateway {
 	t.Helper()
+	return newOpenclawGatewayWith(t, inst, nil)
+}
+
+// newOpenclawGatewayWith is newOpenclawGateway with the config written by
+// write (nil: writeConfig, the harness's own config) once the port and
+// tokens are chosen.
+func newOpenclawGatewayWith(t testing.TB, inst installation, write func(g *openclawGateway) error) *openclawGateway {
+	t.Helper()
+	if write == nil {
+		write = (*openclawGateway).writeConfig
+	}
 	dir := t.TempDir()
 	g := &openclawGateway{
 		t:          t,
@@ -64,7 +75,7 @@ func newOpenclawGateway(t testing.TB, inst installation) *openclawGateway {
 		authToken:  randomToken(t),
 		marker:     randomToken(t),
 	}
-	if err := g.writeConfig(); err != nil {
+	if err := write(g); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -97,21 +108,35 @@ func (g *openclawGateway) config() map[string]any {
 			"allowedAgentIds":           []string{"main"},
 			"presets":                   []string{"gmail"},
 		},
-		"logging": map[string]any{"file": filepath.Join(filepath.Dir(g.logPath), "openclaw-file.log")},
+		"logging": map[string]any{"file": g.fileLogPath()},
 	}
 }
 
 // writeConfig writes config() where openclaw reads it ($HOME/.openclaw/openclaw.json).
 func (g *openclawGateway) writeConfig() error {
-	dir := filepath.Join(g.home, ".openclaw")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
 	data, err := json.MarshalIndent(g.config(), "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "openclaw.json"), data, 0o600)
+	return g.writeConfigFile(data)
+}
+
+// configPath is where openclaw reads its config.
+func (g *openclawGateway) configPath() string {
+	return filepath.Join(g.home, ".openclaw", "openclaw.json")
+}
+
+// writeConfigFile writes data (JSON5) as the gateway's config.
+func (g *openclawGateway) writeConfigFile(data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(g.configPath()), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(g.configPath(), data, 0o600)
+}
+
+// fileLogPath is the gateway's JSON-lines file log (logging.file).
+func (g *openclawGateway) fileLogPath() string {
+	return filepath.Join(filepath.Dir(g.logPath), "openclaw-file.log")
 }
 
 // baseURL is the gateway's HTTP root.
