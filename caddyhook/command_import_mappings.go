@@ -57,7 +57,7 @@ func (im *importer) translateMappings() error {
 		}
 		lines := []string{"mapping " + caddyfileToken(id) + " {"}
 		if s.preset != "" {
-			lines[0] += " # the gateway's preset " + s.preset
+			lines = append(lines, "\t# the gateway's preset "+s.preset)
 		}
 		if s.path != "" {
 			lines = append(lines, "\tmatch_path "+caddyfileToken(s.path))
