@@ -2,6 +2,7 @@ package transform
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -19,8 +20,9 @@ type Input struct {
 	URL     *url.URL          // request URL: ctx.url.pathname, ctx.url.searchParams.get(k)/getAll/has, ctx.url.search, ctx.url.href
 }
 
-// preludeSource builds ctx inside the runtime. It returns a closure, so
-// nothing is added to the global scope. searchParams follows the
+// preludeSource builds ctx inside the runtime. It returns the ctx factory
+// (a closure, so nothing is added to the global scope) and the classes
+// ctx.url exposes, which harden freezes. searchParams follows the
 // URLSearchParams read API over the query pairs in request order.
 const preludeSource = `(function () {
   "use strict";
@@ -53,9 +55,10 @@ const preludeSource = `(function () {
     toString() { return this.href; }
     toJSON() { return this.href; }
   }
-  return function makeCtx(payload, headers, path, href, pathname, search, pairs) {
+  const makeCtx = function makeCtx(payload, headers, path, href, pathname, search, pairs) {
     return { payload, headers, path, url: new RequestURL(href, pathname, search, pairs) };
   };
+  return [makeCtx, URLSearchParams, RequestURL];
 })()`
 
 // preludeProgram is compiled once; a goja.Program is immutable and may be
@@ -68,6 +71,9 @@ var preludeProgram = goja.MustCompile("caddyhook:prelude", preludeSource, true)
 // caller's maps nor race with other calls sharing them.
 func (v *vm) ctxValue(in Input) (goja.Value, error) {
 	payload, err := v.jsValue(in.Payload, 0)
+	if errors.Is(err, errStopped) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, newError(KindInput, err.Error())
 	}
@@ -93,12 +99,25 @@ func (v *vm) ctxValue(in Input) (goja.Value, error) {
 		v.rt.ToValue(href), v.rt.ToValue(pathname), v.rt.ToValue(search), pairs)
 }
 
+// errStopped ends a conversion the watchdog stopped; the call's stop
+// reason replaces it.
+var errStopped = errors.New("stopped")
+
+// stopCheckEvery is how many converted values pass between two looks at
+// the call's stop reason: the conversion is Go code, which the runtime's
+// interrupt does not reach, and a padded payload can hold millions of
+// values.
+const stopCheckEvery = 1024
+
 // jsValue converts a decoded-JSON Go value into a native JavaScript value.
 // Object keys are defined as own data properties in sorted order, so a
 // "__proto__" key is an ordinary property as with JSON.parse.
 func (v *vm) jsValue(x any, depth int) (goja.Value, error) {
 	if depth > maxNesting {
 		return nil, fmt.Errorf("payload nested deeper than %d", maxNesting)
+	}
+	if v.converted++; v.converted%stopCheckEvery == 0 && v.guard.call != nil && v.guard.call.reason.Load() != reasonNone {
+		return nil, errStopped
 	}
 	switch t := x.(type) {
 	case nil:
@@ -108,7 +127,7 @@ func (v *vm) jsValue(x any, depth int) (goja.Value, error) {
 	case json.Number:
 		f, err := t.Float64()
 		if err != nil {
-			return nil, fmt.Errorf("payload number %q is not representable", truncate(t.String(), 32))
+			return nil, fmt.Errorf("payload holds a number that is not representable")
 		}
 		return v.rt.ToValue(f), nil
 	case map[string]any:

@@ -51,34 +51,72 @@ func (p *Program) supervise(ctx context.Context, payload map[string]any, job fun
 		}
 		return nil, newError(KindTimeout, "canceled while waiting for a runtime: "+err.Error())
 	}
-	now := time.Now()
-	c := &call{
-		ctx:       ctx,
-		deadline:  now.Add(p.opts.Timeout),
-		hard:      now.Add(2 * p.opts.Timeout),
-		budget:    p.opts.allocBudget(),
-		abandoned: make(chan struct{}),
-	}
+	t := p.pool.newTask()
 	done := make(chan outcome, 1)
 	v := p.pool.take()
 	if v == nil {
-		v = newVM(p.opts)
+		var err error
+		if v, err = newVM(p.opts); err != nil {
+			t.finish()
+			return nil, newError(KindThrow, "internal error in the transform engine: "+err.Error())
+		}
 		go v.serve()
 	}
-	v.jobs <- func() bool { return p.work(v, c, payload, job, done) }
+	v.jobs <- func() bool { return p.work(ctx, v, t, payload, job, done) }
 	select {
 	case o := <-done:
 		return o.out, o.err
-	case <-c.abandoned:
+	case <-t.abandoned:
 		return nil, newError(KindTimeout, fmt.Sprintf("exceeded the %v time budget and did not stop within %v", p.opts.Timeout, 2*p.opts.Timeout))
 	case <-ctx.Done():
 		return nil, newError(KindTimeout, "canceled: "+ctx.Err().Error())
 	}
 }
 
-// work runs one call on v's worker goroutine and reports whether v may be
-// reused.
-func (p *Program) work(v *vm, c *call, payload map[string]any, job func(*vm) (map[string]any, error), done chan<- outcome) bool {
+// newCall returns a call of task t with the given time budget, starting now.
+func (p *Program) newCall(ctx context.Context, t *task, budget time.Duration) *call {
+	now := time.Now()
+	return &call{ctx: ctx, task: t, deadline: now.Add(budget), hard: now.Add(2 * budget), budget: p.opts.allocBudget()}
+}
+
+// loadBudget is the time a new runtime may take to run the module's top
+// level and freeze its realm: operator code and setup, not request
+// content, so it is not held to the per-call budget.
+func (p *Program) loadBudget() time.Duration {
+	return max(loadFactor*p.opts.Timeout, minLoadBudget)
+}
+
+// Load budget: loadFactor time budgets, at least minLoadBudget.
+const (
+	loadFactor    = 10
+	minLoadBudget = time.Second
+)
+
+// work runs one task on v's worker goroutine (loading v first when it is
+// new) and reports whether v may be reused.
+func (p *Program) work(ctx context.Context, v *vm, t *task, payload map[string]any, job func(*vm) (map[string]any, error), done chan<- outcome) bool {
+	var out map[string]any
+	var err error
+	keep := true
+	if !v.ready {
+		_, keep, err = p.run(v, p.newCall(ctx, t, p.loadBudget()), payload, func(v *vm) (map[string]any, error) {
+			return nil, v.load(p.code, p.export)
+		})
+	}
+	if err == nil {
+		out, keep, err = p.run(v, p.newCall(ctx, t, p.opts.Timeout), payload, job)
+	}
+	if keep {
+		keep = p.pool.put(v)
+	}
+	t.finish()
+	done <- outcome{out: out, err: err}
+	return keep
+}
+
+// run executes f as one supervised call on v and reports whether v is
+// still fit for reuse.
+func (p *Program) run(v *vm, c *call, payload map[string]any, f func(*vm) (map[string]any, error)) (map[string]any, bool, error) {
 	c.rt = v.rt
 	v.guard.call = c
 	p.watch.add(c)
@@ -93,12 +131,7 @@ func (p *Program) work(v *vm, c *call, payload map[string]any, job func(*vm) (ma
 				err = newError(KindThrow, "internal error in the transform engine")
 			}
 		}()
-		if !v.ready {
-			if err := v.load(p.code, p.export); err != nil {
-				return err
-			}
-		}
-		out, err = job(v)
+		out, err = f(v)
 		return err
 	}()
 	var overflow *goja.StackOverflowError
@@ -113,21 +146,21 @@ func (p *Program) work(v *vm, c *call, payload map[string]any, job func(*vm) (ma
 		out, err = nil, p.stopError(c, r)
 	}
 	v.guard.call = nil
-	keep := c.reason.Load() == reasonNone && v.ready && !crashed
+	keep := c.reason.Load() == reasonNone && !crashed && (v.ready || err == nil)
 	if keep {
 		v.rt.ClearInterrupt()
-		keep = p.pool.put(v)
 	}
-	p.pool.release()
-	done <- outcome{out: out, err: err}
-	return keep
+	return out, keep, err
 }
 
 // stopError is the error of a call the watchdog or a guard stopped.
 func (p *Program) stopError(c *call, reason int32) *Error {
 	switch reason {
 	case reasonTimeout:
-		return newError(KindTimeout, fmt.Sprintf("exceeded the %v time budget", p.opts.Timeout))
+		if c.detail != "" {
+			return newError(KindTimeout, c.detail)
+		}
+		return newError(KindTimeout, fmt.Sprintf("exceeded the %v time budget", c.hard.Sub(c.deadline)))
 	case reasonCanceled:
 		return newError(KindTimeout, "canceled: "+context.Cause(c.ctx).Error())
 	default:

@@ -30,13 +30,13 @@ const (
 type call struct {
 	rt       *goja.Runtime
 	ctx      context.Context
+	task     *task     // the Run this call belongs to; nil in tests
 	deadline time.Time // interrupt after this
 	hard     time.Time // give up waiting for the worker after this
 	budget   uint64    // heap bytes the process may allocate during the call
 
-	reason    atomic.Int32
-	abandoned chan struct{} // closed once hard has passed
-	detail    string        // guard message for reasonMemory, set on the worker goroutine
+	reason atomic.Int32
+	detail string // guard message for reasonMemory or a regexp timeout, set on the worker goroutine
 
 	// Owned by the watchdog goroutine.
 	startAllocs uint64
@@ -135,6 +135,8 @@ func (w *watchdog) check(c *call, now time.Time, allocs uint64) {
 	}
 	if !c.gaveUp && now.After(c.hard) {
 		c.gaveUp = true
-		close(c.abandoned)
+		if c.task != nil {
+			c.task.abandon()
+		}
 	}
 }
