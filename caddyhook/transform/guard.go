@@ -33,11 +33,10 @@ const maxNesting = 1000
 // JSON.stringify (size and nesting) and JSON.parse (nesting). Binary
 // buffers are removed from the sandbox (sandbox.go).
 //
-// Not guarded, because they are syntax rather than callable built-ins:
-// spreading a huge sparse array ([...Array(1e9)]) or a long string into
-// an object ({..."x".repeat(n)}). A module doing that on purpose can
-// allocate in one step before the watchdog stops it; modules are operator
-// configuration, and payload-driven sizes go through the guarded calls.
+// Syntax that loops natively is covered elsewhere: spreads and
+// destructuring drive the built-in iterators, whose next methods throw
+// once the call is stopped (stoppableIterators), and object spread and
+// rest are compiled to script loops by the bundler (bundle.go).
 type guard struct {
 	rt          *goja.Runtime
 	maxChars    int64

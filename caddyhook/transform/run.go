@@ -19,10 +19,11 @@ const queueFactor = 10
 // errNoRuntime is returned by pool.acquire when no runtime became free.
 var errNoRuntime = errors.New("no runtime free")
 
-// Run calls the exported function with ctx and awaits a returned Promise. It returns (nil, nil) when
-// the function returns null or undefined (skip). Otherwise the result must be a plain object; it is
-// returned converted to Go values (map[string]any with string/float64/bool/nil/[]any/map[string]any),
-// capped by MaxBytes. Errors are *Error.
+// Run calls the exported function with ctx and awaits a returned Promise. As in the reference
+// gateway, null means skip and returns (nil, nil); an object's own enumerable properties are the
+// overrides, converted to Go values (map[string]any with string/float64/bool/nil/[]any/map[string]any)
+// and capped by MaxBytes; anything else, undefined included, overrides nothing and returns an empty
+// map. Errors are *Error.
 //
 // The call waits at most ten time budgets (or until ctx is done) for a
 // free runtime, then runs on that runtime's worker goroutine; Run returns
@@ -42,7 +43,7 @@ type outcome struct {
 }
 
 // supervise runs job on a pooled runtime under the watchdog. payload is
-// only used to redact error messages.
+// only used to sanitize error messages.
 func (p *Program) supervise(ctx context.Context, payload map[string]any, job func(*vm) (map[string]any, error)) (map[string]any, error) {
 	wait := queueFactor * p.opts.Timeout
 	if err := p.pool.acquire(ctx, wait); err != nil {
@@ -224,7 +225,7 @@ type rejection struct{ value goja.Value }
 func (r *rejection) Error() string { return "promise rejected" }
 
 // describe turns a failure that was not a watchdog/guard stop into an
-// *Error, reading script error messages safely and redacting payload text.
+// *Error, reading script error messages safely and sanitizing their text.
 func (v *vm) describe(err error, payload map[string]any) *Error {
 	var te *Error
 	var rm *errResultMemory
@@ -236,35 +237,38 @@ func (v *vm) describe(err error, payload map[string]any) *Error {
 	case errors.As(err, &te):
 		return te
 	case errors.As(err, &so):
-		return newError(KindThrow, v.thrownMessage(v.rt.ToValue(fmt.Sprintf("RangeError: maximum call stack size (%d) exceeded", maxCallStack)), so.Stack()))
+		_, loc := v.thrownMessage(nil, so.Stack())
+		return newError(KindThrow, fmt.Sprintf("RangeError: maximum call stack size (%d) exceeded", maxCallStack)+loc)
 	case errors.As(err, &rm):
 		return newError(KindMemory, rm.Error())
 	case errors.As(err, &xe):
 		return newError(KindResult, xe.msg)
 	case errors.As(err, &ex):
-		return newError(KindThrow, redact(v.thrownMessage(ex.Value(), ex.Stack()), payload))
+		text, loc := v.thrownMessage(ex.Value(), ex.Stack())
+		return newError(KindThrow, sanitize(text, payload)+loc)
 	case errors.As(err, &rj):
-		return newError(KindThrow, redact("promise rejected: "+v.thrownMessage(rj.value, nil), payload))
+		text, loc := v.thrownMessage(rj.value, nil)
+		return newError(KindThrow, "promise rejected: "+sanitize(text, payload)+loc)
 	default:
-		return newError(KindThrow, redact(err.Error(), payload))
+		return newError(KindThrow, sanitize(err.Error(), payload))
 	}
 }
 
-// thrownMessage renders a thrown value ("TypeError: …" for errors) with
-// the first script location of the stack, mapped to the original source.
-func (v *vm) thrownMessage(val goja.Value, stack []goja.StackFrame) string {
-	msg := "uncaught exception (its message could not be read)"
+// thrownMessage renders a thrown value ("TypeError: …" for errors) and,
+// apart, " (at file:line:col)" for the first script location of the stack,
+// mapped to the original source.
+func (v *vm) thrownMessage(val goja.Value, stack []goja.StackFrame) (text, loc string) {
+	text = "uncaught exception (its message could not be read)"
 	_ = v.protect(func() error {
 		if val == nil {
-			msg = "uncaught exception"
+			text = "uncaught exception"
 			return nil
 		}
-		msg = val.String()
+		text = val.String()
 		if o, ok := val.(*goja.Object); ok && len(stack) == 0 {
 			if st, ok := o.Get("stack").(goja.String); ok {
-				stack = nil
-				if loc := firstStackLocation(st.String()); loc != "" {
-					msg += " (at " + loc + ")"
+				if l := firstStackLocation(st.String()); l != "" {
+					loc = " (at " + l + ")"
 				}
 			}
 		}
@@ -273,10 +277,10 @@ func (v *vm) thrownMessage(val goja.Value, stack []goja.StackFrame) string {
 	for _, f := range stack {
 		pos := f.Position()
 		if pos.Line > 0 && pos.Filename != "" && !strings.HasPrefix(pos.Filename, "caddyhook:") {
-			return msg + " (at " + pos.Filename + ":" + strconv.Itoa(pos.Line) + ":" + strconv.Itoa(pos.Column) + ")"
+			return text, " (at " + pos.Filename + ":" + strconv.Itoa(pos.Line) + ":" + strconv.Itoa(pos.Column) + ")"
 		}
 	}
-	return msg
+	return text, loc
 }
 
 // firstStackLocation extracts "file:line:col" from the first frame line of
