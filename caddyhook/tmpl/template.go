@@ -60,7 +60,7 @@ func (t *Template) Render(dst []byte, v *Vars) ([]byte, error) {
 		case partQuery:
 			dst = append(dst, v.Query[p.text]...)
 		case partPayload:
-			if val, ok := p.path.Lookup(v.Payload); ok {
+			if val, ok := p.path.lookupVars(v); ok {
 				dst = AppendValue(dst, val)
 			}
 		case partCEL:

@@ -172,6 +172,60 @@ func (p *Program) stopError(c *call, reason int32) *Error {
 	}
 }
 
+// RunEach calls the exported function once per element of items, the
+// list at the top-level payload key: each call sees ctx.payload as the
+// reference gateway's forEach builds it, {...payload, [key]: [item]}. The
+// payload is converted once and each element's view costs what the element
+// costs, whatever the size of the rest of the payload. All calls run on one
+// runtime, each with its own time and memory budget. It returns one result
+// per element (as Run does: nil to skip, else the overrides) and stops at
+// the first failure, which it returns with the results before it; the
+// failing element is the one at index len(results).
+func (p *Program) RunEach(ctx context.Context, in Input, key string, items []any) ([]map[string]any, error) {
+	results := make([]map[string]any, 0, len(items))
+	_, err := p.supervise(ctx, in.Payload, func(v *vm) (map[string]any, error) {
+		var parts ctxParts
+		if err := v.protect(func() (err error) {
+			parts, err = v.ctxParts(in)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		for i, item := range items {
+			if i > 0 {
+				p.watch.renew(v.guard.call, p.opts.Timeout)
+			}
+			var ctxVal goja.Value
+			if err := v.protect(func() error {
+				jsItem, err := v.jsValue(item, 2)
+				if err != nil {
+					if errors.Is(err, errStopped) {
+						return err
+					}
+					return newError(KindInput, err.Error())
+				}
+				view, err := v.eachView(goja.Undefined(), parts[0], v.rt.ToValue(key), v.rt.NewArray(jsItem))
+				if err != nil {
+					return err
+				}
+				each := parts
+				each[0] = view
+				ctxVal, err = v.makeCtx(goja.Undefined(), each[:]...)
+				return err
+			}); err != nil {
+				return nil, err
+			}
+			out, err := v.call(ctxVal, p.opts.MaxBytes)
+			if err != nil {
+				return nil, err
+			}
+			results = append(results, out)
+		}
+		return nil, nil
+	})
+	return results, err
+}
+
 // invoke builds ctx, calls the export, awaits a promise and converts the
 // result.
 func (v *vm) invoke(in Input, maxBytes int64) (map[string]any, error) {
@@ -182,6 +236,12 @@ func (v *vm) invoke(in Input, maxBytes int64) (map[string]any, error) {
 	}); err != nil {
 		return nil, err
 	}
+	return v.call(ctxVal, maxBytes)
+}
+
+// call calls the export with ctxVal, awaits a promise and converts the
+// result.
+func (v *vm) call(ctxVal goja.Value, maxBytes int64) (map[string]any, error) {
 	res, err := v.fn(goja.Undefined(), ctxVal)
 	if err != nil {
 		return nil, err

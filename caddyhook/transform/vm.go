@@ -15,8 +15,9 @@ type vm struct {
 	rt      *goja.Runtime
 	guard   *guard
 	fn      goja.Callable // the selected export
-	makeCtx goja.Callable // builds ctx, from the prelude
-	harden  goja.Callable // freezes the realm once the module is loaded
+	makeCtx  goja.Callable // builds ctx, from the prelude
+	eachView goja.Callable // the payload of one forEach element, from the prelude
+	harden   goja.Callable // freezes the realm once the module is loaded
 	ready   bool
 
 	converted int // payload values converted, for stop checks (input.go)
@@ -82,6 +83,7 @@ func (v *vm) load(prog *goja.Program, export string) error {
 	}
 	parts := prelude.ToObject(v.rt)
 	v.makeCtx, _ = goja.AssertFunction(parts.Get("0"))
+	v.eachView, _ = goja.AssertFunction(parts.Get("3"))
 	wrapper, err := v.rt.RunProgram(prog)
 	if err != nil {
 		return err

@@ -90,6 +90,15 @@ func (w *watchdog) add(c *call) {
 	w.mu.Unlock()
 }
 
+// renew gives the registered call c a fresh time and allocation budget
+// from now, for the next of several calls made under one registration.
+func (w *watchdog) renew(c *call, budget time.Duration) {
+	w.mu.Lock()
+	now := time.Now()
+	c.deadline, c.hard, c.started = now.Add(budget), now.Add(2*budget), false
+	w.mu.Unlock()
+}
+
 // remove unregisters c. Once it returns, c.rt is never interrupted again
 // by the watchdog, so ClearInterrupt is safe.
 func (w *watchdog) remove(c *call) {
