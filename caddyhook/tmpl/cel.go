@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/ext"
@@ -72,7 +73,11 @@ func (e *Env) Timeout() time.Duration { return e.timeout }
 type program struct {
 	prg       cel.Program
 	maxOutput int
-	timeout   time.Duration
+	// timeout is the wall-time bound; 0 for an expression without a
+	// comprehension, the only place an evaluation can be interrupted
+	// (everything else it does is bounded by the cost checks made before
+	// each call), which then skips the cost of a context.
+	timeout time.Duration
 }
 
 // program parses, type-checks and plans src. A compile error is an *Error
@@ -94,7 +99,11 @@ func (e *Env) program(src string) (*program, *cel.Type, error) {
 		// has no source position.
 		return nil, nil, &Error{Line: 1, Column: 1, Msg: "cel: " + err.Error()}
 	}
-	return &program{prg: prg, maxOutput: e.maxOutput, timeout: e.timeout}, ast.OutputType(), nil
+	p := &program{prg: prg, maxOutput: e.maxOutput}
+	if len(celast.MatchDescendants(celast.NavigateAST(ast.NativeRep()), celast.KindMatcher(celast.ComprehensionKind))) > 0 {
+		p.timeout = e.timeout
+	}
+	return p, ast.OutputType(), nil
 }
 
 // issueError turns the first CEL issue into an *Error with a 1-based column.
@@ -120,9 +129,15 @@ func issueError(iss *cel.Issues) *Error {
 // eval runs p over v within its bounds, classifying any failure without
 // exposing it.
 func (p *program) eval(v *Vars) (ref.Val, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
-	defer cancel()
-	out, _, err := p.prg.ContextEval(ctx, (*activation)(v))
+	var out ref.Val
+	var err error
+	if p.timeout > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+		out, _, err = p.prg.ContextEval(ctx, (*activation)(v))
+		cancel()
+	} else {
+		out, _, err = p.prg.Eval((*activation)(v))
+	}
 	if err == nil {
 		return out, nil
 	}
