@@ -74,7 +74,7 @@ func TestCELBoundsKeepOrdinaryWork(t *testing.T) {
 	body := strings.Repeat("lorem ipsum ", 2000)
 	v := &Vars{Payload: map[string]any{"body": body, "tags": []any{"a", "b", "c"}, "n": 3.0}}
 	for expr, want := range map[string]string{
-		`payload.body.replace("ipsum", "dolor").size()`:               "24000",
+		`payload.body.replace("ipsum", "dolor").size()`:                "24000",
 		`payload.tags.join(", ")`:                                      "a, b, c",
 		`"%s has %d tags".format(["x", payload.tags.size()])`:          "x has 3 tags",
 		`payload.tags.map(t, t + "!").join("")`:                        "a!b!c!",

@@ -21,10 +21,10 @@ const (
 // part is one compiled piece of a template.
 type part struct {
 	kind partKind
-	text string      // literal text, or the header or query name
-	path Path        // partPayload
-	prg  *program    // partCEL
-	line int         // partCEL: placeholder position, for *EvalError
+	text string   // literal text, or the header or query name
+	path Path     // partPayload
+	prg  *program // partCEL
+	line int      // partCEL: placeholder position, for *EvalError
 	col  int
 }
 

@@ -111,20 +111,20 @@ func TestErrorsKeepPayloadOut(t *testing.T) {
 	}
 	secrets := []string{"s3cr3t", "987654321", "9876", "0.0625", "625", "xq", `q"u`, "u\nqt", `q\"u`, "Zürich", "ürich", "secretKeyName", "31337"}
 	tests := map[string]string{
-		"runtime quotes value":   `(ctx) => [1].map(ctx.payload.cb)`,
-		"runtime quotes number":  `(ctx) => ctx.payload.n()`,
-		"runtime quotes key":     `(ctx) => ctx.payload[Object.keys(ctx.payload).sort().pop()].deep.x.y`,
-		"missing member by key":  `(ctx) => { const k = Object.keys(ctx.payload)[5]; return ctx.payload.nothing[k]; }`,
-		"thrown field":           `(ctx) => { throw new Error("bad: " + ctx.payload.cb + " " + ctx.payload.n + " " + ctx.payload.short); }`,
-		"thrown escapes":         `(ctx) => { throw new Error(JSON.stringify(ctx.payload.esc) + ctx.payload.esc + ctx.payload.uni); }`,
-		"thrown whole payload":   `(ctx) => { throw new Error(JSON.stringify(ctx.payload)); }`,
-		"thrown keys":            `(ctx) => { throw new TypeError("keys " + Object.keys(ctx.payload).join(",")); }`,
-		"thrown number fixed":    `(ctx) => { throw ctx.payload.n.toFixed(2) + " " + ctx.payload.f * 2; }`,
-		"thrown short word":      `(ctx) => { throw "value xq rejected"; }`,
-		"json parse":             `(ctx) => JSON.parse(ctx.payload.esc)`,
-		"rejected with value":    `async (ctx) => { await null; throw ctx.payload.list; }`,
-		"error name from data":   `(ctx) => { const e = new Error("m"); e.name = ctx.payload.short; throw e; }`,
-		"control characters":     "(ctx) => { throw new Error(\"a\\u0000b\\u001bc\\u202ed\\nx\"); }",
+		"runtime quotes value":  `(ctx) => [1].map(ctx.payload.cb)`,
+		"runtime quotes number": `(ctx) => ctx.payload.n()`,
+		"runtime quotes key":    `(ctx) => ctx.payload[Object.keys(ctx.payload).sort().pop()].deep.x.y`,
+		"missing member by key": `(ctx) => { const k = Object.keys(ctx.payload)[5]; return ctx.payload.nothing[k]; }`,
+		"thrown field":          `(ctx) => { throw new Error("bad: " + ctx.payload.cb + " " + ctx.payload.n + " " + ctx.payload.short); }`,
+		"thrown escapes":        `(ctx) => { throw new Error(JSON.stringify(ctx.payload.esc) + ctx.payload.esc + ctx.payload.uni); }`,
+		"thrown whole payload":  `(ctx) => { throw new Error(JSON.stringify(ctx.payload)); }`,
+		"thrown keys":           `(ctx) => { throw new TypeError("keys " + Object.keys(ctx.payload).join(",")); }`,
+		"thrown number fixed":   `(ctx) => { throw ctx.payload.n.toFixed(2) + " " + ctx.payload.f * 2; }`,
+		"thrown short word":     `(ctx) => { throw "value xq rejected"; }`,
+		"json parse":            `(ctx) => JSON.parse(ctx.payload.esc)`,
+		"rejected with value":   `async (ctx) => { await null; throw ctx.payload.list; }`,
+		"error name from data":  `(ctx) => { const e = new Error("m"); e.name = ctx.payload.short; throw e; }`,
+		"control characters":    "(ctx) => { throw new Error(\"a\\u0000b\\u001bc\\u202ed\\nx\"); }",
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -12,13 +12,13 @@ import (
 // vm is one sandboxed runtime with the module loaded. It is used by one
 // call at a time.
 type vm struct {
-	rt      *goja.Runtime
-	guard   *guard
-	fn      goja.Callable // the selected export
+	rt       *goja.Runtime
+	guard    *guard
+	fn       goja.Callable // the selected export
 	makeCtx  goja.Callable // builds ctx, from the prelude
 	eachView goja.Callable // the payload of one forEach element, from the prelude
 	harden   goja.Callable // freezes the realm once the module is loaded
-	ready   bool
+	ready    bool
 
 	converted int // payload values converted, for stop checks (input.go)
 
