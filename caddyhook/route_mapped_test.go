@@ -202,7 +202,7 @@ func TestTransformParityThroughHandler(t *testing.T) {
 func paddedPush(t testing.TB, pad, n int) string {
 	p := map[string]any{}
 	for i := range pad {
-		p[fmt.Sprintf("pad%06d", i)] = 1
+		p[fmt.Sprintf("%x", i)] = 1
 	}
 	msgs := make([]any, n)
 	for i := range msgs {
@@ -252,6 +252,66 @@ func TestForEachCostFollowsTheList(t *testing.T) {
 			t.Logf("1 message: %d KiB, 100 messages: %d KiB (%.2f×)", c1>>10, c100>>10, float64(c100)/float64(c1))
 			if c100 > 2*c1 {
 				t.Fatalf("100 messages allocated %.1f times what 1 message did", float64(c100)/float64(c1))
+			}
+		})
+	}
+}
+
+// TestHostileRegexpThroughHandler reproduces issue 17 item 1 through the
+// handler: as many hostile requests as the pool has runtimes, each
+// answered 500 by the time budget, leave the mapping serving: the next
+// benign request is answered 200, not "no runtime free".
+func TestHostileRegexpThroughHandler(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "label.js"), []byte(`export default (ctx) =>
+  /^(?=[a-z])(\w+\s?)*$/i.test(ctx.payload.label) ? { message: "label " + ctx.payload.label } : null;`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, gw := mappedHandler(t, func(h *Handler) { h.TransformsRoot = root }, Mapping{ID: "label", MatchPath: "label", Transform: &TransformRef{Module: "label.js"}})
+	const attackers = 8 // the pool size on a 2-core machine, as in the report
+	codes := make(chan int, attackers)
+	for range attackers {
+		go func() { codes <- postHook(t, h, "label", `{"label":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!"}`).Code }()
+	}
+	for range attackers {
+		if c := <-codes; c != http.StatusInternalServerError {
+			t.Fatalf("hostile request answered %d, want 500", c)
+		}
+	}
+	if w := postHook(t, h, "label", `{"label":"hello world"}`); w.Code != http.StatusOK || len(gw.Received()) != 1 {
+		t.Fatalf("benign request after the attack: %d %s, %d dispatched", w.Code, w.Body, len(gw.Received()))
+	}
+}
+
+// BenchmarkForEachPadded is issue 17 item 12's request: a Gmail push with
+// 100 messages through the gmail preset (templates), padded with 550,000
+// extra top-level keys ("padded") or not ("plain"), and the same push
+// through a for_each mapping with a transform, padded with 20,000 keys (a
+// transform converts the payload to JavaScript, which the memory guard
+// bounds; 550,000 keys exceed it). The difference between padded and
+// plain is the padding's cost, which must be paid once per request, not
+// once per message.
+func BenchmarkForEachPadded(b *testing.B) {
+	root := b.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "each.js"), []byte(`export default (ctx) => ({ message: "each " + ctx.payload.messages[0].id });`), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	h, _ := mappedHandler(b, func(h *Handler) {
+		keyPolicy(h)
+		h.Presets = []string{"gmail"}
+		h.TransformsRoot = root
+		h.TransformTimeout = caddy.Duration(30 * time.Second)
+	}, Mapping{ID: "each", MatchPath: "each", ForEach: "messages", MaxBody: 8 << 20, Transform: &TransformRef{Module: "each.js"}})
+	for _, tc := range []struct {
+		hook string
+		pad  int
+	}{{"gmail", 0}, {"gmail", 550_000}, {"each", 0}, {"each", 20_000}} {
+		body := paddedPush(b, tc.pad, 100)
+		b.Run(fmt.Sprintf("%s/pad=%d", tc.hook, tc.pad), func(b *testing.B) {
+			for b.Loop() {
+				if w := postHook(b, h, tc.hook, body); w.Code != http.StatusOK {
+					b.Fatalf("%d %s", w.Code, w.Body)
+				}
 			}
 		})
 	}

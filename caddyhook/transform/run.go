@@ -191,10 +191,10 @@ func (p *Program) RunEach(ctx context.Context, in Input, key string, items []any
 		}); err != nil {
 			return nil, err
 		}
-		for i, item := range items {
-			if i > 0 {
-				p.watch.renew(v.guard.call, p.opts.Timeout)
-			}
+		for _, item := range items {
+			// every element (the first too: the payload conversion
+			// had its own) gets a fresh time and memory budget
+			p.watch.renew(v.guard.call, p.opts.Timeout)
 			var ctxVal goja.Value
 			if err := v.protect(func() error {
 				jsItem, err := v.jsValue(item, 2)
