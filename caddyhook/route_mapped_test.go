@@ -216,6 +216,21 @@ func paddedPush(t testing.TB, pad, n int) string {
 	return string(b)
 }
 
+// forEachHandler has the gmail preset and mapping "each": for_each over
+// messages with a transform (budget 30 s: these measure work, not time).
+func forEachHandler(tb testing.TB) (*Handler, *testGateway) {
+	root := tb.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "each.js"), []byte(`export default (ctx) => ({ message: "each " + ctx.payload.messages[0].id });`), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	return mappedHandler(tb, func(h *Handler) {
+		keyPolicy(h)
+		h.Presets = []string{"gmail"}
+		h.TransformsRoot = root
+		h.TransformTimeout = caddy.Duration(30 * time.Second)
+	}, Mapping{ID: "each", MatchPath: "each", ForEach: "messages", MaxBody: 8 << 20, Transform: &TransformRef{Module: "each.js"}})
+}
+
 // TestForEachCostFollowsTheList reproduces issue 17 item 12: a Gmail push
 // padded with many top-level keys must cost the padding once, not once per
 // message, for the gmail preset (templates) and for a for_each mapping
@@ -223,16 +238,7 @@ func paddedPush(t testing.TB, pad, n int) string {
 // machine does not change: 100 messages cost less than twice what one
 // message costs (copying the payload per message cost about 30 times).
 func TestForEachCostFollowsTheList(t *testing.T) {
-	root := t.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "each.js"), []byte(`export default (ctx) => ({ message: "each " + ctx.payload.messages[0].id });`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	h, gw := mappedHandler(t, func(h *Handler) {
-		keyPolicy(h)
-		h.Presets = []string{"gmail"}
-		h.TransformsRoot = root
-		h.TransformTimeout = caddy.Duration(10 * time.Second)
-	}, Mapping{ID: "each", MatchPath: "each", ForEach: "messages", MaxBody: 8 << 20, Transform: &TransformRef{Module: "each.js"}})
+	h, gw := forEachHandler(t)
 	one, many := paddedPush(t, 30000, 1), paddedPush(t, 30000, 100)
 	for _, hook := range []string{"gmail", "each"} {
 		t.Run(hook, func(t *testing.T) {
@@ -292,16 +298,7 @@ func TestHostileRegexpThroughHandler(t *testing.T) {
 // plain is the padding's cost, which must be paid once per request, not
 // once per message.
 func BenchmarkForEachPadded(b *testing.B) {
-	root := b.TempDir()
-	if err := os.WriteFile(filepath.Join(root, "each.js"), []byte(`export default (ctx) => ({ message: "each " + ctx.payload.messages[0].id });`), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	h, _ := mappedHandler(b, func(h *Handler) {
-		keyPolicy(h)
-		h.Presets = []string{"gmail"}
-		h.TransformsRoot = root
-		h.TransformTimeout = caddy.Duration(30 * time.Second)
-	}, Mapping{ID: "each", MatchPath: "each", ForEach: "messages", MaxBody: 8 << 20, Transform: &TransformRef{Module: "each.js"}})
+	h, _ := forEachHandler(b)
 	for _, tc := range []struct {
 		hook string
 		pad  int

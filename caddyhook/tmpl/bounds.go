@@ -35,8 +35,10 @@ const (
 	// minOutput is the output bound for small cost limits.
 	minOutput = 64 << 10
 	// timePerDefaultLimit is the wall-time bound at DefaultCostLimit;
-	// it scales with the limit.
-	timePerDefaultLimit = 250 * time.Millisecond
+	// it scales with the limit. A full-cost evaluation takes about a
+	// tenth of it on an idle core: the bound is a backstop for work the
+	// cost model underestimates, not a scheduling deadline.
+	timePerDefaultLimit = time.Second
 	// interruptEvery is how many comprehension iterations pass between
 	// two looks at the deadline.
 	interruptEvery = 64

@@ -19,7 +19,7 @@ import (
 // comprehension step is about 1) and data: reading or building strings
 // costs 1 per 10 bytes (bounds.go). Typical match expressions cost under
 // 100. The same limit sets the evaluation's output and time bounds
-// (boundsFor): at the default, 1 MB built and 250 ms.
+// (boundsFor): at the default, 1 MB built and 1 s.
 const DefaultCostLimit uint64 = 100_000
 
 // Env is a compiled CEL environment shared by all expressions of a config;

@@ -239,7 +239,7 @@ func TestInputIsolation(t *testing.T) {
 
 // TestInputErrors: values a JSON decoder never produces are refused.
 func TestInputErrors(t *testing.T) {
-	p := compileSource(t, "m.js", `export default () => ({})`, "", Options{})
+	p := compileSource(t, "m.js", `export default () => ({})`, "", Options{Timeout: 10 * time.Second})
 	deep := map[string]any{}
 	cur := deep
 	for i := 0; i < maxNesting+5; i++ {
