@@ -90,7 +90,7 @@ func (p *Program) loadBudget() time.Duration {
 // Load budget: loadFactor time budgets, at least minLoadBudget.
 const (
 	loadFactor    = 10
-	minLoadBudget = time.Second
+	minLoadBudget = 5 * time.Second
 )
 
 // work runs one task on v's worker goroutine (loading v first when it is
