@@ -505,8 +505,26 @@ func TestIntegrationTransformReload(t *testing.T) {
 	in := startIngress(t, ingressOpts{hooks: hooks})
 	check := func(want string) {
 		t.Helper()
-		if r := in.post("/hooks/v", `{}`); r.status != 200 {
-			t.Fatalf("%d %s", r.status, r.body)
+		// Right after a reload, a connection can land on the old
+		// listener as it closes and be reset; a client retries those.
+		var resp *http.Response
+		for deadline := time.Now().Add(15 * time.Second); ; {
+			req, _ := http.NewRequest(http.MethodPost, in.base+"/hooks/v", strings.NewReader(`{}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+itHookToken)
+			var err error
+			if resp, err = in.client.Do(req); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("POST /hooks/v: %v", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
 		}
 		if _, text, _ := lastAction(t, in); !strings.Contains(text, want) {
 			t.Fatalf("message %q, want %q", text, want)
