@@ -55,7 +55,7 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 	}
 	key := "hooks.spool|" + sc.Dir
 	v, _, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return spool.Open(sc, h.logger.Named("spool"))
+		return openSpool(sc, h.logger.Named("spool"))
 	})
 	if err != nil {
 		if errors.Is(err, spool.ErrLocked) {
@@ -71,6 +71,21 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 	store.SetSender(gatewaySender{h})
 	h.sink = spoolSink{h: h, store: store}
 	return nil
+}
+
+// openSpool opens the spool; a corrupt spool.db is moved aside and its
+// readable events restored into a fresh one (spool.Recover), so that a
+// damaged file never keeps the server from starting, and the operator is
+// told loudly what happened.
+func openSpool(sc spool.Config, logger *zap.Logger) (*spool.Store, error) {
+	st, sv, err := spool.Recover(sc, logger)
+	if sv != nil {
+		logger.Error("spool: the spool file was corrupt; it was moved aside and every readable event restored into a fresh spool",
+			zap.String("reason", sv.Reason.Error()), zap.String("moved_to", sv.MovedTo),
+			zap.Int("restored_queued", sv.Queued), zap.Int("restored_dead_letters", sv.Dead),
+			zap.Int("skipped", sv.Skipped))
+	}
+	return st, err
 }
 
 // gatewaySender delivers spooled events with the gateway client.
