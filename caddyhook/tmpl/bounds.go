@@ -3,6 +3,7 @@ package tmpl
 import (
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"cel.dev/cel-go/cel"
@@ -101,8 +102,12 @@ func boundedStrings(maxOutput int) ([]cel.EnvOption, error) {
 	}, nil
 }
 
-// plainFormat is the strings extension's own format, planned once.
-func plainFormat() (cel.Program, error) {
+// plainFormat is the strings extension's own format, planned once per
+// process (a planned program is immutable and safe for concurrent use).
+var plainFormat = sync.OnceValues(planPlainFormat)
+
+// planPlainFormat plans f.format(args) with the strings extension alone.
+func planPlainFormat() (cel.Program, error) {
 	env, err := cel.NewEnv(cel.Variable("f", cel.StringType), cel.Variable("args", cel.ListType(cel.DynType)), ext.Strings())
 	if err != nil {
 		return nil, err
