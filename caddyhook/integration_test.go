@@ -45,6 +45,7 @@ type ingressOpts struct {
 	global  string // extra lines inside the global options block
 	gateway string // gateway address override ("" = the devgw socket)
 	noGW    bool   // do not start the gateway
+	admin   string // the admin endpoint, e.g. unix//path.sock ("" = off)
 }
 
 // startIngress starts a gateway and Caddy with the hooks module.
@@ -67,8 +68,12 @@ func startIngress(t *testing.T, o ingressOpts) *ingress {
 	}
 	port := freePort(t)
 	in.base = fmt.Sprintf("http://127.0.0.1:%d", port)
+	admin := "off"
+	if o.admin != "" {
+		admin = o.admin
+	}
 	cf := fmt.Sprintf(`{
-	admin off
+	admin %[8]s
 	auto_https off
 	persist_config off
 	log {
@@ -91,7 +96,7 @@ http://127.0.0.1:%[3]d {
 	}
 	respond "next handler" 200
 }
-`, in.logPath, o.global, port, itHookToken, gateway, itGatewayToken, o.hooks)
+`, in.logPath, o.global, port, itHookToken, gateway, itGatewayToken, o.hooks, admin)
 	in.load(cf)
 	t.Cleanup(func() {
 		_ = caddy.Stop()

@@ -9,6 +9,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
 
 func init() {
@@ -129,6 +131,9 @@ type Handler struct {
 	access   *accessLog
 	poolKeys []string
 
+	spoolOps spool.Ops // the spool's operations (admin API); nil without a spool
+	spoolDir string    // its directory, for the admin API and the CLI
+
 	mappings     []*compiledMapping
 	verifyAny    bool             // a signing mapping answers every hook name
 	verifyPaths  map[string]bool  // hook names a signing mapping answers
@@ -136,6 +141,8 @@ type Handler struct {
 	anyPathLimit int64            // body read limit of any other hook name
 	// rejectLogs bounds the rejection log lines per second.
 	rejectLogs *logBudget
+	// gatewayLogs bounds the gateway failure log lines per second.
+	gatewayLogs *logBudget
 }
 
 // CaddyModule returns the Caddy module information.
@@ -151,6 +158,7 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	h.rejectLogs = new(logBudget)
+	h.gatewayLogs = new(logBudget)
 	h.enabled = h.Enabled == nil || *h.Enabled
 	if !h.enabled {
 		return nil
@@ -193,6 +201,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		prefix = defaultGatewayPrefix
 	}
 	h.gateway = newGatewayClient(addr, prefix, gwToken, time.Duration(h.GatewayTimeout), h.GatewayForwardClientIP)
+	h.checkGateway(ctx)
 	h.sink = syncSink{h}
 
 	if err := h.provisionMappings(repl); err != nil {
@@ -201,9 +210,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionShared(); err != nil {
 		return err
 	}
-	if h.metrics, err = newHookMetrics(ctx.GetMetricsRegistry(), func() float64 {
-		return float64(h.lockout.Active(time.Now()))
-	}); err != nil {
+	if err := h.provisionMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	h.access = newAccessLog(ctx)
@@ -211,8 +218,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		h.access.signatureHeaders = h.signatureHeaders()
 	}
 	if h.Spool != nil {
-		return h.provisionSpool(ctx)
+		if err := h.provisionSpool(ctx); err != nil {
+			return err
+		}
 	}
+	h.registerAdmin(ctx)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
@@ -30,6 +31,44 @@ type SpoolConfig struct {
 	RetryMax     caddy.Duration `json:"retry_max,omitempty"`
 	// Workers is the number of delivery goroutines (default 4).
 	Workers int `json:"workers,omitempty"`
+	// Rate, when set, caps deliveries to the gateway: at most Count send
+	// attempts in any window of Interval; a burst waits in the spool.
+	Rate *SpoolRate `json:"rate,omitempty"`
+}
+
+// SpoolRate is a delivery rate limit (Caddyfile `rate <count>/<interval>`).
+type SpoolRate struct {
+	Count    int            `json:"count,omitempty"`
+	Interval caddy.Duration `json:"interval,omitempty"`
+}
+
+// rate converts to the spool package's limit (zero: unlimited).
+func (c *SpoolConfig) rate() (spool.Rate, error) {
+	if c.Rate == nil {
+		return spool.Rate{}, nil
+	}
+	r := spool.Rate{Count: c.Rate.Count, Interval: time.Duration(c.Rate.Interval)}
+	if r.Unlimited() {
+		return r, fmt.Errorf("spool: rate needs a count and an interval, e.g. rate 5/s")
+	}
+	if err := r.Validate(); err != nil {
+		return r, fmt.Errorf("spool: %w", err)
+	}
+	return r, nil
+}
+
+// rateArg reads one <count>/<interval> rate such as 5/s or 100/1m.
+func rateArg(d *caddyfile.Dispenser, dst **SpoolRate) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	r, err := spool.ParseRate(s)
+	if err != nil {
+		return d.Errf("spool: %v", err)
+	}
+	*dst = &SpoolRate{Count: r.Count, Interval: caddy.Duration(r.Interval)}
+	return nil
 }
 
 // spoolRetryAfter is what a client is told to wait when the spool is full.
@@ -53,6 +92,10 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	rate, err := h.Spool.rate()
+	if err != nil {
+		return err
+	}
 	key := "hooks.spool|" + sc.Dir
 	v, _, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
 		return openSpool(sc, h.logger.Named("spool"))
@@ -69,7 +112,9 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 		return fmt.Errorf("spool metrics: %w", err)
 	}
 	store.SetSender(gatewaySender{h})
+	store.SetRate(rate)
 	h.sink = spoolSink{h: h, store: store}
+	h.spoolOps, h.spoolDir = store, sc.Dir
 	return nil
 }
 
@@ -98,7 +143,11 @@ func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, 
 		kind = KindWake
 	}
 	start := time.Now()
+	ctx = withTrace(ctx, traceContext{parent: ev.TraceParent, state: ev.TraceState})
 	rep, err := s.h.gateway.send(ctx, kind, ev.Body, ev.ID, ev.ClientIP)
+	if ctx.Err() == nil { // not the spool closing
+		s.h.gatewayFailure(kind, ev.ID, rep.status, err)
+	}
 	outcome := "ok"
 	if herr := rep.outcome(err); herr != nil {
 		outcome = fmt.Sprint(herr.status)
@@ -130,13 +179,14 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 	evs := make([]*spool.Event, len(items))
 	ids := make([]string, len(items))
 	now := time.Now()
+	tc := traceFrom(ctx)
 	for i := range items {
 		kind := spool.KindAgent
 		if items[i].kind == KindWake {
 			kind = spool.KindWake
 		}
 		evs[i] = &spool.Event{ID: items[i].eventID, Kind: kind, Path: s.h.gateway.prefix + "/" + items[i].kind.String(),
-			Body: items[i].body, ClientIP: clientIP, FirstSeen: now}
+			Body: items[i].body, ClientIP: clientIP, FirstSeen: now, TraceParent: tc.parent, TraceState: tc.state}
 		ids[i] = items[i].eventID
 	}
 	if err := s.store.Append(ctx, evs...); err != nil {
