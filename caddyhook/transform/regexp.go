@@ -64,6 +64,11 @@ func init() {
 
 // timeMatch replaces RegExp.prototype[name] (exec or test) by a version
 // that stops the call when a match may have been given up (see above).
+// Only a failed match can be one (a given-up match reads as null or
+// false), and the clock also advances while the process waits for a CPU,
+// so a failed match with a suspicious advance is tried once more from the
+// same lastIndex before the call is stopped, unless the call is already
+// over its budget.
 func (g *guard) timeMatch(regExpProto *goja.Object, name string) {
 	origVal := regExpProto.Get(name)
 	orig, ok := goja.AssertFunction(origVal)
@@ -71,18 +76,31 @@ func (g *guard) timeMatch(regExpProto *goja.Object, name string) {
 		return
 	}
 	g.define(regExpProto, name, origVal.ToObject(g.rt).Get("length"), func(fc goja.FunctionCall) goja.Value {
-		_, _ = clockStarter.MatchString("")
-		before := atomic.LoadInt64(&regexp2Clock.current)
-		v, err := orig(fc.This, fc.Arguments...)
-		if err != nil {
-			panic(err)
+		rx, isRegExp := objectArg(fc.This)
+		var lastIndex goja.Value
+		if isRegExp {
+			lastIndex = rx.Get("lastIndex")
 		}
-		if atomic.LoadInt64(&regexp2Clock.current)-before >= timeoutTicks && g.call != nil {
-			g.call.detail = fmt.Sprintf("a regular expression match ran longer than %v (the limit of the backtracking engine)", matchTimeout)
-			g.call.stop(reasonTimeout)
-			panic(g.rt.NewGoError(fmt.Errorf("regular expression match stopped")))
+		for attempt := 0; ; attempt++ {
+			_, _ = clockStarter.MatchString("")
+			before := atomic.LoadInt64(&regexp2Clock.current)
+			v, err := orig(fc.This, fc.Arguments...)
+			if err != nil {
+				panic(err)
+			}
+			failed := goja.IsNull(v) || v.SameAs(g.rt.ToValue(false))
+			if !failed || atomic.LoadInt64(&regexp2Clock.current)-before < timeoutTicks || g.call == nil {
+				return v
+			}
+			if attempt > 0 || g.call.reason.Load() != reasonNone {
+				g.call.detail = fmt.Sprintf("a regular expression match ran longer than %v (the limit of the backtracking engine)", matchTimeout)
+				g.call.stop(reasonTimeout)
+				panic(g.rt.NewGoError(fmt.Errorf("regular expression match stopped")))
+			}
+			if isRegExp {
+				_ = rx.Set("lastIndex", lastIndex)
+			}
 		}
-		return v
 	})
 }
 
