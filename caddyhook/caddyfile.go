@@ -1,7 +1,9 @@
 package caddyhook
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -34,6 +36,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	    gateway_token                <token>
 //	    gateway_prefix               <path>
 //	    gateway_timeout              <duration>
+//	    gateway_wait_timeout         <duration>
+//	    mode                         render|forward
+//	    wrap                         edge|gateway
+//	    idempotency_headers          <header>...
 //	    gateway_forward_client_ip    [true|false]
 //	    max_body                     <size>
 //	    auth_failures                <count> [<window>]
@@ -91,6 +97,14 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		return oneArg(d, &h.DefaultSessionKey)
 	case "gateway_timeout":
 		return durationArg(d, &h.GatewayTimeout)
+	case "gateway_wait_timeout":
+		return durationArg(d, &h.GatewayWaitTimeout)
+	case "mode":
+		return choiceArg(d, &h.Mode, modeRender, modeForward)
+	case "wrap":
+		return choiceArg(d, &h.Wrap, wrapByEdge, wrapByGW)
+	case "idempotency_headers":
+		return listArg(d, &h.IdempotencyHeaders, true)
 	case "lockout":
 		return durationArg(d, &h.Lockout)
 	case "idempotency_ttl":
@@ -230,6 +244,20 @@ func oneArg(d *caddyfile.Dispenser, dst *string) error {
 		return d.Errf("%s: expected exactly one value", name)
 	}
 	*dst = args[0]
+	return nil
+}
+
+// choiceArg reads one argument that must be one of choices.
+func choiceArg(d *caddyfile.Dispenser, dst *string, choices ...string) error {
+	name := d.Val()
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	if !slices.Contains(choices, s) {
+		return d.Errf("%s: %q must be %s", name, s, strings.Join(choices, " or "))
+	}
+	*dst = s
 	return nil
 }
 

@@ -34,6 +34,7 @@ import (
 //	    transform        <module> [<export>]   (or a block with module/export)
 //	    verify           <scheme> { secret <s>... tolerance <d> header <h> ... }
 //	    require_token    [true|false]
+//	    forward          [true|false]
 //	}
 //
 // In a template, \n outside the {{ }} placeholders stands for a newline.
@@ -85,6 +86,8 @@ func unmarshalMappingOption(d *caddyfile.Dispenser, m *Mapping) error {
 		return flagArg(d, &m.AllowUnsafeExternalContent)
 	case "require_token":
 		return flagArg(d, &m.RequireToken)
+	case "forward":
+		return flagArg(d, &m.Forward)
 	case "max_body":
 		return sizeArg(d, &m.MaxBody)
 	case "transform":

@@ -42,6 +42,11 @@ gateway request body of every resulting action, as JSON:
 
   {"status":200,"reply":{...},"actions":[{"kind":"agent","idempotency_key":"...","body":{...}}]}
 
+In forward mode (or for a forward mapping) the one action is the forwarded
+request: {"kind":"forward","forward":true,"path":"/hooks/<name>?<query>",
+"headers":{...},"idempotency_key":"...","body":<the body as sent>}; the reply
+shown is the dry run's, not the gateway's (which resolves the hook itself).
+
 or, for a rejection, {"status":<code>,"error":"<reason>"} (exit status 1).
 
 The configured hook token is presented as a bearer token, unless --no-token is
@@ -76,7 +81,7 @@ never printed.
 	f.StringP("config", "c", "", "Config file (required)")
 	f.StringP("adapter", "a", "", "Config adapter (default: caddyfile for Caddyfile names, else JSON)")
 	f.String("base", "", "Base path of the hooks handler to use when the config has several")
-	f.String("path", "", "Hook name (e.g. gmail) or full request path (e.g. /hooks/gmail) (required)")
+	f.String("path", "", "Hook name (e.g. gmail) or full request path (e.g. /hooks/gmail), optionally with a query (required)")
 	f.String("payload", "", "JSON body file (default: empty body, i.e. {}); - reads stdin")
 	f.StringArray("header", nil, "Request header 'Name: value' (repeatable)")
 	f.Bool("no-token", false, "Do not present the hook token (as a provider that signs requests would)")
@@ -102,11 +107,37 @@ type dryRunReport struct {
 	Dropped int             `json:"dropped,omitempty"`
 }
 
-// dryRunAction is one action as the gateway would receive it.
+// dryRunAction is one action as the gateway would receive it. A
+// forwarded request also shows the gateway path (with the forwarded
+// query) and headers; its body is shown as sent (as text when it is not
+// plain JSON, e.g. with a byte order mark).
 type dryRunAction struct {
-	Kind           string          `json:"kind"`
-	IdempotencyKey string          `json:"idempotency_key"`
-	Body           json.RawMessage `json:"body"`
+	Kind           string            `json:"kind"`
+	Forward        bool              `json:"forward,omitempty"`
+	Path           string            `json:"path,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	IdempotencyKey string            `json:"idempotency_key"`
+	Body           json.RawMessage   `json:"body,omitempty"`
+	BodyText       *string           `json:"body_text,omitempty"`
+}
+
+// newDryRunAction describes one prepared request.
+func newDryRunAction(it *prepared) dryRunAction {
+	a := dryRunAction{Kind: it.kind.String(), IdempotencyKey: it.idemKey}
+	if it.forward {
+		a.Kind, a.Forward, a.Path = "forward", true, it.path
+		a.Headers = make(map[string]string, len(it.header))
+		for k, v := range it.header {
+			a.Headers[k] = strings.Join(v, ", ")
+		}
+	}
+	if json.Valid(it.body) && len(it.body) > 0 && it.body[0] == '{' {
+		a.Body = it.body
+	} else {
+		text := string(it.body)
+		a.BodyText = &text
+	}
+	return a
 }
 
 // runDryRun loads the config, runs the request and prints the report. It
@@ -141,8 +172,13 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	dry := &dryRunSink{}
 	h.sink = dry
 
-	sub := strings.Trim(strings.TrimPrefix(strings.TrimSpace(o.path), h.base), "/")
-	req := httptest.NewRequest(http.MethodPost, h.base+"/"+sub, strings.NewReader(string(body)))
+	hookPath, query, _ := strings.Cut(strings.TrimSpace(o.path), "?")
+	sub := strings.Trim(strings.TrimPrefix(hookPath, h.base), "/")
+	target := h.base + "/" + sub
+	if query != "" {
+		target += "?" + query
+	}
+	req := httptest.NewRequest(http.MethodPost, target, strings.NewReader(string(body)))
 	req.RemoteAddr = "127.0.0.1:1"
 	req.Header.Set("Content-Type", "application/json")
 	for _, kv := range o.headers {
@@ -165,8 +201,8 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	} else if len(reply) > 0 {
 		rep.Reply = reply
 	}
-	for _, it := range dry.items {
-		rep.Actions = append(rep.Actions, dryRunAction{Kind: it.kind.String(), IdempotencyKey: it.eventID, Body: it.body})
+	for i := range dry.items {
+		rep.Actions = append(rep.Actions, newDryRunAction(&dry.items[i]))
 	}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
@@ -329,5 +365,5 @@ func (s *dryRunSink) deliver(_ context.Context, items []prepared, dropped int, _
 	for i := range items {
 		ids[i] = items[i].eventID
 	}
-	return http.StatusOK, composeReply(items, ids, dropped), nil
+	return http.StatusOK, composeReply(items, ids, "", dropped), nil
 }

@@ -3,6 +3,7 @@ package caddyhook
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,7 +22,8 @@ func init() {
 const (
 	defaultPath           = "/hooks"
 	defaultGatewayPrefix  = "/hooks"
-	defaultGatewayTimeout = 10 * time.Second
+	defaultGatewayTimeout = 30 * time.Second // above the gateway's 15 s admission deadline
+	defaultWaitTimeout    = 10 * time.Minute
 	defaultMaxBody        = 256 << 10
 	defaultAuthFailures   = 20
 	defaultAuthWindow     = time.Minute
@@ -58,10 +60,27 @@ type Handler struct {
 	GatewayToken string `json:"gateway_token,omitempty"`
 	// GatewayPrefix is the gateway's hooks path (default /hooks).
 	GatewayPrefix string `json:"gateway_prefix,omitempty"`
-	// GatewayTimeout bounds one dispatch (default 10s).
+	// GatewayTimeout bounds one dispatch (default 30s, longer than the
+	// gateway's own 15 s deadline for starting a run).
 	GatewayTimeout caddy.Duration `json:"gateway_timeout,omitempty"`
+	// GatewayWaitTimeout bounds a dispatch whose request asks to wait for
+	// the run to complete (waitForCompletion; default 10m).
+	GatewayWaitTimeout caddy.Duration `json:"gateway_wait_timeout,omitempty"`
 	// GatewayForwardClientIP sends the client address as X-Forwarded-For.
 	GatewayForwardClientIP bool `json:"gateway_forward_client_ip,omitempty"`
+
+	// Mode is how hooks reach the gateway: "render" (default) resolves
+	// mappings at the edge and dispatches wake/agent actions; "forward"
+	// validates /wake and /agent and forwards them, and the presets, as
+	// sent, for a gateway that has its own hooks config.
+	Mode string `json:"mode,omitempty"`
+	// Wrap says who wraps untrusted content in the external-content
+	// boundary: "edge" (the default in render mode) or "gateway" (the
+	// default in forward mode; the edge never wraps).
+	Wrap string `json:"wrap,omitempty"`
+	// IdempotencyHeaders are further headers carrying an idempotency key,
+	// read in order after Idempotency-Key (e.g. x-openclaw-idempotency-key).
+	IdempotencyHeaders []string `json:"idempotency_headers,omitempty"`
 
 	// MaxBody is the request body limit in bytes (default 256 KiB).
 	MaxBody int64 `json:"max_body,omitempty"`
@@ -119,17 +138,24 @@ type Handler struct {
 	Spool *SpoolConfig `json:"spool,omitempty"`
 
 	enabled  bool
-	base     string
-	token    tokenDigest
-	policy   *Policy
-	lockout  *lockoutTable
-	idem     *idemCache
-	gateway  *gatewayClient
-	sink     sink
-	metrics  *hookMetrics
-	logger   *zap.Logger
-	access   *accessLog
-	poolKeys []string
+	forward  bool // mode forward
+	wrapEdge bool // the edge wraps untrusted content
+	// idemHeaders are the canonical idempotency header names, in order.
+	idemHeaders []string
+	// forwardSkip are the handler's own headers that a forwarded request
+	// leaves out (signature headers, idempotency aliases).
+	forwardSkip map[string]bool
+	base        string
+	token       tokenDigest
+	policy      *Policy
+	lockout     *lockoutTable
+	idem        *idemCache
+	gateway     *gatewayClient
+	sink        sink
+	metrics     *hookMetrics
+	logger      *zap.Logger
+	access      *accessLog
+	poolKeys    []string
 
 	spoolOps spool.Ops // the spool's operations (admin API); nil without a spool
 	spoolDir string    // its directory, for the admin API and the CLI
@@ -178,7 +204,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionLimits(); err != nil {
 		return err
 	}
+	if err := h.provisionModes(); err != nil {
+		return err
+	}
 	pc := policyConfig{
+		Forward:                   h.forward,
 		Agents:                    h.Agents,
 		AllowRequestSessionKey:    h.AllowRequestSessionKey,
 		AllowedSessionKeyPrefixes: h.AllowedSessionKeyPrefixes,
@@ -202,11 +232,13 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.gateway = newGatewayClient(addr, prefix, gwToken, time.Duration(h.GatewayTimeout), h.GatewayForwardClientIP)
 	h.checkGateway(ctx)
+	h.gateway.waitTimeout = time.Duration(h.GatewayWaitTimeout)
 	h.sink = syncSink{h}
 
 	if err := h.provisionMappings(repl); err != nil {
 		return err
 	}
+	h.provisionForwardHeaders()
 	if err := h.provisionShared(); err != nil {
 		return err
 	}
@@ -274,6 +306,15 @@ func (h *Handler) provisionLimits() error {
 	if h.GatewayTimeout == 0 {
 		h.GatewayTimeout = caddy.Duration(defaultGatewayTimeout)
 	}
+	if h.GatewayWaitTimeout < 0 {
+		return fmt.Errorf("gateway_wait_timeout: must be positive")
+	}
+	if h.GatewayWaitTimeout == 0 {
+		h.GatewayWaitTimeout = caddy.Duration(max(defaultWaitTimeout, time.Duration(h.GatewayTimeout)))
+	}
+	if h.GatewayWaitTimeout < h.GatewayTimeout {
+		return fmt.Errorf("gateway_wait_timeout: %s must not be shorter than gateway_timeout (%s)", time.Duration(h.GatewayWaitTimeout), time.Duration(h.GatewayTimeout))
+	}
 	af := AuthFailures{Count: defaultAuthFailures, Window: caddy.Duration(defaultAuthWindow)}
 	if h.AuthFailures != nil {
 		if h.AuthFailures.Count < 0 || h.AuthFailures.Window < 0 {
@@ -310,6 +351,44 @@ func (h *Handler) provisionLimits() error {
 	}
 	if h.IdempotencyTTL == 0 {
 		h.IdempotencyTTL = caddy.Duration(defaultIdempotencyTTL)
+	}
+	return nil
+}
+
+// Dispatch modes and wrapping sides.
+const (
+	modeRender  = "render"
+	modeForward = "forward"
+	wrapByEdge  = "edge"
+	wrapByGW    = "gateway"
+)
+
+// provisionModes checks mode, wrap and the idempotency headers.
+func (h *Handler) provisionModes() error {
+	switch h.Mode {
+	case "", modeRender:
+	case modeForward:
+		h.forward = true
+	default:
+		return fmt.Errorf("mode: %q must be render or forward", h.Mode)
+	}
+	switch h.Wrap {
+	case "":
+		h.wrapEdge = !h.forward
+	case wrapByEdge, wrapByGW:
+		h.wrapEdge = h.Wrap == wrapByEdge
+	default:
+		return fmt.Errorf("wrap: %q must be edge or gateway", h.Wrap)
+	}
+	h.idemHeaders = []string{"Idempotency-Key"}
+	for _, name := range h.IdempotencyHeaders {
+		name = strings.TrimSpace(name)
+		if name == "" || strings.ContainsAny(name, " \t:\r\n") {
+			return fmt.Errorf("idempotency_headers: %q is not a header name", name)
+		}
+		if c := http.CanonicalHeaderKey(name); !slices.Contains(h.idemHeaders, c) {
+			h.idemHeaders = append(h.idemHeaders, c)
+		}
 	}
 	return nil
 }

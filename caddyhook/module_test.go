@@ -79,7 +79,16 @@ func TestProvisionErrors(t *testing.T) {
 		}, "default_session_key: \"agent:main\" does not start with one of allowed_session_key_prefixes"},
 		{"prefixes without hook and no default", func(h *Handler) { h.AllowedSessionKeyPrefixes = []string{"agent:"} },
 			`allowed_session_key_prefixes: must include "hook:"`},
-		{"empty agent", func(h *Handler) { h.Agents = []string{""} }, "agents: empty agent id"},
+		{"empty agent", func(h *Handler) { h.Agents = []string{""} }, `agents: "" is not a usable agent id`},
+		{"unusable agent", func(h *Handler) { h.Agents = []string{"!!"} }, `agents: "!!" is not a usable agent id`},
+		{"bad mode", func(h *Handler) { h.Mode = "proxy" }, `mode: "proxy" must be render or forward`},
+		{"bad wrap", func(h *Handler) { h.Wrap = "both" }, `wrap: "both" must be edge or gateway`},
+		{"bad idempotency header", func(h *Handler) { h.IdempotencyHeaders = []string{"x key"} }, `idempotency_headers: "x key" is not a header name`},
+		{"negative wait timeout", func(h *Handler) { h.GatewayWaitTimeout = neg }, "gateway_wait_timeout: must be positive"},
+		{"wait timeout below gateway timeout", func(h *Handler) {
+			h.GatewayWaitTimeout = caddy.Duration(time.Second)
+		}, "gateway_wait_timeout: 1s must not be shorter than gateway_timeout (30s)"},
+		{"bad model", func(h *Handler) { h.AllowedModels = []string{"openai/"} }, `allowed_models: "openai/": want provider/model or an alias`},
 		{"empty channel", func(h *Handler) { h.Channels = []string{"sms", ""} }, "channels: empty channel name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,7 +124,11 @@ func TestProvisionDefaults(t *testing.T) {
 		{"ipv6_prefix", h.IPv6Prefix, 64},
 		{"lockout_table_size", h.LockoutTableSize, 1 << 21},
 		{"idempotency_ttl", h.IdempotencyTTL, caddy.Duration(10 * time.Minute)},
-		{"gateway_timeout", h.GatewayTimeout, caddy.Duration(10 * time.Second)},
+		{"gateway_timeout", h.GatewayTimeout, caddy.Duration(30 * time.Second)},
+		{"gateway_wait_timeout", h.GatewayWaitTimeout, caddy.Duration(10 * time.Minute)},
+		{"mode", h.forward, false},
+		{"wrap", h.wrapEdge, true},
+		{"idempotency headers", strings.Join(h.idemHeaders, ","), "Idempotency-Key"},
 		{"gateway network", h.gateway.addr, gatewayAddr{"unix", "/tmp/caddyhook-unit-none.sock"}},
 		{"gateway prefix", h.gateway.prefix, "/hooks"},
 		{"gateway auth", h.gateway.auth, "Bearer " + utGatewayToken},

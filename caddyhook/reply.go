@@ -13,6 +13,8 @@ type hookError struct {
 	status     int
 	reason     string
 	retryAfter time.Duration // 429 and 503: sent as Retry-After
+	// body, when set, is the gateway's own JSON answer, sent as it is.
+	body []byte
 }
 
 func (e *hookError) Error() string { return e.reason }
@@ -43,6 +45,10 @@ func writeError(w http.ResponseWriter, e *hookError) {
 	case http.StatusRequestEntityTooLarge:
 		w.Header().Set("Connection", "close") // the rest of the body is not read
 	}
+	if e.body != nil {
+		writeJSON(w, e.status, e.body)
+		return
+	}
 	if plainStatus(e.status) {
 		h := w.Header()
 		h["Content-Type"] = textContentType[:1:1]
@@ -63,8 +69,15 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	h["X-Content-Type-Options"] = nosniff[:1:1]
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// writeNoContent writes a 204.
+func writeNoContent(w http.ResponseWriter) {
+	w.Header()["X-Content-Type-Options"] = nosniff[:1:1]
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // Header values shared by every answer; a handler after this one that

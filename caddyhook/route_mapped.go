@@ -51,13 +51,17 @@ func (h *Handler) planMapped(ex *exchange) (plan, *hookError) {
 }
 
 // planFor builds the actions of mapping c: one, or one per element of its
-// for_each list (at most maxFanout, the rest dropped and counted). Each
-// element sees the payload with the list replaced by a one-element list,
-// as the reference gateway's forEach does, without copying the payload:
+// for_each list (at most maxFanout, the rest dropped and counted); or,
+// for a forward mapping, the request to forward. Each for_each element
+// sees the payload with the list replaced by a one-element list, as the
+// reference gateway's forEach does, without copying the payload:
 // templates and CEL read through tmpl.Vars.Element, and the transform
 // runs once per element over a payload converted once (RunEach), so the
 // work follows the list, not the size of the rest of the payload.
 func (h *Handler) planFor(c *compiledMapping, ex *exchange, vars *tmpl.Vars) (plan, *hookError) {
+	if c.forward {
+		return plan{fwd: forwardMapped(ex)}, nil
+	}
 	if c.forEach == "" {
 		a, skip, herr := h.buildAction(c, ex, vars, func() (map[string]any, error) { return c.transform.run(ex, vars) })
 		if herr != nil || skip {
@@ -151,10 +155,12 @@ var (
 //   - text and message override only as strings; mode and wakeMode only
 //     as "next-heartbeat"; deliver and allowUnsafeExternalContent only as
 //     booleans; anything else of another type keeps the rendered value;
-//   - every other field overrides when it is not null, whatever its type
-//     (decoding then ignores a value of the wrong type, so the gateway's
-//     default applies; a model that is not a non-blank string means the
-//     default model, as in the gateway, rather than an error);
+//   - every other field overrides when it is not null, whatever its type;
+//     decoding then ignores a value of the wrong type, so the gateway's
+//     default applies (an agentId, to or model that is not a non-blank
+//     string is dropped here for the same reason: the gateway's mapped
+//     dispatch falls back to its default where the /agent rules would
+//     refuse);
 //   - a string sessionKey counts as request-supplied unless the result
 //     says sessionKeySource "static" (operator code vouching for it); a
 //     blank one means no key.
@@ -210,9 +216,15 @@ func mergeOverride(f fields, override map[string]any, kind *Kind, unsafe, keyFro
 			keep(key)
 		}
 	}
-	if m, present := out["model"]; present {
-		if s, ok := m.(string); !ok || strings.TrimSpace(s) == "" {
-			delete(out, "model")
+	// The gateway's mapped dispatch reads these as optional strings, so
+	// anything but a non-blank string means its default (the configured
+	// default agent, no explicit target, the default model) rather than
+	// the refusal the /agent request rules would give.
+	for _, key := range []string{"agentId", "to", "model"} {
+		if v, present := out[key]; present {
+			if s, ok := v.(string); !ok || strings.TrimSpace(s) == "" {
+				delete(out, key)
+			}
 		}
 	}
 	if b, ok := override["allowUnsafeExternalContent"].(bool); ok {

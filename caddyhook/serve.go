@@ -25,8 +25,7 @@ const (
 	reasonContentType = "content type must be application/json"
 	reasonTooLarge    = "payload too large"
 	reasonInvalidJSON = "invalid JSON body"
-	reasonNotObject   = "body must be a JSON object"
-	reasonIdemKeyLong = "idempotencyKey must be at most 256 characters"
+	reasonWaitSpooled = "waitForCompletion is not available with the spool: a spooled request is answered once it is on disk, before the run"
 )
 
 // exchange is the per-request state of one hook request.
@@ -67,7 +66,7 @@ func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) 
 		writeError(w, herr)
 		h.logRejection(&ex, herr)
 	} else if status == http.StatusNoContent {
-		w.WriteHeader(status)
+		writeNoContent(w)
 	} else {
 		writeJSON(w, status, body)
 	}
@@ -142,51 +141,69 @@ func (h *Handler) authFailed(ex *exchange, reason string) *hookError {
 	return reject(http.StatusUnauthorized, reason)
 }
 
-// decodePayload parses the body: empty is {}, anything but an object is 400.
+// decodePayload parses the body as the gateway does: surrounding white
+// space (and a UTF-8 byte order mark) is ignored, invalid JSON is 400, an
+// empty body is {}, and so is any JSON value but an object (its fields,
+// such as text or message, are then missing).
 func decodePayload(ex *exchange) *hookError {
-	if len(ex.body) == 0 {
+	body := trimJSSpace(ex.body)
+	if len(body) == 0 {
 		ex.payload = map[string]any{}
 		return nil
 	}
 	var v any
-	if err := json.Unmarshal(ex.body, &v); err != nil {
+	if err := json.Unmarshal(body, &v); err != nil {
 		return reject(http.StatusBadRequest, reasonInvalidJSON)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return reject(http.StatusBadRequest, reasonNotObject)
+		m = map[string]any{}
 	}
 	ex.payload = m
 	return nil
 }
 
 // plan is what a request resolved to: the actions to dispatch, how many a
-// fan-out cap dropped, or a skip (204).
+// fan-out cap dropped, or a skip (204). A forwarded request has fwd set
+// (fwd.name is not empty); its actions, if any, are the decoded /wake or
+// /agent request, checked by the policy but not dispatched.
 type plan struct {
 	actions []Action
 	dropped int
 	skip    bool
+	fwd     forwardReq
 }
 
 // execute applies the policy, the idempotency cache and the dispatcher.
 func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
-	key, herr := idempotencyKey(ex)
-	if herr != nil {
-		return 0, nil, herr
-	}
+	key := h.idempotencyKey(ex)
 	var seeds []string
 	if key != "" {
-		// fingerprint the actions as requested, before the policy fills in
+		// fingerprint the request as sent, before the policy fills in
 		// generated values such as a fresh session key
-		seeds = actionSeeds(key, p.actions)
+		if p.fwd.name != "" {
+			seeds = []string{p.fwd.seed(key, ex.r.URL.RawQuery)}
+		} else {
+			seeds = actionSeeds(key, p.actions)
+		}
 	}
 	for i := range p.actions {
 		if err := h.policy.Apply(&p.actions[i]); err != nil {
 			return 0, nil, reject(http.StatusBadRequest, err.Error())
 		}
 	}
+	if p.fwd.name != "" && len(p.actions) == 1 {
+		if a := &p.actions[0]; a.Kind == KindAgent && a.keySource == keyNone && a.SessionKey != "" {
+			// the edge's own default_session_key; the gateway resolves
+			// every other omitted field itself
+			p.fwd.body = withField(p.fwd.body, "sessionKey", a.SessionKey)
+		}
+	}
+	if h.Spool != nil && h.waits(p) {
+		return 0, nil, reject(http.StatusBadRequest, reasonWaitSpooled)
+	}
 	if key == "" {
-		return h.dispatch(ex.r.Context(), ex, p, nil)
+		return h.dispatch(ex.r.Context(), ex, p, "", nil)
 	}
 	cacheKey := key + "\x00" + strings.Join(seeds, ",")
 	cached, claim, err := h.idem.claim(ex.r.Context(), cacheKey, ex.now)
@@ -196,36 +213,83 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 	if claim == nil {
 		return cached.status, cached.body, nil
 	}
-	status, body, herr := h.dispatch(ex.r.Context(), ex, p, seeds)
+	status, body, herr := h.dispatch(ex.r.Context(), ex, p, key, seeds)
 	h.idem.settle(claim, idemReply{status: status, body: body}, herr == nil, time.Now())
 	return status, body, herr
 }
 
-// idempotencyKey reads the Idempotency-Key header or idempotencyKey field.
-func idempotencyKey(ex *exchange) (string, *hookError) {
-	key := ex.r.Header.Get("Idempotency-Key")
-	if key == "" {
-		key, _ = ex.payload["idempotencyKey"].(string)
+// waits reports whether p asks the gateway to answer when the run ends.
+func (h *Handler) waits(p plan) bool {
+	if p.fwd.name != "" {
+		return p.fwd.wait
 	}
-	if key == "" {
-		key = ex.deliveryID // a signed provider's delivery id
+	for i := range p.actions {
+		if p.actions[i].Wait {
+			return true
+		}
 	}
-	if len(key) > maxIdempotencyKeyLen {
-		return "", reject(http.StatusBadRequest, reasonIdemKeyLong)
-	}
-	return key, nil
+	return false
 }
 
-// dispatch prepares the gateway bodies and hands them to the gateway.
-// eventIDs, when given, are the deterministic ids of an idempotent request.
-func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, eventIDs []string) (int, []byte, *hookError) {
+// idempotencyKey returns the request's idempotency key as the gateway
+// reads it: the first of the Idempotency-Key header, the configured
+// idempotency_headers and the idempotencyKey field that is, trimmed,
+// non-empty and at most 256 characters (a longer one is ignored, not
+// refused); else a signed provider's delivery id.
+func (h *Handler) idempotencyKey(ex *exchange) string {
+	for _, name := range h.idemHeaders {
+		if v, ok := ex.r.Header[name]; ok {
+			if key := usableIdemKey(strings.Join(v, ", ")); key != "" {
+				return key
+			}
+		}
+	}
+	if s, ok := ex.payload["idempotencyKey"].(string); ok {
+		if key := usableIdemKey(s); key != "" {
+			return key
+		}
+	}
+	return ex.deliveryID
+}
+
+// usableIdemKey trims s and returns it when it is 1–256 UTF-16 code
+// units long (the gateway's measure), else "".
+func usableIdemKey(s string) string {
+	s = jsTrim(s)
+	if len(s) <= maxIdempotencyKeyLen {
+		return s
+	}
+	if len(s) > 4*maxIdempotencyKeyLen {
+		return ""
+	}
+	n := 0
+	for _, r := range s {
+		if n++; r > 0xFFFF {
+			n++
+		}
+	}
+	if n > maxIdempotencyKeyLen {
+		return ""
+	}
+	return s
+}
+
+// dispatch prepares the gateway requests and hands them to the sink.
+// key is the request's idempotency key; eventIDs, when given, are the
+// deterministic ids of an idempotent request.
+func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, key string, eventIDs []string) (int, []byte, *hookError) {
+	id := func(i int) string {
+		if eventIDs == nil {
+			return ""
+		}
+		return eventIDs[i]
+	}
+	if p.fwd.name != "" {
+		return h.sink.deliver(ctx, []prepared{h.prepareForward(ex, &p.fwd, key, id(0))}, 0, ex.ip)
+	}
 	items := make([]prepared, len(p.actions))
 	for i := range p.actions {
-		id := ""
-		if eventIDs != nil {
-			id = eventIDs[i]
-		}
-		items[i] = prepare(&p.actions[i], id)
+		items[i] = h.prepare(&p.actions[i], id(i))
 	}
 	ctx = withTrace(ctx, requestTrace(ex.r))
 	return h.sink.deliver(ctx, items, p.dropped, ex.ip)

@@ -138,21 +138,22 @@ type gatewaySender struct{ h *Handler }
 
 // Send implements spool.Sender.
 func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, error) {
-	kind := KindAgent
-	if ev.Kind == spool.KindWake {
-		kind = KindWake
-	}
+	g := eventRequest(ev)
 	start := time.Now()
 	ctx = withTrace(ctx, traceContext{parent: ev.TraceParent, state: ev.TraceState})
-	rep, err := s.h.gateway.send(ctx, kind, ev.Body, ev.ID, ev.ClientIP)
+	rep, err := s.h.gateway.send(ctx, &g, ev.ClientIP)
 	if ctx.Err() == nil { // not the spool closing
-		s.h.gatewayFailure(kind, ev.ID, rep.status, err)
+		s.h.gatewayFailure(g.kind, ev.ID, rep.status, err)
+	}
+	herr := rep.outcome(err)
+	if g.header != nil {
+		herr = rep.forwardOutcome(err)
 	}
 	outcome := "ok"
-	if herr := rep.outcome(err); herr != nil {
+	if herr != nil {
 		outcome = fmt.Sprint(herr.status)
 	}
-	s.h.metrics.observeDispatch(kind, outcome, time.Since(start))
+	s.h.metrics.observeDispatch(g.kind, outcome, time.Since(start))
 	if err != nil {
 		return 0, "", err
 	}
@@ -161,6 +162,24 @@ func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, 
 		reason = string(rep.body[:min(len(rep.body), 200)])
 	}
 	return rep.status, reason, nil
+}
+
+// eventRequest is the gateway request of a spooled event: a rendered
+// action goes to {prefix}/{kind} with its id as Idempotency-Key; a
+// forwarded one to its stored path with its stored headers.
+func eventRequest(ev *spool.Event) gatewayRequest {
+	kind := KindAgent
+	if ev.Kind == spool.KindWake {
+		kind = KindWake
+	}
+	g := gatewayRequest{kind: kind, body: ev.Body, idemKey: ev.ID}
+	if ev.Header != nil {
+		g.path, g.header = ev.Path, ev.Header
+		if k := ev.Header.Get("Idempotency-Key"); k != "" {
+			g.idemKey = k
+		}
+	}
+	return g
 }
 
 // spoolSink answers once the actions are on disk; delivery follows.
@@ -187,6 +206,11 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 		}
 		evs[i] = &spool.Event{ID: items[i].eventID, Kind: kind, Path: s.h.gateway.prefix + "/" + items[i].kind.String(),
 			Body: items[i].body, ClientIP: clientIP, FirstSeen: now, TraceParent: tc.parent, TraceState: tc.state}
+		if it := &items[i]; it.header != nil {
+			evs[i].Path = it.path
+			evs[i].Header = it.header // encoded (copied) by Append
+			evs[i].Header["Idempotency-Key"] = []string{it.idemKey}
+		}
 		ids[i] = items[i].eventID
 	}
 	if err := s.store.Append(ctx, evs...); err != nil {
@@ -196,5 +220,5 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 		s.h.logger.Error("spool write failed", zap.Error(err))
 		return 0, nil, &hookError{status: http.StatusServiceUnavailable, reason: "spool unavailable; retry later", retryAfter: spoolRetryAfter}
 	}
-	return http.StatusOK, composeReply(items, ids, dropped), nil
+	return http.StatusOK, composeReply(items, ids, "", dropped), nil
 }

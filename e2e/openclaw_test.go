@@ -285,7 +285,7 @@ func testCaddyhookFront(t *testing.T, gw *openclawGateway) {
 			{name: "empty model", req: request{sub: "/agent", body: map[string]any{"message": "x", "model": ""}}, status: 400, jsonErr: "model required"},
 			{name: "model not allowed", req: request{sub: "/agent", body: map[string]any{"message": "x", "model": "other/model"}}, status: 400},
 			{name: "session key prefix", req: request{sub: "/agent", body: map[string]any{"message": "x", "sessionKey": "other:1"}}, status: 400, jsonErr: "sessionKey must start with one of: hook:"},
-			{name: "agent not allowed", req: request{sub: "/agent", body: map[string]any{"message": "x", "agentId": "ops"}}, status: 400, jsonErr: "agentId is not allowed by hooks.allowedAgentIds", needs: "agents"},
+			{name: "agent not allowed", req: request{sub: "/agent", body: map[string]any{"message": "x", "agentId": "ops"}}, status: 400, jsonErr: "agentId is not allowed by allowed_agent_ids", needs: "agents"},
 			{name: "unknown hook", req: request{sub: "/nothing", body: map[string]any{}}, status: 404},
 			{name: "no hook name", req: request{sub: "/", body: map[string]any{}}, status: 404},
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
+	"sort"
 	"time"
 )
 
@@ -21,6 +23,7 @@ const (
 const (
 	extTraceParent uint64 = 1 // W3C traceparent of the accepted request
 	extTraceState  uint64 = 2 // W3C tracestate of the accepted request
+	extHeader      uint64 = 3 // a forwarded event's request headers
 )
 
 // errCorrupt is wrapped by decodeEvent for any malformed record.
@@ -40,11 +43,11 @@ var errCorrupt = errors.New("corrupt spool record")
 func encodeEvent(ev *Event) []byte {
 	exts := [...]struct {
 		tag uint64
-		val string
-	}{{extTraceParent, ev.TraceParent}, {extTraceState, ev.TraceState}}
+		val []byte
+	}{{extTraceParent, []byte(ev.TraceParent)}, {extTraceState, []byte(ev.TraceState)}, {extHeader, encodeHeader(ev.Header)}}
 	version, extLen := codecVersion, 0
 	for _, e := range exts {
-		if e.val != "" {
+		if len(e.val) > 0 {
 			version = codecVersionV2
 			extLen += 2*binary.MaxVarintLen32 + len(e.val)
 		}
@@ -63,13 +66,55 @@ func encodeEvent(ev *Event) []byte {
 	b = binary.AppendUvarint(b, uint64(len(ev.Body)))
 	b = append(b, ev.Body...)
 	for _, e := range exts {
-		if e.val != "" {
+		if len(e.val) > 0 {
 			b = binary.AppendUvarint(b, e.tag)
 			b = binary.AppendUvarint(b, uint64(len(e.val)))
 			b = append(b, e.val...)
 		}
 	}
 	return b
+}
+
+// encodeHeader serialises a header as name/value pairs in name order,
+// each string a uvarint length and its bytes; nil for no header.
+func encodeHeader(h http.Header) []byte {
+	if h == nil {
+		return nil
+	}
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	b := []byte{0} // a marker, so that an empty header is still stored
+	for _, k := range names {
+		for _, v := range h[k] {
+			b = binary.AppendUvarint(b, uint64(len(k)))
+			b = append(b, k...)
+			b = binary.AppendUvarint(b, uint64(len(v)))
+			b = append(b, v...)
+		}
+	}
+	return b
+}
+
+// decodeHeader parses encodeHeader's output.
+func decodeHeader(b []byte) (http.Header, error) {
+	if len(b) == 0 || b[0] != 0 {
+		return nil, fmt.Errorf("%w: bad header field", errCorrupt)
+	}
+	d := decoder{b: b[1:]}
+	h := http.Header{}
+	for d.err == nil && len(d.b) > 0 {
+		k, v := d.bytes(), d.bytes()
+		if d.err == nil && len(k) == 0 {
+			d.fail("empty header name")
+		}
+		if d.err == nil {
+			h[string(k)] = append(h[string(k)], string(v))
+		}
+	}
+	return h, d.err
 }
 
 // record is a parsed stored record whose byte fields alias the input.
@@ -81,6 +126,7 @@ type record struct {
 	body               []byte
 	traceParent        []byte // version 2 extensions
 	traceState         []byte
+	header             []byte
 }
 
 // parseRecord parses a record made by encodeEvent without copying.
@@ -106,6 +152,9 @@ func parseRecord(b []byte) (record, error) {
 	r.lastErr = d.bytes()
 	r.body = d.bytes()
 	if version == codecVersionV2 {
+		if d.err == nil && len(d.b) == 0 {
+			d.fail("version 2 record without extensions (truncated)")
+		}
 		r.parseExtensions(&d)
 	}
 	if d.err == nil && len(d.b) != 0 {
@@ -128,12 +177,14 @@ func (r *record) parseExtensions(d *decoder) {
 			r.traceParent = val
 		case extTraceState:
 			r.traceState = val
+		case extHeader:
+			r.header = val
 		}
 	}
 }
 
 // event copies r into a new Event.
-func (r record) event() *Event {
+func (r record) event() (*Event, error) {
 	ev := &Event{
 		ID:          string(r.id),
 		Kind:        string(r.kind),
@@ -149,7 +200,14 @@ func (r record) event() *Event {
 	if r.body != nil {
 		ev.Body = append([]byte(nil), r.body...)
 	}
-	return ev
+	if r.header != nil {
+		h, err := decodeHeader(r.header)
+		if err != nil {
+			return nil, err
+		}
+		ev.Header = h
+	}
+	return ev, nil
 }
 
 // decodeEvent parses a record made by encodeEvent into a new Event. It
@@ -160,7 +218,7 @@ func decodeEvent(b []byte) (*Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.event(), nil
+	return r.event()
 }
 
 // decoder consumes a record front to back; the first failure sticks.

@@ -199,7 +199,7 @@ func (b *bench) measure(ctx context.Context) error {
 	seg := b.o.duration / time.Duration(b.o.rounds)
 	for round := 1; round <= b.o.rounds; round++ {
 		fmt.Fprintf(b.progress, "round %d/%d:", round, b.o.rounds)
-		for _, r := range b.rows {
+		for _, r := range roundOrder(b.rows, round) {
 			fmt.Fprintf(b.progress, " %s", r.id)
 			if err := b.segment(ctx, r, seg, b.results[r.id]); err != nil {
 				fmt.Fprintln(b.progress)
@@ -209,6 +209,17 @@ func (b *bench) measure(ctx context.Context) error {
 		fmt.Fprintln(b.progress)
 	}
 	return nil
+}
+
+// roundOrder is the order of the rows in round (1-based): rotated by one
+// row per round, so that no row always runs first or last (a row right
+// after a given other one measured consistently a few per cent lower).
+func roundOrder(rows []rowDef, round int) []rowDef {
+	if len(rows) == 0 {
+		return rows
+	}
+	k := (round - 1) % len(rows)
+	return append(append(make([]rowDef, 0, len(rows)), rows[k:]...), rows[:k]...)
 }
 
 // segment runs row r for d, sampling the ingress RSS, and merges the
