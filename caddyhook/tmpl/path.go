@@ -51,6 +51,25 @@ func (p Path) Lookup(root any) (any, bool) {
 	return cur, true
 }
 
+// lookupVars resolves p against v's payload, seen through v.Element.
+func (p Path) lookupVars(v *Vars) (any, bool) {
+	if v.Element.Key == "" || p.blocked || len(p.segs) == 0 || p.segs[0].key != v.Element.Key {
+		return p.Lookup(v.Payload)
+	}
+	return Path{segs: p.segs[1:]}.lookupFrom(v.Element.Value)
+}
+
+// lookupFrom walks every segment of p from cur (none: cur itself).
+func (p Path) lookupFrom(cur any) (any, bool) {
+	for i := range p.segs {
+		var ok bool
+		if cur, ok = step(cur, p.segs[i].key, p.segs[i].index); !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
 // Lookup resolves a reference path (e.g. "messages[0].subject") against a
 // value; ok is false when the value is missing or the path is blocked. It
 // walks path in place and does not allocate; use [ParsePath] to resolve the

@@ -1,0 +1,6 @@
+//go:build !race
+
+package tmpl
+
+// raceEnabled reports a -race build.
+const raceEnabled = false
