@@ -159,14 +159,10 @@ func TestProgramCleanup(t *testing.T) {
 		runtime.KeepAlive(p)
 	}()
 	// Every program of this test binary is unreachable by now.
-	deadline := time.Now().Add(10 * time.Second)
-	for workers() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d runtime workers remain after their programs became unreachable", workers())
-		}
+	waitUntil(t, "the runtime workers of unreachable programs to end", func() bool {
 		runtime.GC()
-		time.Sleep(20 * time.Millisecond)
-	}
+		return workers() == 0
+	})
 }
 
 // workers counts the goroutines parked in or running vm.serve.

@@ -49,8 +49,8 @@ func TestTimeBudget(t *testing.T) {
 			if e.Kind != KindTimeout || !strings.Contains(e.Message, "time budget") {
 				t.Fatalf("error %v, want a time budget timeout", e)
 			}
-			if elapsed > 2*budget {
-				t.Fatalf("stopped after %v, budget %v", elapsed, budget)
+			if elapsed > hangBound {
+				t.Fatalf("stopped after %v: the budget %v did not stop it", elapsed, budget)
 			}
 			if elapsed < budget {
 				t.Fatalf("stopped after %v, before the budget %v", elapsed, budget)
@@ -60,8 +60,9 @@ func TestTimeBudget(t *testing.T) {
 }
 
 // TestStuckNativeCode: a built-in the interrupt cannot reach (here a
-// backtracking regular expression) makes Run give up at twice the budget;
-// the runtime is dropped when it finally returns and its slot is freed.
+// backtracking regular expression) makes Run give up (at twice the budget;
+// the test only checks it did not wait for the call); the runtime is
+// dropped when it finally returns and its slot is freed.
 func TestStuckNativeCode(t *testing.T) {
 	const budget = 50 * time.Millisecond
 	p := compileSource(t, "m.js", `export default (ctx) => {
@@ -70,7 +71,7 @@ func TestStuckNativeCode(t *testing.T) {
 };`, "", Options{Timeout: budget, Runtimes: 2})
 	start := time.Now()
 	e := runErr(t, p, Input{Payload: map[string]any{"stuck": true}}, KindTimeout)
-	if elapsed := time.Since(start); elapsed > 3*budget {
+	if elapsed := time.Since(start); elapsed > hangBound {
 		t.Fatalf("Run returned after %v, want about %v", elapsed, 2*budget)
 	}
 	if !strings.Contains(e.Message, "did not stop") {
@@ -80,13 +81,7 @@ func TestStuckNativeCode(t *testing.T) {
 	if out, err := p.Run(context.Background(), Input{Payload: map[string]any{}}); err != nil || out["ok"] != true {
 		t.Fatalf("Run beside a stuck call = %v, %v", out, err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(p.pool.slots) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the stuck call never released its slot")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, "the stuck call to release its slot", func() bool { return len(p.pool.slots) == 0 })
 	p.pool.mu.Lock()
 	idle := len(p.pool.idle)
 	p.pool.mu.Unlock()
@@ -112,9 +107,7 @@ func TestRuntimeQueue(t *testing.T) {
 			defer wg.Done()
 			_, _ = p.Run(context.Background(), Input{Payload: payload})
 		}()
-		for len(p.pool.slots) == 0 {
-			time.Sleep(time.Millisecond)
-		}
+		waitUntil(t, "the background call to take the runtime", func() bool { return len(p.pool.slots) != 0 })
 		return &wg
 	}
 
@@ -128,16 +121,15 @@ func TestRuntimeQueue(t *testing.T) {
 	wg = background(map[string]any{"stuck": true})
 	start := time.Now()
 	e := runErr(t, p, Input{Payload: map[string]any{}}, KindTimeout)
-	if waited := time.Since(start); waited < queueFactor*budget || waited > 2*queueFactor*budget {
+	if waited := time.Since(start); waited < queueFactor*budget || waited > hangBound {
 		t.Errorf("gave up after %v, want about %v", waited, queueFactor*budget)
 	}
 	if !strings.Contains(e.Message, "no runtime free") {
 		t.Errorf("message %q", e.Message)
 	}
 	wg.Wait()
-	for len(p.pool.slots) != 0 { // let the stuck call finish before the next test
-		time.Sleep(10 * time.Millisecond)
-	}
+	// let the stuck call finish before the next test
+	waitUntil(t, "the stuck call to finish", func() bool { return len(p.pool.slots) == 0 })
 }
 
 // memoryGrowth runs f while sampling the Go runtime's mapped memory every

@@ -284,7 +284,7 @@ export default async (ctx: any) => {
 // TestContextCanceled: a canceled context stops a running call and is
 // reported as a timeout-kind error.
 func TestContextCanceled(t *testing.T) {
-	p := compileSource(t, "m.js", `export default () => { for (;;) {} }`, "", Options{Timeout: 5 * time.Second})
+	p := compileSource(t, "m.js", `export default () => { for (;;) {} }`, "", Options{Timeout: time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -293,7 +293,7 @@ func TestContextCanceled(t *testing.T) {
 	if !errors.As(err, &te) || te.Kind != KindTimeout || !strings.Contains(te.Message, "canceled") {
 		t.Fatalf("Run = %v, want a canceled timeout error", err)
 	}
-	if d := time.Since(start); d > time.Second {
+	if d := time.Since(start); d > hangBound { // the budget is a minute: the cancel stopped it
 		t.Fatalf("cancel took %v", d)
 	}
 	done, cancel2 := context.WithCancel(context.Background())
