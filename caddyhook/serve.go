@@ -31,17 +31,15 @@ const (
 
 // exchange is the per-request state of one hook request.
 type exchange struct {
-	r        *http.Request
-	sub      string
-	ip       netip.Addr
-	now      time.Time
-	tokenOK  bool
-	route    string
-	body     []byte
-	payload  map[string]any
-	idemKey  string
-	dropped  int
-	logAttrs []zap.Field
+	r       *http.Request
+	sub     string
+	ip      netip.Addr
+	now     time.Time
+	tokenOK bool
+	route   string // as in the metrics and logs: wake, agent, a mapping id, …
+	mapping string // id of the mapping that answered, if any
+	body    []byte
+	payload map[string]any
 
 	// verified lists the signing mappings' verifiers the request passed;
 	// deliveryID and challenge come from the first that passed; sigReason
@@ -64,6 +62,9 @@ func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) 
 	status, body, herr := h.process(&ex)
 	if herr != nil {
 		status = herr.status
+	}
+	setPlaceholders(r, &ex, status, herr)
+	if herr != nil {
 		writeError(w, herr)
 		h.logRejection(&ex, herr)
 	} else if status == http.StatusNoContent {
@@ -138,6 +139,9 @@ func (h *Handler) authFailed(ex *exchange, reason string) *hookError {
 			zap.String("client_ip", ex.ip.String()),
 			zap.Int("failures", h.AuthFailures.Count),
 			zap.Duration("window", time.Duration(h.AuthFailures.Window)))
+		if left, locked := h.lockout.Locked(ex.ip, ex.now); locked {
+			h.events.lockedOut(ex.ip, ex.now.Add(left), h.base)
+		}
 	}
 	return reject(http.StatusUnauthorized, reason)
 }
