@@ -45,3 +45,8 @@ func runErr(t testing.TB, p *Program, in Input, kind string) *Error {
 	}
 	return te
 }
+
+// Compile compiles file outside any Cache, with a watchdog of its own.
+func Compile(file, export string, opts Options) (*Program, error) {
+	return compile(file, export, opts, newWatchdog())
+}
