@@ -268,8 +268,8 @@ func TestAgentGatewayBody(t *testing.T) {
 			want: `{"message":"m","name":"N","agentId":"ops","sessionKey":"hook:a","wakeMode":"next-heartbeat","deliver":false,` +
 				`"channel":"slack","to":"C1","model":"p/m","thinking":"high","timeoutSeconds":12}`},
 		{name: "escaping",
-			pc:   policyConfig{DefaultSessionKey: "hook:ingress"},
-			in:   `{"message":"q\"b\\s\n\r\t\u0000\u001f\u007f<&>\u2028\u2029é😀","name":"a\"b"}`,
+			pc: policyConfig{DefaultSessionKey: "hook:ingress"},
+			in: `{"message":"q\"b\\s\n\r\t\u0000\u001f\u007f<&>\u2028\u2029é😀","name":"a\"b"}`,
 			// as JSON.stringify: U+2028 and U+2029 stay as they are
 			want: `{"message":"q\"b\\s\n\r\t\u0000\u001f` + "\x7f" + `<&>` + "\u2028\u2029" + `é😀","name":"a\"b","sessionKey":"hook:ingress"}`},
 	} {
