@@ -250,6 +250,9 @@ func TestIdemEvictedPendingEntry(t *testing.T) {
 // TestIdemBoundedMemory inserts 200k keys: entry counts and bytes stay
 // within the configured bounds and the accounting stays exact.
 func TestIdemBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("400k insertions (over a minute under the race detector); the full run covers it")
+	}
 	for _, tc := range []struct {
 		name     string
 		bodySize int

@@ -656,7 +656,9 @@ func TestIntegrationTransformConcurrency(t *testing.T) {
   return { message: "request " + ctx.payload.i + " hash " + h };
 };`,
 	})
-	in := startIngress(t, ingressOpts{hooks: "transforms_root " + root + "\n" + mappingLines("c", "transform c.ts")})
+	// a budget no call reaches however loaded the machine: this test is
+	// about concurrent calls, TestIntegrationTransformBudget about budgets
+	in := startIngress(t, ingressOpts{hooks: "transform_timeout 10s\ntransforms_root " + root + "\n" + mappingLines("c", "transform c.ts")})
 	const n = 200
 	statuses := make([]int, n)
 	var wg sync.WaitGroup

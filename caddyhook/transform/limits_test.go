@@ -64,6 +64,9 @@ func TestTimeBudget(t *testing.T) {
 // the test only checks it did not wait for the call); the runtime is
 // dropped when it finally returns and its slot is freed.
 func TestStuckNativeCode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seconds of CPU in a backtracking regular expression; the full run covers it")
+	}
 	const budget = 50 * time.Millisecond
 	p := compileSource(t, "m.js", `export default (ctx) => {
   if (ctx.payload.stuck) /^(a+)+(?=$)/.test("a".repeat(21) + "!");
@@ -94,13 +97,13 @@ func TestStuckNativeCode(t *testing.T) {
 // ten budgets: it gets the runtime when a spinning call is stopped, and
 // gives up when a call is stuck in native code for longer.
 func TestRuntimeQueue(t *testing.T) {
-	const budget = 20 * time.Millisecond
-	p := compileSource(t, "m.js", `export default (ctx) => {
+	const src = `export default (ctx) => {
   if (ctx.payload.spin) for (;;) {}
   if (ctx.payload.stuck) /^(a+)+(?=$)/.test("a".repeat(23) + "!");
   return { ok: true };
-};`, "", Options{Timeout: budget, Runtimes: 1})
-	background := func(payload map[string]any) *sync.WaitGroup {
+};`
+	// background runs payload on p's only runtime and returns once it holds it.
+	background := func(t *testing.T, p *Program, payload map[string]any) *sync.WaitGroup {
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
@@ -111,25 +114,37 @@ func TestRuntimeQueue(t *testing.T) {
 		return &wg
 	}
 
-	wg := background(map[string]any{"spin": true})
-	out, err := p.Run(context.Background(), Input{Payload: map[string]any{}})
-	wg.Wait()
-	if err != nil || out["ok"] != true {
-		t.Fatalf("queued call = %v, %v; want it to run once the spinning call was stopped", out, err)
-	}
+	t.Run("runs once the spinning call is stopped", func(t *testing.T) {
+		// a budget long enough that the stop (after 1s) lands well inside
+		// the queue's wait (10s) on any machine
+		p := compileSource(t, "m.js", src, "", Options{Timeout: time.Second, Runtimes: 1})
+		wg := background(t, p, map[string]any{"spin": true})
+		out, err := p.Run(context.Background(), Input{Payload: map[string]any{}})
+		wg.Wait()
+		if err != nil || out["ok"] != true {
+			t.Fatalf("queued call = %v, %v; want it to run once the spinning call was stopped", out, err)
+		}
+	})
 
-	wg = background(map[string]any{"stuck": true})
-	start := time.Now()
-	e := runErr(t, p, Input{Payload: map[string]any{}}, KindTimeout)
-	if waited := time.Since(start); waited < queueFactor*budget || waited > hangBound {
-		t.Errorf("gave up after %v, want about %v", waited, queueFactor*budget)
-	}
-	if !strings.Contains(e.Message, "no runtime free") {
-		t.Errorf("message %q", e.Message)
-	}
-	wg.Wait()
-	// let the stuck call finish before the next test
-	waitUntil(t, "the stuck call to finish", func() bool { return len(p.pool.slots) == 0 })
+	t.Run("gives up on a call stuck in native code", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("seconds of CPU in a backtracking regular expression; the full run covers it")
+		}
+		const budget = 20 * time.Millisecond
+		p := compileSource(t, "m.js", src, "", Options{Timeout: budget, Runtimes: 1})
+		wg := background(t, p, map[string]any{"stuck": true})
+		start := time.Now()
+		e := runErr(t, p, Input{Payload: map[string]any{}}, KindTimeout)
+		if waited := time.Since(start); waited < queueFactor*budget || waited > hangBound {
+			t.Errorf("gave up after %v, want about %v", waited, queueFactor*budget)
+		}
+		if !strings.Contains(e.Message, "no runtime free") {
+			t.Errorf("message %q", e.Message)
+		}
+		wg.Wait()
+		// let the stuck call finish before the next test
+		waitUntil(t, "the stuck call to finish", func() bool { return len(p.pool.slots) == 0 })
+	})
 }
 
 // memoryGrowth runs f while sampling the Go runtime's mapped memory every

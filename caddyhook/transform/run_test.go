@@ -84,7 +84,9 @@ func TestRunFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := compileSource(t, "m.js", tc.src, "", Options{MaxBytes: 4096})
+			// a budget no case reaches, however slow the machine: these
+			// fail for other reasons (TestTimeBudget is about the budget)
+			p := compileSource(t, "m.js", tc.src, "", Options{MaxBytes: 4096, Timeout: hangBound})
 			e := runErr(t, p, Input{Payload: map[string]any{}}, tc.kind)
 			if !strings.Contains(e.Message, tc.msg) {
 				t.Fatalf("message %q does not contain %q", e.Message, tc.msg)
