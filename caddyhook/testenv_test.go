@@ -23,8 +23,9 @@ type testGateway struct {
 	sock string
 }
 
-// startTestGateway starts a gateway that wants utGatewayToken. record
-// keeps every request for inspection (leave it off in benchmarks).
+// startTestGateway starts a gateway that wants utGatewayToken (whatever
+// cfg.Token says). cfg.Record keeps every request for inspection (leave
+// it off in benchmarks).
 func startTestGateway(tb testing.TB, cfg devgw.Config) *testGateway {
 	tb.Helper()
 	dir, err := os.MkdirTemp("", "chku") // short: socket paths are limited to ~100 bytes
