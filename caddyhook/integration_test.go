@@ -92,6 +92,7 @@ func startIngress(t *testing.T, o ingressOpts) *ingress {
 		token %[4]s
 		gateway %[5]s
 		gateway_token %[6]s
+		`+testTransformTimeout+`
 		%[7]s
 	}
 	respond "next handler" 200
@@ -106,6 +107,12 @@ func startIngress(t *testing.T, o ingressOpts) *ingress {
 	in.load(cf)
 	return in
 }
+
+// testTransformTimeout is the first line of the test hooks blocks: a
+// transform budget no call reaches on a loaded machine (the default
+// 100ms is not, under a busy CPU or the race detector). Tests about the
+// budget set their own transform_timeout after it; the later line wins.
+const testTransformTimeout = "transform_timeout 10s"
 
 // testSiteAddress is the site address of every in-process test Caddyfile:
 // plain HTTP on a port the kernel assigns when the config is loaded. Site
@@ -426,6 +433,7 @@ func (in *ingress) currentCaddyfile(t *testing.T) string {
 		token %s
 		gateway unix/%s
 		gateway_token %s
+		`+testTransformTimeout+`
 	}
 	respond "next handler" 200
 }
