@@ -40,6 +40,10 @@ max_age. Caddy must be stopped: a running instance holds the spool's lock.
   retry  moves dead letters back to the delivery queue (all when no ids are given);
          they are delivered when Caddy next runs with this spool.
   drop   deletes the given dead letters; --all (and no ids) deletes every one.
+  salvage  when spool.db is corrupt, moves it aside as spool.db.corrupt-<time> and
+         restores every event that can still be read into a fresh spool.db (Caddy
+         does the same when it starts with a corrupt spool); a sound spool is left
+         alone.
 `,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -78,7 +82,13 @@ max_age. Caddy must be stopped: a running instance holds the spool's lock.
 	}
 	drop.Flags().Bool("all", false, "Delete every dead letter (required when no ids are given)")
 
-	cmd.AddCommand(list, retry, drop)
+	salvage := &cobra.Command{
+		Use:   "salvage --dir <dir>",
+		Short: "Moves a corrupt spool file aside and restores its readable events into a fresh one",
+		RunE:  runSpoolSalvage,
+	}
+
+	cmd.AddCommand(list, retry, drop, salvage)
 	return cmd
 }
 
@@ -144,10 +154,56 @@ func (c *spoolCLI) open(dir string) (*spool.Store, error) {
 	}
 	cfg.LockTimeout = c.lockTimeout
 	st, err := spool.Open(cfg, c.logger)
-	if errors.Is(err, spool.ErrLocked) {
+	switch {
+	case errors.Is(err, spool.ErrLocked):
 		return nil, fmt.Errorf("spool %s is in use by a running caddyhook (pid unknown); stop it first or inspect via its metrics", cfg.Dir)
+	case errors.Is(err, spool.ErrCorrupt):
+		return nil, fmt.Errorf("%w\nNothing was changed. `caddy hooks spool salvage --dir %s` moves the file aside and restores every "+
+			"readable event into a fresh spool (Caddy does the same when it next starts with this spool)", err, cfg.Dir)
 	}
 	return st, err
+}
+
+// runSpoolSalvage is `caddy hooks spool salvage`: spool.Recover, reported.
+func runSpoolSalvage(cmd *cobra.Command, _ []string) error {
+	dir, _ := cmd.Flags().GetString("dir")
+	c := &spoolCLI{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
+		lockTimeout: spoolCLILockTimeout, logger: caddy.Log().Named("hooks.spool")}
+	err := c.salvage(dir)
+	if err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), err)
+		cmd.SilenceErrors = true
+	}
+	return err
+}
+
+// salvage recovers the spool in dir when it is corrupt.
+func (c *spoolCLI) salvage(dir string) error {
+	if strings.TrimSpace(dir) == "" {
+		return errors.New("--dir is required: the spool directory of the hooks config")
+	}
+	cfg, err := (&SpoolConfig{Dir: dir}).config()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Dir, spool.DBFile)); err != nil {
+		return fmt.Errorf("no spool in %s: %w", cfg.Dir, err)
+	}
+	cfg.LockTimeout = c.lockTimeout
+	st, sv, err := spool.Recover(cfg, c.logger)
+	if errors.Is(err, spool.ErrLocked) {
+		return fmt.Errorf("spool %s is in use by a running caddyhook; stop it first", cfg.Dir)
+	}
+	if err != nil {
+		return err
+	}
+	if sv == nil {
+		fmt.Fprintf(c.out, "spool %s is sound; nothing to salvage\n", cfg.Dir)
+	} else {
+		fmt.Fprintf(c.out, "spool %s was corrupt: %v\nmoved it to %s (unchanged)\nrestored %d queued event(s) and %d dead letter(s) into a fresh %s; %d damaged page(s) or record(s) skipped\n",
+			cfg.Dir, sv.Reason, sv.MovedTo, sv.Queued, sv.Dead, spool.DBFile, sv.Skipped)
+	}
+	return st.Close()
 }
 
 // list prints a summary line and the dead letters whose id is in ids (all

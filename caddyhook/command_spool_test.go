@@ -200,3 +200,64 @@ func TestSpoolCommandRefusals(t *testing.T) {
 		t.Fatalf("a refused command created a spool in %s (stat: %v)", empty, err)
 	}
 }
+
+// truncateSpool cuts the spool file in dir just short of its last page in
+// use (the high-water mark of meta page 0), so that bbolt would fault on
+// it, and returns the damaged bytes.
+func truncateSpool(t *testing.T, dir string) []byte {
+	t.Helper()
+	path := filepath.Join(dir, spool.DBFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageSize := int(b[24]) | int(b[25])<<8 | int(b[26])<<16
+	hwm := int(b[56]) | int(b[57])<<8
+	b = b[:(hwm-1)*pageSize+pageSize/3]
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestSpoolCommandCorruptFile: list, retry and drop report a corrupt
+// spool file (and what to do) instead of panicking or dying of SIGBUS,
+// changing nothing; salvage moves it aside, restores what it can read and
+// leaves a spool the other commands use again.
+func TestSpoolCommandCorruptFile(t *testing.T) {
+	dir := t.TempDir()
+	seedSpool(t, dir, []string{"d-1", "d-2"}, 3)
+	damaged := truncateSpool(t, dir)
+	for _, sub := range [][]string{{"list"}, {"retry"}, {"drop", "--all"}} {
+		_, errOut, err := runHooksCommand(append([]string{"spool"}, append(sub, "--dir", dir)...)...)
+		if err == nil || !strings.Contains(errOut, "is corrupt: truncated") ||
+			!strings.Contains(errOut, "caddy hooks spool salvage --dir "+dir) {
+			t.Fatalf("spool %s: error %v, stderr %q; want a corruption report naming salvage", sub[0], err, errOut)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, spool.DBFile)); !bytes.Equal(got, damaged) {
+		t.Fatal("a refused command changed the corrupt file")
+	}
+
+	out, errOut, err := runHooksCommand("spool", "salvage", "--dir", dir)
+	if err != nil {
+		t.Fatalf("salvage: %v (%s)", err, errOut)
+	}
+	moved, _ := filepath.Glob(filepath.Join(dir, spool.DBFile+".corrupt-*"))
+	if len(moved) != 1 || !strings.Contains(out, "was corrupt: truncated") || !strings.Contains(out, "moved it to "+moved[0]) {
+		t.Fatalf("salvage output %q, moved files %v", out, moved)
+	}
+	if got, _ := os.ReadFile(moved[0]); !bytes.Equal(got, damaged) {
+		t.Fatal("the moved file differs from the corrupt one")
+	}
+	dead, queued := spoolState(t, dir)
+	if want := fmt.Sprintf("restored %d queued event(s) and %d dead letter(s)", queued, len(dead)); !strings.Contains(out, want) {
+		t.Fatalf("salvage output %q does not say %q", out, want)
+	}
+	if _, errOut, err := runHooksCommand("spool", "list", "--dir", dir); err != nil {
+		t.Fatalf("list after salvage: %v (%s)", err, errOut)
+	}
+	if out, _, err := runHooksCommand("spool", "salvage", "--dir", dir); err != nil || !strings.Contains(out, "is sound") {
+		t.Fatalf("second salvage: %v, %q", err, out)
+	}
+}

@@ -26,17 +26,13 @@ type prepared struct {
 	eventID string
 }
 
-// prepare wraps untrusted content, encodes the gateway body and assigns
+// prepare applies the content boundary (applyBoundary), encodes the gateway body and assigns
 // the event id: eventID when the request was idempotent, else a random one.
 func prepare(a *Action, eventID string) prepared {
 	if eventID == "" {
 		eventID = uuid.NewString()
 	}
-	if a.Kind == KindAgent && !a.AllowUnsafe {
-		w := *a
-		w.Message = wrapExternal(a.Message, a.Source)
-		a = &w
-	}
+	a = applyBoundary(a)
 	return prepared{kind: a.Kind, mode: a.Mode, body: a.appendGatewayBody(make([]byte, 0, 256+len(a.Message))), eventID: eventID}
 }
 

@@ -59,7 +59,7 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 	}
 	key := spoolPoolPrefix + sc.Dir
 	v, _, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		st, err := spool.Open(sc, h.logger.Named("spool"))
+		st, err := openSpool(sc, h.logger.Named("spool"))
 		if err != nil {
 			return nil, err
 		}
@@ -144,6 +144,21 @@ func (r *spoolReg) release() {
 
 // Destruct closes the spool when its last user is gone.
 func (p *spoolShare) Destruct() error { return p.store.Close() }
+
+// openSpool opens the spool; a corrupt spool.db is moved aside and its
+// readable events restored into a fresh one (spool.Recover), so that a
+// damaged file never keeps the server from starting, and the operator is
+// told loudly what happened.
+func openSpool(sc spool.Config, logger *zap.Logger) (*spool.Store, error) {
+	st, sv, err := spool.Recover(sc, logger)
+	if sv != nil {
+		logger.Error("spool: the spool file was corrupt; it was moved aside and every readable event restored into a fresh spool",
+			zap.String("reason", sv.Reason.Error()), zap.String("moved_to", sv.MovedTo),
+			zap.Int("restored_queued", sv.Queued), zap.Int("restored_dead_letters", sv.Dead),
+			zap.Int("skipped", sv.Skipped))
+	}
+	return st, err
+}
 
 // gatewaySender delivers spooled events with the gateway client.
 type gatewaySender struct{ h *Handler }

@@ -1,16 +1,21 @@
 package caddyhook
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
 
 // spoolRegistryMetrics reads the caddy_hooks_spool_* series from the running
@@ -256,4 +261,31 @@ func TestIntegrationSpoolBackpressure(t *testing.T) {
 	}
 	awaitSpoolDrain(t, in, len(load.runIDs))
 	checkDelivered(t, in, load.runIDs)
+}
+
+// TestSpoolCorruptFileAtStart: a spool file of garbage does not keep Caddy
+// from starting (before, bbolt panicked or the process died of SIGBUS):
+// the file is moved aside, a fresh spool takes events, and the log says
+// what happened and where the file went.
+func TestSpoolCorruptFileAtStart(t *testing.T) {
+	dir := t.TempDir()
+	noise := bytes.Repeat([]byte("not a bbolt page; "), 4096)
+	if err := os.WriteFile(filepath.Join(dir, spool.DBFile), noise, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := startIngress(t, ingressOpts{hooks: `spool ` + dir})
+	if r := in.post("/hooks/wake", `{"text":"after a corrupt spool"}`); r.status != http.StatusOK {
+		t.Fatalf("wake: %d %s", r.status, r.body)
+	}
+	moved, _ := filepath.Glob(filepath.Join(dir, spool.DBFile+".corrupt-*"))
+	if len(moved) != 1 {
+		t.Fatalf("moved files %v", moved)
+	}
+	if got, _ := os.ReadFile(moved[0]); !bytes.Equal(got, noise) {
+		t.Fatal("the moved file differs from the corrupt one")
+	}
+	logs := in.logs()
+	if !strings.Contains(logs, "the spool file was corrupt") || !strings.Contains(logs, moved[0]) {
+		t.Fatalf("log does not report the move:\n%s", logs)
+	}
 }

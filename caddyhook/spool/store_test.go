@@ -340,7 +340,7 @@ func sameSet(a, b []string) bool {
 func TestWriteErrorIsReportedNotLost(t *testing.T) {
 	cfg := testConfig(t)
 	core, logs := observer.New(zapcore.ErrorLevel)
-	s, err := open(cfg, zap.New(core), func(o *bolt.Options) { o.MaxSize = 256 << 10 }) // a "disk" of 256 KiB
+	s, err := open(cfg, zap.New(core), openOptions{tune: func(o *bolt.Options) { o.MaxSize = 256 << 10 }}) // a "disk" of 256 KiB
 	if err != nil {
 		t.Fatal(err)
 	}
