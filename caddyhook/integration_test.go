@@ -216,6 +216,12 @@ func (r result) json(t *testing.T) map[string]any {
 // do sends a request; hdr is "Name: value" pairs.
 func (in *ingress) do(method, path, body string, hdr ...string) result {
 	in.t.Helper()
+	return in.doHost("", method, path, body, hdr...)
+}
+
+// doHost is do with the Host header host ("" = in.base's).
+func (in *ingress) doHost(host, method, path, body string, hdr ...string) result {
+	in.t.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -223,6 +229,9 @@ func (in *ingress) do(method, path, body string, hdr ...string) result {
 	req, err := http.NewRequest(method, in.base+path, rd)
 	if err != nil {
 		in.t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for _, h := range hdr {
@@ -417,6 +426,23 @@ func TestIntegrationLockout(t *testing.T) {
 
 // currentCaddyfile rebuilds the default test Caddyfile (for reload tests).
 func (in *ingress) currentCaddyfile(t *testing.T) string {
+	return in.caddyfile(fmt.Sprintf(`%s {
+	bind 127.0.0.1
+	hooks {
+		token %s
+		gateway unix/%s
+		gateway_token %s
+		`+testTransformTimeout+`
+	}
+	respond "next handler" 200
+}
+`, testSiteAddress, itHookToken, in.sock, itGatewayToken))
+}
+
+// caddyfile returns a test Caddyfile: the harness's global options and
+// the given site blocks (which should use testSiteAddress or another
+// `:0` address and `bind 127.0.0.1`).
+func (in *ingress) caddyfile(sites ...string) string {
 	return fmt.Sprintf(`{
 	admin off
 	auto_https off
@@ -427,17 +453,7 @@ func (in *ingress) currentCaddyfile(t *testing.T) string {
 		level DEBUG
 	}
 }
-%s {
-	bind 127.0.0.1
-	hooks {
-		token %s
-		gateway unix/%s
-		gateway_token %s
-		`+testTransformTimeout+`
-	}
-	respond "next handler" 200
-}
-`, in.logPath, testSiteAddress, itHookToken, in.sock, itGatewayToken)
+`, in.logPath) + strings.Join(sites, "\n")
 }
 
 func TestIntegrationTrustedProxyKeysLockout(t *testing.T) {

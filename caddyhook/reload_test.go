@@ -2,61 +2,19 @@ package caddyhook
 
 import (
 	"fmt"
-	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/caddyhook/caddyhook/internal/devgw"
 )
 
-// recordingGateway is a second devgw gateway (beside in.gw) wanting the
-// integration tests' gateway token, on a Unix socket of its own.
-type recordingGateway struct {
-	*devgw.Gateway
-	sock string
-}
-
-// startRecordingGateway starts a gateway that records what it receives;
-// it stops when the test ends.
-func startRecordingGateway(t *testing.T) *recordingGateway {
+// startRecordingGateway starts a second gateway (beside in.gw) that
+// wants the integration tests' gateway token and records what it
+// receives; it stops when the test ends.
+func startRecordingGateway(t *testing.T) *testGateway {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "chgw") // short: socket paths are limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "gw.sock")
-	ln, err := devgw.Listen("unix/" + sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := devgw.New(devgw.Config{Token: itGatewayToken, Record: true})
-	srv := devgw.Server(gw)
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		_ = srv.Close()
-		_ = os.RemoveAll(dir)
-	})
-	return &recordingGateway{Gateway: gw, sock: sock}
-}
-
-// caddyfile returns a test Caddyfile: the harness's global options and
-// the given site blocks (which should use testSiteAddress or another
-// `:0` address and `bind 127.0.0.1`).
-func (in *ingress) caddyfile(sites ...string) string {
-	return fmt.Sprintf(`{
-	admin off
-	auto_https off
-	persist_config off
-	log {
-		output file %s
-		format json
-		level DEBUG
-	}
-}
-`, in.logPath) + strings.Join(sites, "\n")
+	return serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
 }
 
 // hooksSite is a site block at addr with a hooks handler on gateway
@@ -79,24 +37,7 @@ func hooksSite(addr, token, gatewaySock, extra string) string {
 // given Host header (to reach one of several sites on one listener).
 func (in *ingress) postHost(host, path, body string, hdr ...string) result {
 	in.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, in.base+path, strings.NewReader(body))
-	if err != nil {
-		in.t.Fatal(err)
-	}
-	req.Host = host
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+itHookToken)
-	for _, h := range hdr {
-		k, v, _ := strings.Cut(h, ":")
-		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
-	}
-	resp, err := in.client.Do(req)
-	if err != nil {
-		in.t.Fatalf("POST %s%s: %v", host, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return result{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	return in.doHost(host, http.MethodPost, path, body, append([]string{"Authorization: Bearer " + itHookToken}, hdr...)...)
 }
 
 // TestIntegrationReloadSpoolSender is the reload regression of issue 15:

@@ -28,6 +28,13 @@ type testGateway struct {
 // it off in benchmarks).
 func startTestGateway(tb testing.TB, cfg devgw.Config) *testGateway {
 	tb.Helper()
+	cfg.Token = utGatewayToken
+	return serveGateway(tb, cfg)
+}
+
+// serveGateway starts a devgw gateway with cfg on a Unix socket of its own.
+func serveGateway(tb testing.TB, cfg devgw.Config) *testGateway {
+	tb.Helper()
 	dir, err := os.MkdirTemp("", "chku") // short: socket paths are limited to ~100 bytes
 	if err != nil {
 		tb.Fatal(err)
@@ -37,7 +44,6 @@ func startTestGateway(tb testing.TB, cfg devgw.Config) *testGateway {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg.Token = utGatewayToken
 	gw := devgw.New(cfg)
 	srv := devgw.Server(gw)
 	go func() { _ = srv.Serve(ln) }()
