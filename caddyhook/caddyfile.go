@@ -55,6 +55,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	        retry_initial <duration>
 //	        retry_max     <duration>
 //	        workers       <n>
+//	        rate          <n>/<interval>
 //	    }
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -208,6 +209,8 @@ func (h *Handler) unmarshalSpool(d *caddyfile.Dispenser) error {
 			err = durationArg(d, &sc.RetryMax)
 		case "workers":
 			err = intArg(d, &sc.Workers)
+		case "rate":
+			err = rateArg(d, &sc.Rate)
 		default:
 			err = d.Errf("unrecognized spool subdirective '%s'", d.Val())
 		}

@@ -78,6 +78,13 @@ func spoolState(t *testing.T, dir string) (dead []string, queued int) {
 	return dead, st.Stats().Depth
 }
 
+// noAdmin is an --address where no admin API answers, so that a spool
+// command works on the file and never asks whatever listens on the
+// default localhost:2019.
+func noAdmin(t *testing.T) string {
+	return "unix/" + filepath.Join(t.TempDir(), "no-admin.sock")
+}
+
 // runHooksCommand runs `caddy hooks <args>` as the CLI would (through
 // hooksSubcommands) and returns stdout, stderr and the error that makes
 // caddycmd.Main exit with status 1.
@@ -138,7 +145,7 @@ func TestSpoolCommand(t *testing.T) {
 			dir := t.TempDir()
 			seedSpool(t, dir, seeded, 2)
 			args := append([]string{"spool"}, c.args...)
-			out, errOut, err := runHooksCommand(append(args, "--dir", dir)...)
+			out, errOut, err := runHooksCommand(append(args, "--dir", dir, "--address", noAdmin(t))...)
 			if (err != nil) != c.wantErr {
 				t.Fatalf("error = %v, want error %v; stdout:\n%s\nstderr:\n%s", err, c.wantErr, out, errOut)
 			}
@@ -177,7 +184,7 @@ func TestSpoolCommandRefusals(t *testing.T) {
 		want string
 	}{
 		{"locked by a running instance", []string{"spool", "list", "--dir", held},
-			"spool " + held + " is in use by a running caddyhook (pid unknown); stop it first or inspect via its metrics"},
+			"spool " + held + " is in use by a running caddyhook, and no hooks handler of a Caddy admin API at unix/"},
 		{"locked, retry", []string{"spool", "retry", "--dir", held}, "is in use by a running caddyhook"},
 		{"locked, drop", []string{"spool", "drop", "--all", "--dir", held}, "is in use by a running caddyhook"},
 		{"no spool there", []string{"spool", "list", "--dir", empty}, "no spool in " + empty + ": spool.db does not exist"},
@@ -187,7 +194,7 @@ func TestSpoolCommandRefusals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
-			_, errOut, err := runHooksCommand(c.args...)
+			_, errOut, err := runHooksCommand(append(c.args, "--address", noAdmin(t))...)
 			if err == nil || !strings.Contains(errOut+err.Error(), c.want) {
 				t.Fatalf("error %v, stderr %q; want an error saying %q", err, errOut, c.want)
 			}
@@ -229,7 +236,7 @@ func TestSpoolCommandCorruptFile(t *testing.T) {
 	seedSpool(t, dir, []string{"d-1", "d-2"}, 3)
 	damaged := truncateSpool(t, dir)
 	for _, sub := range [][]string{{"list"}, {"retry"}, {"drop", "--all"}} {
-		_, errOut, err := runHooksCommand(append([]string{"spool"}, append(sub, "--dir", dir)...)...)
+		_, errOut, err := runHooksCommand(append([]string{"spool"}, append(sub, "--dir", dir, "--address", noAdmin(t))...)...)
 		if err == nil || !strings.Contains(errOut, "is corrupt: truncated") ||
 			!strings.Contains(errOut, "caddy hooks spool salvage --dir "+dir) {
 			t.Fatalf("spool %s: error %v, stderr %q; want a corruption report naming salvage", sub[0], err, errOut)
@@ -254,7 +261,7 @@ func TestSpoolCommandCorruptFile(t *testing.T) {
 	if want := fmt.Sprintf("restored %d queued event(s) and %d dead letter(s)", queued, len(dead)); !strings.Contains(out, want) {
 		t.Fatalf("salvage output %q does not say %q", out, want)
 	}
-	if _, errOut, err := runHooksCommand("spool", "list", "--dir", dir); err != nil {
+	if _, errOut, err := runHooksCommand("spool", "list", "--dir", dir, "--address", noAdmin(t)); err != nil {
 		t.Fatalf("list after salvage: %v (%s)", err, errOut)
 	}
 	if out, _, err := runHooksCommand("spool", "salvage", "--dir", dir); err != nil || !strings.Contains(out, "is sound") {

@@ -106,6 +106,7 @@ func (s syncSink) deliver(ctx context.Context, items []prepared, dropped int, ip
 func (h *Handler) sendOne(ctx context.Context, it *prepared, clientIP string) (gatewayReply, *hookError) {
 	start := time.Now()
 	rep, err := h.gateway.send(ctx, it.kind, it.body, it.eventID, clientIP)
+	h.gatewayFailure(it.kind, it.eventID, rep.status, err)
 	herr := rep.outcome(err)
 	if herr == nil && !json.Valid(rep.body) {
 		herr = reject(http.StatusBadGateway, "gateway returned an invalid reply")

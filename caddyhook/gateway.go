@@ -123,6 +123,7 @@ func (c *gatewayClient) send(ctx context.Context, kind Kind, body []byte, eventI
 	if c.forwardIP && clientIP != "" {
 		req.Header["X-Forwarded-For"] = []string{clientIP}
 	}
+	traceFrom(ctx).setHeaders(req.Header)
 	resp, err := c.transport.RoundTrip(req)
 	if err != nil {
 		if ctx.Err() != nil || isTimeout(err) {

@@ -48,6 +48,7 @@ type ingressOpts struct {
 	global  string // extra lines inside the global options block
 	gateway string // gateway address override ("" = the devgw socket)
 	noGW    bool   // do not start the gateway
+	admin   string // the admin endpoint, e.g. unix//path.sock ("" = off)
 }
 
 // startIngress starts a gateway and Caddy with the hooks module. Caddy
@@ -71,8 +72,12 @@ func startIngress(t *testing.T, o ingressOpts) *ingress {
 	if gateway == "" {
 		gateway = "unix/" + in.sock
 	}
+	admin := "off"
+	if o.admin != "" {
+		admin = o.admin
+	}
 	cf := fmt.Sprintf(`{
-	admin off
+	admin %[8]s
 	auto_https off
 	persist_config off
 	log {
@@ -97,7 +102,7 @@ func startIngress(t *testing.T, o ingressOpts) *ingress {
 	}
 	respond "next handler" 200
 }
-`, in.logPath, o.global, testSiteAddress, itHookToken, gateway, itGatewayToken, o.hooks)
+`, in.logPath, o.global, testSiteAddress, itHookToken, gateway, itGatewayToken, o.hooks, admin)
 	t.Cleanup(func() {
 		_ = caddy.Stop()
 		if in.gwSrv != nil {

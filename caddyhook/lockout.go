@@ -222,3 +222,50 @@ func (t *lockoutTable) Active(now time.Time) int {
 
 // Destruct satisfies caddy.Destructor for the usage pool.
 func (t *lockoutTable) Destruct() error { return nil }
+
+// lockedAddr is one locked-out client for the admin API: an address, or an
+// IPv6 prefix when the table groups IPv6 clients.
+type lockedAddr struct {
+	addr  string
+	until time.Time
+}
+
+// Locks lists at most limit addresses locked at now, in no particular order.
+func (t *lockoutTable) Locks(now time.Time, limit int) []lockedAddr {
+	ms := now.UnixMilli()
+	var out []lockedAddr
+	for i := range t.shards {
+		sh := &t.shards[i]
+		sh.mu.Lock()
+		for j := range sh.sets {
+			for k := range sh.sets[j] {
+				e := &sh.sets[j][k]
+				if len(out) < limit && e.start != 0 && e.lockMs != 0 && ms < t.expiry(e) {
+					out = append(out, lockedAddr{addr: t.keyString(e.key), until: time.UnixMilli(t.expiry(e))})
+				}
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return out
+}
+
+// Lift ends ip's lockout and forgets its failures, as a successful
+// authentication would; it reports false when ip was not locked.
+func (t *lockoutTable) Lift(ip netip.Addr, now time.Time) bool {
+	if _, locked := t.Locked(ip, now); !locked {
+		return false
+	}
+	t.Reset(ip)
+	return true
+}
+
+// keyString formats a table key: the IPv4 or IPv6 address, or the IPv6
+// prefix when IPv6 clients are grouped.
+func (t *lockoutTable) keyString(k addrKey) string {
+	ip := netip.AddrFrom16(k).Unmap()
+	if ip.Is6() && t.policy.v6Bits < 128 {
+		return netip.PrefixFrom(ip, t.policy.v6Bits).String()
+	}
+	return ip.String()
+}

@@ -9,6 +9,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
 
 func init() {
@@ -146,6 +148,9 @@ type Handler struct {
 	poolKeys []string  // what this handler holds in sharedPool
 	spoolReg *spoolReg // its sender's registration with the spool
 
+	spoolOps spool.Ops // the spool's operations (admin API); nil without a spool
+	spoolDir string    // its directory, for the admin API and the CLI
+
 	mappings     []*compiledMapping
 	verifyAny    bool             // a signing mapping answers every hook name
 	verifyPaths  map[string]bool  // hook names a signing mapping answers
@@ -153,6 +158,8 @@ type Handler struct {
 	anyPathLimit int64            // body read limit of any other hook name
 	// rejectLogs bounds the rejection log lines per second.
 	rejectLogs *logBudget
+	// gatewayLogs bounds the gateway failure log lines per second.
+	gatewayLogs *logBudget
 }
 
 // CaddyModule returns the Caddy module information.
@@ -173,6 +180,7 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	h.rejectLogs = new(logBudget)
+	h.gatewayLogs = new(logBudget)
 	h.enabled = h.Enabled == nil || *h.Enabled
 	if !h.enabled {
 		return nil
@@ -208,6 +216,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.gateway = newGatewayClient(addr, h.GatewayPrefix, gwToken, time.Duration(h.GatewayTimeout), h.GatewayForwardClientIP)
+	h.checkGateway(ctx)
 	h.sink = syncSink{h}
 
 	if err := h.provisionMappings(repl); err != nil {
@@ -216,9 +225,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionShared(h.handlerIdentity(ctx, addr, gwToken)); err != nil {
 		return err
 	}
-	if h.metrics, err = newHookMetrics(ctx.GetMetricsRegistry(), func() float64 {
-		return float64(h.lockout.Active(time.Now()))
-	}); err != nil {
+	if err := h.provisionMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	h.access = newAccessLog(ctx)
@@ -227,8 +234,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.events = newLockoutEvents(ctx)
 	if h.Spool != nil {
-		return h.provisionSpool(ctx)
+		if err := h.provisionSpool(ctx); err != nil {
+			return err
+		}
 	}
+	h.registerAdmin(ctx)
 	return nil
 }
 

@@ -231,6 +231,7 @@ func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, eventIDs [
 		}
 		items[i] = prepare(&p.actions[i], id)
 	}
+	ctx = withTrace(ctx, requestTrace(ex.r))
 	return h.sink.deliver(ctx, items, p.dropped, ex.ip)
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
@@ -32,6 +33,44 @@ type SpoolConfig struct {
 	RetryMax     caddy.Duration `json:"retry_max,omitempty"`
 	// Workers is the number of delivery goroutines (default 4).
 	Workers int `json:"workers,omitempty"`
+	// Rate, when set, caps deliveries to the gateway: at most Count send
+	// attempts in any window of Interval; a burst waits in the spool.
+	Rate *SpoolRate `json:"rate,omitempty"`
+}
+
+// SpoolRate is a delivery rate limit (Caddyfile `rate <count>/<interval>`).
+type SpoolRate struct {
+	Count    int            `json:"count,omitempty"`
+	Interval caddy.Duration `json:"interval,omitempty"`
+}
+
+// rate converts to the spool package's limit (zero: unlimited).
+func (c *SpoolConfig) rate() (spool.Rate, error) {
+	if c.Rate == nil {
+		return spool.Rate{}, nil
+	}
+	r := spool.Rate{Count: c.Rate.Count, Interval: time.Duration(c.Rate.Interval)}
+	if r.Unlimited() {
+		return r, fmt.Errorf("spool: rate needs a count and an interval, e.g. rate 5/s")
+	}
+	if err := r.Validate(); err != nil {
+		return r, fmt.Errorf("spool: %w", err)
+	}
+	return r, nil
+}
+
+// rateArg reads one <count>/<interval> rate such as 5/s or 100/1m.
+func rateArg(d *caddyfile.Dispenser, dst **SpoolRate) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	r, err := spool.ParseRate(s)
+	if err != nil {
+		return d.Errf("spool: %v", err)
+	}
+	*dst = &SpoolRate{Count: r.Count, Interval: caddy.Duration(r.Interval)}
+	return nil
 }
 
 // spoolRetryAfter is what a client is told to wait when the spool is full.
@@ -57,6 +96,10 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	rate, err := h.Spool.rate()
+	if err != nil {
+		return err
+	}
 	key := spoolPoolPrefix + sc.Dir
 	v, _, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
 		st, err := openSpool(sc, h.logger.Named("spool"))
@@ -76,10 +119,11 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 	if err := spool.RegisterMetrics(ctx.GetMetricsRegistry(), share.store); err != nil {
 		return fmt.Errorf("spool metrics: %w", err)
 	}
-	if h.spoolReg, err = share.register(gatewaySender{h}, ctx.Done()); err != nil {
+	if h.spoolReg, err = share.register(gatewaySender{h}, rate, ctx.Done()); err != nil {
 		return fmt.Errorf("spool: %s: %w", sc.Dir, err)
 	}
 	h.sink = spoolSink{h: h, store: share.store}
+	h.spoolOps, h.spoolDir = share.store, sc.Dir
 	return nil
 }
 
@@ -95,17 +139,25 @@ type spoolShare struct {
 	regs []*spoolReg
 }
 
-// spoolReg is one handler's registration with a spoolShare.
+// spoolReg is one handler's registration with a spoolShare: its sender
+// and its delivery rate.
 type spoolReg struct {
 	share  *spoolShare
 	sender spool.Sender
+	rate   spool.Rate
 	config <-chan struct{} // Done of the registering config's context: tells configs apart
 }
 
-// register adds snd as the newest sender. A second handler of the same
-// config (same config context) is refused: its events would be delivered
-// through the first one's gateway.
-func (p *spoolShare) register(snd spool.Sender, config <-chan struct{}) (*spoolReg, error) {
+// activate makes r the registration the spool delivers with.
+func (r *spoolReg) activate() {
+	r.share.store.SetSender(r.sender)
+	r.share.store.SetRate(r.rate)
+}
+
+// register adds snd (delivering at rate) as the newest sender. A second
+// handler of the same config (same config context) is refused: its events
+// would be delivered through the first one's gateway.
+func (p *spoolShare) register(snd spool.Sender, rate spool.Rate, config <-chan struct{}) (*spoolReg, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range p.regs {
@@ -113,10 +165,10 @@ func (p *spoolShare) register(snd spool.Sender, config <-chan struct{}) (*spoolR
 			return nil, errors.New("already used by another hooks handler of this config; give each handler its own spool directory")
 		}
 	}
-	r := &spoolReg{share: p, sender: snd, config: config}
+	r := &spoolReg{share: p, sender: snd, rate: rate, config: config}
 	p.regs = append(p.regs, r)
 	if len(p.regs) == 1 {
-		p.store.SetSender(snd)
+		r.activate()
 	}
 	return r, nil
 }
@@ -136,7 +188,7 @@ func (r *spoolReg) release() {
 		return
 	}
 	if len(p.regs) > 0 {
-		p.store.SetSender(p.regs[0].sender)
+		p.regs[0].activate()
 	} else {
 		p.store.SetSender(nil)
 	}
@@ -170,7 +222,11 @@ func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, 
 		kind = KindWake
 	}
 	start := time.Now()
+	ctx = withTrace(ctx, traceContext{parent: ev.TraceParent, state: ev.TraceState})
 	rep, err := s.h.gateway.send(ctx, kind, ev.Body, ev.ID, ev.ClientIP)
+	if ctx.Err() == nil { // not the spool closing
+		s.h.gatewayFailure(kind, ev.ID, rep.status, err)
+	}
 	outcome := "ok"
 	if herr := rep.outcome(err); herr != nil {
 		outcome = fmt.Sprint(herr.status)
@@ -202,13 +258,14 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 	evs := make([]*spool.Event, len(items))
 	ids := make([]string, len(items))
 	now := time.Now()
+	tc := traceFrom(ctx)
 	for i := range items {
 		kind := spool.KindAgent
 		if items[i].kind == KindWake {
 			kind = spool.KindWake
 		}
 		evs[i] = &spool.Event{ID: items[i].eventID, Kind: kind, Path: s.h.gateway.prefix + "/" + items[i].kind.String(),
-			Body: items[i].body, ClientIP: clientIP, FirstSeen: now}
+			Body: items[i].body, ClientIP: clientIP, FirstSeen: now, TraceParent: tc.parent, TraceState: tc.state}
 		ids[i] = items[i].eventID
 	}
 	if err := s.store.Append(ctx, evs...); err != nil {

@@ -390,14 +390,23 @@ http://%[2]s {
 		t.Fatalf("%d distinct runIds for %d accepted requests", len(accepted), len(tally.runIDs))
 	}
 
-	// the spool is in use: the CLI must refuse politely with status 1
-	cli := exec.Command(bin, "hooks", "spool", "list", "--dir", spoolDir)
+	// the spool is in use: the CLI works through the running instance's
+	// admin API, and without it refuses politely with status 1
+	cli := exec.Command(bin, "hooks", "spool", "list", "--dir", spoolDir, "--address", "unix/"+adminSock)
 	cli.Env = p.env()
-	var cliErr bytes.Buffer
+	var cliOut, cliErr bytes.Buffer
+	cli.Stdout, cli.Stderr = &cliOut, &cliErr
+	if err := cli.Run(); err != nil || !strings.Contains(cliOut.String(), "spool "+spoolDir+": ") {
+		t.Errorf("caddy hooks spool list through the admin API: %v, stdout %q, stderr %q", err, cliOut.String(), cliErr.String())
+	}
+	noAdmin := "unix/" + filepath.Join(dir, "no-admin.sock")
+	cli = exec.Command(bin, "hooks", "spool", "list", "--dir", spoolDir, "--address", noAdmin)
+	cli.Env = p.env()
+	cliErr.Reset()
 	cli.Stderr = &cliErr
 	err = cli.Run()
 	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 1 ||
-		!strings.Contains(cliErr.String(), "spool "+spoolDir+" is in use by a running caddyhook (pid unknown); stop it first or inspect via its metrics") {
+		!strings.Contains(cliErr.String(), "spool "+spoolDir+" is in use by a running caddyhook, and no hooks handler of a Caddy admin API at "+noAdmin+" uses it") {
 		t.Errorf("caddy hooks spool list on a running instance's spool: %v, stderr %q; want exit status 1 and the in-use message", err, cliErr.String())
 	}
 

@@ -20,6 +20,8 @@ func sameEvent(t *testing.T, got, want *Event) {
 		t.Fatalf("FirstSeen: got %v want %v", got.FirstSeen, want.FirstSeen)
 	case !got.NextTry.Equal(want.NextTry) || got.NextTry.IsZero() != want.NextTry.IsZero():
 		t.Fatalf("NextTry: got %v want %v", got.NextTry, want.NextTry)
+	case got.TraceParent != want.TraceParent || got.TraceState != want.TraceState:
+		t.Fatalf("trace context: got %q %q want %q %q", got.TraceParent, got.TraceState, want.TraceParent, want.TraceState)
 	}
 }
 
@@ -112,6 +114,7 @@ func TestTimeNanosClamp(t *testing.T) {
 func FuzzDecodeEvent(f *testing.F) {
 	f.Add(encodeEvent(&Event{ID: "a", Kind: KindWake, Path: "/w", Body: []byte(`{"text":"x"}`), FirstSeen: time.Unix(9, 9)}))
 	f.Add(encodeEvent(&Event{ID: "b", Kind: KindAgent, Path: "/a", Attempts: 3, LastError: "e", NextTry: time.Unix(1, 0)}))
+	f.Add(encodeEvent(&Event{ID: "c", Kind: KindAgent, Path: "/a", TraceParent: testTraceParent, TraceState: "k=v"}))
 	f.Add([]byte{codecVersion})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {

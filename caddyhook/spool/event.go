@@ -23,6 +23,10 @@ type Event struct {
 	NextTry   time.Time // zero = ready
 	LastError string    // for dead letters: the reason; for queued events: the last failure
 	Seq       uint64    // store key (acceptance order); set by the store, ignored by Append
+
+	// TraceParent and TraceState are the W3C trace context of the accepted
+	// request ("" when none), sent with every delivery attempt.
+	TraceParent, TraceState string
 }
 
 // maxIDLen bounds an event id (the gateway's Idempotency-Key limit).

@@ -43,6 +43,8 @@ type Store struct {
 	pauseUntil  time.Time // no new sends before this (gateway unreachable)
 	netFailures int       // consecutive sends that got no response
 	started     bool
+	paused      bool    // by the operator (Pause/Resume)
+	sends       sendLog // the delivery rate limit (SetRate)
 
 	sender   atomic.Pointer[senderBox]
 	ctx      context.Context // cancelled by Close; in-flight sends see it
@@ -330,6 +332,8 @@ type Stats struct {
 	Delivered   uint64        // events delivered since open
 	Retries     uint64        // failed attempts rescheduled since open
 	DeadLetters uint64        // events dead-lettered since open
+	Paused      bool          // delivery paused by the operator
+	Rate        Rate          // the delivery rate limit in force (zero: none)
 }
 
 // Stats returns a snapshot of the store.
@@ -341,6 +345,8 @@ func (s *Store) Stats() Stats {
 		Dead:     s.deadDepth,
 		Bytes:    s.bytes,
 		MaxBytes: s.cfg.MaxBytes,
+		Paused:   s.paused,
+		Rate:     s.sends.rate,
 	}
 	if it := s.idx.oldest(); it != nil {
 		st.OldestAge = max(0, time.Since(it.firstSeen))

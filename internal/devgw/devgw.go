@@ -25,6 +25,8 @@ type Received struct {
 	Kind           string         `json:"kind"`
 	IdempotencyKey string         `json:"idempotencyKey,omitempty"`
 	ForwardedFor   string         `json:"forwardedFor,omitempty"`
+	TraceParent    string         `json:"traceparent,omitempty"`
+	TraceState     string         `json:"tracestate,omitempty"`
 	Body           map[string]any `json:"body"`
 	RunID          string         `json:"runId,omitempty"`
 	Status         int            `json:"status"`
@@ -143,7 +145,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // handle validates and records one action.
 func (g *Gateway) handle(kind string, r *http.Request, body map[string]any) (int, map[string]any) {
 	rec := Received{Time: time.Now(), Kind: kind, IdempotencyKey: r.Header.Get("Idempotency-Key"),
-		ForwardedFor: r.Header.Get("X-Forwarded-For"), Body: body}
+		ForwardedFor: r.Header.Get("X-Forwarded-For"), TraceParent: r.Header.Get("Traceparent"),
+		TraceState: r.Header.Get("Tracestate"), Body: body}
 	if errMsg := validate(kind, body); errMsg != "" {
 		rec.Status = http.StatusBadRequest
 		g.record(rec, false)
