@@ -144,6 +144,9 @@ func (a *testAdmin) load(cfg map[string]any) (int, string) {
 		a.t.Fatal(err)
 	}
 	status, ans := a.do(http.MethodPost, "/load", string(b))
+	if status == http.StatusOK { // the new config listens on a new port
+		a.in.base = "http://" + firstListenAddr(a.t)
+	}
 	a.in.client.CloseIdleConnections()
 	return status, ans
 }
