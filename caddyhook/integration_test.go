@@ -501,7 +501,9 @@ func TestIntegrationIdempotentReplay(t *testing.T) {
 }
 
 func TestIntegrationGatewayFailures(t *testing.T) {
-	in := startIngress(t, ingressOpts{hooks: "gateway_timeout 300ms"})
+	// long enough for the answering cases on a loaded machine, short
+	// enough for the hanging one
+	in := startIngress(t, ingressOpts{hooks: "gateway_timeout 3s"})
 	// a gateway 4xx with {"ok":false,"error":…} becomes 400 "gateway: …"
 	r := in.post("/hooks/agent", `{"message":"m","channel":"slack"}`)
 	if e := r.json(t); r.status != 400 || e["error"] != "gateway: channel and to must be set together for hook delivery" {
@@ -538,7 +540,7 @@ func TestIntegrationGatewayFailures(t *testing.T) {
 	start := time.Now()
 	r = in.post("/hooks/wake", `{"text":"x"}`)
 	if r.status != 504 || time.Since(start) > 10*time.Second {
-		t.Fatalf("hanging gateway: %d after %s, want 504 (gateway_timeout 300ms)", r.status, time.Since(start))
+		t.Fatalf("hanging gateway: %d after %s, want 504 (gateway_timeout 3s)", r.status, time.Since(start))
 	}
 }
 

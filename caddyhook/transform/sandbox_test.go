@@ -69,7 +69,7 @@ func TestSandboxSourceMapComment(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	p := compileSource(t, "m.js", "export default (ctx) => ({ v: eval(\"1 + 1\\n//# sourceMappingURL=\" + ctx.payload.path), f: Function(\"return 3\\n//# sourceMappingURL=\" + ctx.payload.path)() });", "", Options{Timeout: 200 * time.Millisecond})
+	p := compileSource(t, "m.js", "export default (ctx) => ({ v: eval(\"1 + 1\\n//# sourceMappingURL=\" + ctx.payload.path), f: Function(\"return 3\\n//# sourceMappingURL=\" + ctx.payload.path)() });", "", Options{Timeout: hangBound})
 	out, err := p.Run(context.Background(), Input{Payload: map[string]any{"path": fifo}})
 	if err != nil || out["v"] != 2.0 || out["f"] != 3.0 {
 		t.Fatalf("Run = %v, %v", out, err)
