@@ -44,10 +44,9 @@ func (in *ingress) loadErr(cf string) error {
 // siteCaddyfile is the test ingress's reload Caddyfile (currentCaddyfile)
 // with extra global options, another site address and extra hooks lines.
 func (in *ingress) siteCaddyfile(global, site, hooks string) string {
-	port := strings.TrimPrefix(in.base, "http://127.0.0.1:")
 	return strings.NewReplacer(
 		"\tpersist_config off\n", "\tpersist_config off\n\t"+global+"\n",
-		"http://127.0.0.1:"+port+" {", site+" {",
+		testSiteAddress+" {", site+" {",
 		"\t\tgateway_token "+itGatewayToken+"\n", "\t\tgateway_token "+itGatewayToken+"\n\t\t"+hooks+"\n",
 	).Replace(in.currentCaddyfile(in.t))
 }
@@ -242,6 +241,41 @@ func signedSlowHooks(limits string) string {
 				secret {env.CH_IT_GITHUB_SECRET}
 			}
 		}`
+}
+
+// TestIntegrationTooLargeBodyAnswered: an authenticated sender whose body
+// is over max_body reads the 413, not a reset, even while it is still
+// writing the body (as with the reference gateway, which keeps reading
+// after its 413); a body the edge read to its end keeps the connection.
+// Found by the differential e2e: a 300 KB body to a 256 KiB limit got a
+// broken pipe instead of the answer.
+func TestIntegrationTooLargeBodyAnswered(t *testing.T) {
+	in := startIngress(t, ingressOpts{hooks: "max_body 1KiB"})
+	conn, err := net.Dial("tcp", in.hostPort())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(answerWithin))
+	big := `{"text":"` + strings.Repeat("x", 2<<20) + `"}`
+	for i := range 2 {
+		head := fmt.Sprintf("POST /hooks/wake HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", itHookToken, len(big))
+		written := make(chan error, 1)
+		go func() { // the edge answers while this is still being written
+			_, err := io.WriteString(conn, head+big)
+			written <- err
+		}()
+		if a := readAnswer(conn, false); a.err != nil || a.status != http.StatusRequestEntityTooLarge || a.closing {
+			t.Fatalf("request %d: %+v, want 413 on a connection that stays open", i, a)
+		}
+		if err := <-written; err != nil {
+			t.Fatalf("request %d: the body could not be written: %v", i, err)
+		}
+	}
+	fmt.Fprintf(conn, "POST /hooks/wake HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{\"text\":\"x\"}", itHookToken)
+	if a := readAnswer(conn, false); a.err != nil || a.status != http.StatusOK {
+		t.Fatalf("a small request after the 413s: %+v, want 200", a)
+	}
 }
 
 // TestIntegrationSlowSignedBody (issue 17 item 7): on a signed path a body

@@ -114,6 +114,27 @@ func settleUnreadBody(w http.ResponseWriter, r *http.Request) {
 	w.Header()["Connection"] = connectionClose[:1:1]
 }
 
+// tooLargeDrain bounds what is read and thrown away of an authenticated
+// request's body over the limit before its 413 goes out.
+const tooLargeDrain = 4 << 20
+
+// discardTooLarge reads the rest of an authenticated sender's body that
+// is over the limit, at most tooLargeDrain bytes within lateBodyGrace, and
+// reports whether it got to the end (the connection is then kept). A
+// sender still writing its body would otherwise see the connection reset
+// instead of the 413; the reference gateway, too, answers 413 and then
+// reads and discards what still comes. An unauthenticated body is never
+// read this way.
+func discardTooLarge(w http.ResponseWriter, r *http.Request, now time.Time) bool {
+	if w == nil || r.ProtoMajor != 1 || r.Body == nil || r.Body == http.NoBody ||
+		r.ContentLength > tooLargeDrain || r.Header.Get("Expect") != "" ||
+		!setReadDeadline(w, now.Add(lateBodyGrace)) {
+		return false
+	}
+	n, err := io.CopyN(io.Discard, r.Body, tooLargeDrain+1)
+	return err == io.EOF && n <= tooLargeDrain
+}
+
 // connectionClose is the header value of an answer that closes the
 // connection (shared; its capacity is its length).
 var connectionClose = []string{"close"}
@@ -175,6 +196,9 @@ func (h *Handler) readRequestBody(ex *exchange) *hookError {
 		ex.bodyDone = true
 		return nil
 	case err == errBodyTooLarge:
+		if !unauth {
+			ex.bodyDone = discardTooLarge(ex.w, ex.r, ex.now)
+		}
 		return reject(http.StatusRequestEntityTooLarge, reasonTooLarge)
 	case unauth && isTimeout(err):
 		return h.failure(ex, http.StatusRequestTimeout, reasonBodyTimeout)

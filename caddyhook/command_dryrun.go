@@ -172,10 +172,14 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	token := prepareDryRun(h, o.path, notes)
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
-	if err := h.Provision(ctx); err != nil {
+	err = h.Provision(ctx)
+	defer h.Cleanup()
+	if err != nil {
 		return false, fmt.Errorf("provision: %w", err)
 	}
-	defer h.Cleanup()
+	if err := h.Validate(); err != nil {
+		return false, fmt.Errorf("validate: %w", err)
+	}
 	if !h.enabled {
 		return false, errors.New("the hooks handler is disabled (enabled false)")
 	}

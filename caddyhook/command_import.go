@@ -255,10 +255,10 @@ func referenceBasePath(v any) (string, error) {
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p
 	}
-	p, err := normalizeBasePath(p)
-	if err != nil {
+	if err := validateBasePath(p); err != nil {
 		return "", fmt.Errorf("hooks.%w", err)
 	}
+	p = cleanBasePath(p)
 	if strings.ContainsAny(p, " \t\"'`") {
 		return "", fmt.Errorf("hooks.path: %q must be a plain path", p)
 	}

@@ -49,13 +49,8 @@ func seedSpool(t *testing.T, dir string, deadIDs []string, queued int) {
 		}
 	}
 	st.SetSender(refusingSender{})
-	deadline := time.Now().Add(5 * time.Second)
-	for st.Stats().Dead < len(deadIDs) {
-		if time.Now().After(deadline) {
-			t.Fatalf("seeding: %d of %d dead letters", st.Stats().Dead, len(deadIDs))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, func() string { return fmt.Sprintf("seeding: %d of %d dead letters", st.Stats().Dead, len(deadIDs)) },
+		func() bool { return st.Stats().Dead >= len(deadIDs) })
 	st.SetSender(nil)
 	for i := range queued {
 		if err := st.Append(context.Background(), event(fmt.Sprintf("queued-%d", i))); err != nil {
@@ -203,8 +198,8 @@ func TestSpoolCommandRefusals(t *testing.T) {
 			if err == nil || !strings.Contains(errOut+err.Error(), c.want) {
 				t.Fatalf("error %v, stderr %q; want an error saying %q", err, errOut, c.want)
 			}
-			if d := time.Since(start); d > 5*spoolCLILockTimeout {
-				t.Fatalf("took %s to give up", d)
+			if d := time.Since(start); d > hangBound {
+				t.Fatalf("took %s to give up (lock timeout %s)", d, spoolCLILockTimeout)
 			}
 		})
 	}

@@ -356,6 +356,7 @@ func (h *Handler) failure(ex *exchange, status int, reason string) *hookError {
 			zap.Int("failures", h.AuthFailures.Count),
 			zap.Duration("window", time.Duration(h.AuthFailures.Window)),
 			zap.Duration("lockout", h.lockout.policy.lockFor))
+		h.events.lockedOut(ex.ip, ex.now.Add(left), h.base)
 	case left > 0:
 		// a concurrent request locked the address after this one's
 		// lockout check: it learns nothing either

@@ -28,6 +28,9 @@ const lockoutEpoch = 1704067200000
 // many failures.
 const maxLockoutFailures = 255
 
+// maxLockoutSlots bounds lockout_table_size (2 GiB of 32-byte entries).
+const maxLockoutSlots = 1 << 26
+
 // lockoutPolicy holds the lockout settings; the table is keyed by them so a
 // reload with the same settings keeps its state.
 type lockoutPolicy struct {
@@ -86,7 +89,9 @@ type lockoutTable struct {
 
 // newLockoutTable returns an empty table for p.
 func newLockoutTable(p lockoutPolicy) *lockoutTable {
-	sets := p.slots / (lockoutShards * lockoutWays)
+	// clamped to the bounds Validate enforces, so that a table provisioned
+	// for a config that then fails validation costs nothing
+	sets := min(max(p.slots, 0), maxLockoutSlots) / (lockoutShards * lockoutWays)
 	if sets < 1 {
 		sets = 1
 	}

@@ -88,7 +88,7 @@ func (h *Handler) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMap
 	if m.TimeoutSeconds < 0 {
 		return nil, fail("timeout_seconds", fmt.Errorf("must be positive"))
 	}
-	if m.MaxBody < 0 || m.MaxBody > 64<<20 {
+	if m.MaxBody < 0 || m.MaxBody > maxMappingBody {
 		return nil, fail("max_body", fmt.Errorf("must be between 1 byte and 64 MiB"))
 	}
 	if c.forEach != "" && (strings.ContainsAny(c.forEach, ".[]") || blockedKey(c.forEach)) {

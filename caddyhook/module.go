@@ -172,7 +172,9 @@ type Handler struct {
 	metrics      *hookMetrics
 	logger       *zap.Logger
 	access       *accessLog
-	poolKeys     []string
+	events       *lockoutEvents
+	poolKeys     []string  // what this handler holds in sharedPool
+	spoolReg     *spoolReg // its sender's registration with the spool
 
 	spoolOps spool.Ops // the spool's operations (admin API); nil without a spool
 	spoolDir string    // its directory, for the admin API and the CLI
@@ -196,8 +198,13 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision expands secrets, compiles the policy and sets up the shared
-// lockout table, idempotency cache and gateway client.
+// Provision fills in the defaults, expands the secrets, compiles the
+// policy, the gateway address and the mappings, and takes this handler's
+// share of the state kept across reloads (lockout table, idempotency
+// cache, spool; see sharedPool). Range and consistency checks are
+// Validate's, which Caddy runs next; everything taken here is given back
+// by Cleanup, which Caddy runs when Provision or Validate fails and when
+// the config is replaced.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	h.rejectLogs = new(logBudget)
@@ -216,10 +223,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.addrCheck, err = checkClientAddressSource(ctx); err != nil {
 		return err
 	}
-	if h.base, err = normalizeBasePath(h.Path); err != nil {
-		return err
-	}
-	if err := h.provisionLimits(); err != nil {
+	h.base = cleanBasePath(h.Path)
+	h.fillDefaults()
+	if err := h.provisionUnauthReads(); err != nil {
 		return err
 	}
 	if err := h.provisionModes(); err != nil {
@@ -244,11 +250,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	prefix := h.GatewayPrefix
-	if prefix == "" {
-		prefix = defaultGatewayPrefix
-	}
-	h.gateway = newGatewayClient(addr, prefix, gwToken, time.Duration(h.GatewayTimeout), h.GatewayForwardClientIP)
+	h.gateway = newGatewayClient(addr, h.GatewayPrefix, gwToken, time.Duration(h.GatewayTimeout), h.GatewayForwardClientIP)
 	h.checkGateway(ctx)
 	h.gateway.waitTimeout = time.Duration(h.GatewayWaitTimeout)
 	h.sink = syncSink{h}
@@ -257,13 +259,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.provisionForwardHeaders()
-	if err := h.provisionShared(); err != nil {
+	if err := h.provisionShared(h.handlerIdentity(ctx, addr, gwToken)); err != nil {
 		return err
 	}
 	if err := h.provisionMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	h.access = newAccessLog(ctx, h)
+	h.events = newLockoutEvents(ctx)
 	if h.Spool != nil {
 		if err := h.provisionSpool(ctx); err != nil {
 			return err
@@ -273,92 +276,63 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	return nil
 }
 
-// normalizeBasePath cleans the base path and refuses "/".
-func normalizeBasePath(p string) (string, error) {
+// cleanBasePath is the base path without trailing slashes (default
+// /hooks); validateBasePath says whether it is acceptable.
+func cleanBasePath(p string) string {
 	if p == "" {
-		return defaultPath, nil
+		return defaultPath
 	}
-	if !strings.HasPrefix(p, "/") {
-		return "", fmt.Errorf("path: %q must start with /", p)
-	}
-	p = strings.TrimRight(p, "/")
-	if p == "" {
-		return "", fmt.Errorf("path: / is not allowed; use a dedicated base path such as /hooks")
-	}
-	if strings.ContainsAny(p, "?#{}") {
-		return "", fmt.Errorf("path: %q must be a plain path", p)
-	}
-	return p, nil
+	return strings.TrimRight(p, "/")
 }
 
-// provisionLimits fills defaults for the size and lockout settings and
-// refuses nonsense values.
-func (h *Handler) provisionLimits() error {
-	if h.MaxBody < 0 {
-		return fmt.Errorf("max_body: must be positive")
+// validateBasePath refuses a relative path, "/" and anything but a plain path.
+func validateBasePath(p string) error {
+	switch {
+	case p == "":
+		return nil
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("path: %q must start with /", p)
+	case strings.TrimRight(p, "/") == "":
+		return fmt.Errorf("path: / is not allowed; use a dedicated base path such as /hooks")
+	case strings.ContainsAny(p, "?#{}"):
+		return fmt.Errorf("path: %q must be a plain path", p)
 	}
+	return nil
+}
+
+// fillDefaults sets every unset size, duration and limit to its default.
+func (h *Handler) fillDefaults() {
 	if h.MaxBody == 0 {
 		h.MaxBody = defaultMaxBody
 	}
-	if h.GatewayTimeout < 0 {
-		return fmt.Errorf("gateway_timeout: must be positive")
+	if h.GatewayPrefix == "" {
+		h.GatewayPrefix = defaultGatewayPrefix
 	}
 	if h.GatewayTimeout == 0 {
 		h.GatewayTimeout = caddy.Duration(defaultGatewayTimeout)
 	}
-	if h.GatewayWaitTimeout < 0 {
-		return fmt.Errorf("gateway_wait_timeout: must be positive")
-	}
 	if h.GatewayWaitTimeout == 0 {
 		h.GatewayWaitTimeout = caddy.Duration(max(defaultWaitTimeout, time.Duration(h.GatewayTimeout)))
 	}
-	if h.GatewayWaitTimeout < h.GatewayTimeout {
-		return fmt.Errorf("gateway_wait_timeout: %s must not be shorter than gateway_timeout (%s)", time.Duration(h.GatewayWaitTimeout), time.Duration(h.GatewayTimeout))
-	}
 	af := AuthFailures{Count: defaultAuthFailures, Window: caddy.Duration(defaultAuthWindow)}
 	if h.AuthFailures != nil {
-		if h.AuthFailures.Count < 0 || h.AuthFailures.Window < 0 {
-			return fmt.Errorf("auth_failures: count and window must be positive")
-		}
-		if h.AuthFailures.Count > maxLockoutFailures {
-			return fmt.Errorf("auth_failures: count %d must be at most %d", h.AuthFailures.Count, maxLockoutFailures)
-		}
-		if h.AuthFailures.Count > 0 {
+		if h.AuthFailures.Count != 0 {
 			af.Count = h.AuthFailures.Count
 		}
-		if h.AuthFailures.Window > 0 {
+		if h.AuthFailures.Window != 0 {
 			af.Window = h.AuthFailures.Window
 		}
 	}
 	h.AuthFailures = &af
-	if time.Duration(af.Window) < time.Second || time.Duration(af.Window) > 24*time.Hour {
-		return fmt.Errorf("auth_failures: window %s must be between 1s and 24h", time.Duration(af.Window))
-	}
-	if h.Lockout < 0 || time.Duration(h.Lockout) > 24*time.Hour {
-		return fmt.Errorf("lockout: must be between 0 and 24h")
-	}
 	if h.IPv6Prefix == 0 {
 		h.IPv6Prefix = defaultIPv6Prefix
-	}
-	if h.IPv6Prefix < 16 || h.IPv6Prefix > 128 {
-		return fmt.Errorf("ipv6_prefix: %d must be between 16 and 128", h.IPv6Prefix)
 	}
 	if h.LockoutTableSize == 0 {
 		h.LockoutTableSize = defaultLockoutSlots
 	}
-	if h.LockoutTableSize < lockoutShards*lockoutWays || h.LockoutTableSize > 1<<26 {
-		return fmt.Errorf("lockout_table_size: %d must be between %d and %d", h.LockoutTableSize, lockoutShards*lockoutWays, 1<<26)
-	}
-	if err := h.provisionUnauthReads(); err != nil {
-		return err
-	}
-	if h.IdempotencyTTL < 0 {
-		return fmt.Errorf("idempotency_ttl: must be positive")
-	}
 	if h.IdempotencyTTL == 0 {
 		h.IdempotencyTTL = caddy.Duration(defaultIdempotencyTTL)
 	}
-	return nil
 }
 
 // Dispatch modes and wrapping sides.
@@ -399,21 +373,55 @@ func (h *Handler) provisionModes() error {
 	return nil
 }
 
-// Validate checks the provisioned configuration.
+// Validate checks the ranges and the consistency of the provisioned
+// configuration; every error names its field.
 func (h *Handler) Validate() error {
-	if h.enabled && (h.gateway == nil || h.policy == nil) {
+	if !h.enabled {
+		return nil
+	}
+	if h.gateway == nil || h.policy == nil {
 		return fmt.Errorf("hooks: not provisioned")
+	}
+	if err := validateBasePath(h.Path); err != nil {
+		return err
+	}
+	af := h.AuthFailures
+	switch {
+	case h.MaxBody < 0 || h.MaxBody > maxMappingBody:
+		return fmt.Errorf("max_body: %d must be between 1 byte and 64 MiB", h.MaxBody)
+	case h.GatewayTimeout < 0:
+		return fmt.Errorf("gateway_timeout: must be positive")
+	case h.GatewayWaitTimeout < 0:
+		return fmt.Errorf("gateway_wait_timeout: must be positive")
+	case h.GatewayWaitTimeout < h.GatewayTimeout:
+		return fmt.Errorf("gateway_wait_timeout: %s must not be shorter than gateway_timeout (%s)", time.Duration(h.GatewayWaitTimeout), time.Duration(h.GatewayTimeout))
+	case af.Count < 0 || af.Window < 0:
+		return fmt.Errorf("auth_failures: count and window must be positive")
+	case af.Count > maxLockoutFailures:
+		return fmt.Errorf("auth_failures: count %d must be at most %d", af.Count, maxLockoutFailures)
+	case time.Duration(af.Window) < time.Second || time.Duration(af.Window) > 24*time.Hour:
+		return fmt.Errorf("auth_failures: window %s must be between 1s and 24h", time.Duration(af.Window))
+	case h.Lockout < 0 || time.Duration(h.Lockout) > 24*time.Hour:
+		return fmt.Errorf("lockout: must be between 0 and 24h")
+	case h.IPv6Prefix < 16 || h.IPv6Prefix > 128:
+		return fmt.Errorf("ipv6_prefix: %d must be between 16 and 128", h.IPv6Prefix)
+	case h.LockoutTableSize < lockoutShards*lockoutWays || h.LockoutTableSize > maxLockoutSlots:
+		return fmt.Errorf("lockout_table_size: %d must be between %d and %d", h.LockoutTableSize, lockoutShards*lockoutWays, maxLockoutSlots)
+	case h.IdempotencyTTL < 0:
+		return fmt.Errorf("idempotency_ttl: must be positive")
 	}
 	return nil
 }
 
-// Cleanup releases the shared state and the gateway connections.
+// Cleanup gives back exactly what Provision took: the handler's share of
+// the lockout table, idempotency cache, spool (and its sender's
+// registration) and transform cache, and the gateway's idle connections.
+// It runs after a failed Provision or Validate too, so that a refused
+// config leaves the running one as it was.
 func (h *Handler) Cleanup() error {
+	h.releaseShared()
 	if h.gateway != nil {
 		h.gateway.close()
-	}
-	for _, k := range h.poolKeys {
-		_, _ = sharedPool.Delete(k)
 	}
 	return nil
 }

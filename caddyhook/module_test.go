@@ -18,15 +18,19 @@ const (
 	utGatewayToken = "ut-gateway-1f2e3d4c5b6a79880a1b2c3d4e5f6a7b"
 )
 
-// provision provisions h in a fresh Caddy context and registers its
-// cleanup (which releases the shared lockout table and cache).
+// provision provisions and validates h in a fresh Caddy context, as
+// Caddy does, and registers its cleanup (which releases the shared
+// lockout table and cache).
 func provision(t testing.TB, h *Handler) error {
 	t.Helper()
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)
 	err := h.Provision(ctx)
 	t.Cleanup(func() { _ = h.Cleanup() })
-	return err
+	if err != nil {
+		return err
+	}
+	return h.Validate()
 }
 
 // validHandler is a minimal configuration that provisions.
@@ -81,7 +85,8 @@ func TestProvisionErrors(t *testing.T) {
 		{"gateway empty port", func(h *Handler) { h.Gateway = "127.0.0.1:" }, "want unix//path.sock or a loopback host:port"},
 		{"gateway unix without path", func(h *Handler) { h.Gateway = "unix/" }, "gateway: \"unix/\": want unix//absolute/path.sock"},
 		{"gateway unix relative", func(h *Handler) { h.Gateway = "unix/gw.sock" }, "want unix//absolute/path.sock"},
-		{"negative max_body", func(h *Handler) { h.MaxBody = -1 }, "max_body: must be positive"},
+		{"negative max_body", func(h *Handler) { h.MaxBody = -1 }, "max_body: -1 must be between 1 byte and 64 MiB"},
+		{"max_body too large", func(h *Handler) { h.MaxBody = 65<<20 + 1 }, "max_body: 68157441 must be between 1 byte and 64 MiB"},
 		{"negative gateway_timeout", func(h *Handler) { h.GatewayTimeout = neg }, "gateway_timeout: must be positive"},
 		{"negative auth_failures count", func(h *Handler) { h.AuthFailures = &AuthFailures{Count: -1} }, "auth_failures: count and window must be positive"},
 		{"negative auth_failures window", func(h *Handler) { h.AuthFailures = &AuthFailures{Window: neg} }, "auth_failures: count and window must be positive"},

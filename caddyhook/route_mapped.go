@@ -32,13 +32,13 @@ func (h *Handler) planMapped(ex *exchange) (plan, *hookError) {
 		}
 		ok, err := c.matches(vars)
 		if err != nil {
-			ex.route = c.id
+			ex.route, ex.mapping = c.id, c.id
 			return plan{}, c.failed()
 		}
 		if !ok {
 			continue
 		}
-		ex.route = c.id
+		ex.route, ex.mapping = c.id, c.id
 		if int64(len(ex.body)) > c.bodyLimit {
 			return plan{}, reject(http.StatusRequestEntityTooLarge, reasonTooLarge)
 		}

@@ -30,18 +30,16 @@ const (
 
 // exchange is the per-request state of one hook request.
 type exchange struct {
-	r        *http.Request
-	w        http.ResponseWriter // nil in a dry run
-	sub      string
-	ip       netip.Addr
-	now      time.Time
-	tokenOK  bool
-	route    string
-	body     []byte
-	payload  map[string]any
-	idemKey  string
-	dropped  int
-	logAttrs []zap.Field
+	r       *http.Request
+	w       http.ResponseWriter // nil in a dry run
+	sub     string
+	ip      netip.Addr
+	now     time.Time
+	tokenOK bool
+	route   string // as in the metrics and logs: wake, agent, a mapping id, …
+	mapping string // id of the mapping that answered, if any
+	body    []byte
+	payload map[string]any
 
 	// verified lists the signing mappings' verifiers the request passed;
 	// deliveryID and challenge come from the first that passed; sigReason
@@ -73,6 +71,9 @@ func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) 
 	}
 	if herr != nil {
 		status = herr.status
+	}
+	setPlaceholders(r, &ex, status, herr)
+	if herr != nil {
 		writeError(w, herr)
 		h.logRejection(&ex, herr)
 	} else if status == http.StatusNoContent {

@@ -302,7 +302,9 @@ func TestServeGatewayFailures(t *testing.T) {
 		if w.Code != 504 || w.Body.String() != `{"ok":false,"error":"`+reasonGatewayTimeout+`"}` {
 			t.Fatalf("%d %s", w.Code, w.Body)
 		}
-		if d := time.Since(start); d > 250*time.Millisecond {
+		// the 504 shows the timeout cut the 300ms gateway short; the
+		// bound only shows the request did not hang
+		if d := time.Since(start); d > hangBound {
 			t.Fatalf("timeout took %v", d)
 		}
 	})

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -86,7 +88,9 @@ func (c *SpoolConfig) config() (spool.Config, error) {
 }
 
 // provisionSpool opens (or shares, across a reload) the spool and makes
-// it the handler's sink, delivering through the gateway client.
+// it the handler's sink. The handler's gateway sender is registered with
+// the spool; it delivers once it is the oldest registration, that is once
+// the config that opened the spool before has been cleaned up.
 func (h *Handler) provisionSpool(ctx caddy.Context) error {
 	sc, err := h.Spool.config()
 	if err != nil {
@@ -96,9 +100,13 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	key := "hooks.spool|" + sc.Dir
+	key := spoolPoolPrefix + sc.Dir
 	v, _, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return openSpool(sc, h.logger.Named("spool"))
+		st, err := openSpool(sc, h.logger.Named("spool"))
+		if err != nil {
+			return nil, err
+		}
+		return &spoolShare{store: st}, nil
 	})
 	if err != nil {
 		if errors.Is(err, spool.ErrLocked) {
@@ -107,16 +115,87 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 		return fmt.Errorf("spool: %w", err)
 	}
 	h.poolKeys = append(h.poolKeys, key)
-	store := v.(*spool.Store)
-	if err := spool.RegisterMetrics(ctx.GetMetricsRegistry(), store); err != nil {
+	share := v.(*spoolShare)
+	if err := spool.RegisterMetrics(ctx.GetMetricsRegistry(), share.store); err != nil {
 		return fmt.Errorf("spool metrics: %w", err)
 	}
-	store.SetSender(gatewaySender{h})
-	store.SetRate(rate)
-	h.sink = spoolSink{h: h, store: store}
-	h.spoolOps, h.spoolDir = store, sc.Dir
+	if h.spoolReg, err = share.register(gatewaySender{h}, rate, ctx.Done()); err != nil {
+		return fmt.Errorf("spool: %s: %w", sc.Dir, err)
+	}
+	h.sink = spoolSink{h: h, store: share.store}
+	h.spoolOps, h.spoolDir = share.store, sc.Dir
 	return nil
 }
+
+// spoolShare is a spool in sharedPool with the senders of the handlers
+// that use it, oldest first. Only the oldest delivers: during a reload
+// that is the running config's, and when the new config is refused, its
+// registration goes away without the spool ever having used it. When the
+// old config is cleaned up, the next one takes over the delivery.
+type spoolShare struct {
+	store *spool.Store
+
+	mu   sync.Mutex
+	regs []*spoolReg
+}
+
+// spoolReg is one handler's registration with a spoolShare: its sender
+// and its delivery rate.
+type spoolReg struct {
+	share  *spoolShare
+	sender spool.Sender
+	rate   spool.Rate
+	config <-chan struct{} // Done of the registering config's context: tells configs apart
+}
+
+// activate makes r the registration the spool delivers with.
+func (r *spoolReg) activate() {
+	r.share.store.SetSender(r.sender)
+	r.share.store.SetRate(r.rate)
+}
+
+// register adds snd (delivering at rate) as the newest sender. A second
+// handler of the same config (same config context) is refused: its events
+// would be delivered through the first one's gateway.
+func (p *spoolShare) register(snd spool.Sender, rate spool.Rate, config <-chan struct{}) (*spoolReg, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.regs {
+		if r.config == config {
+			return nil, errors.New("already used by another hooks handler of this config; give each handler its own spool directory")
+		}
+	}
+	r := &spoolReg{share: p, sender: snd, rate: rate, config: config}
+	p.regs = append(p.regs, r)
+	if len(p.regs) == 1 {
+		r.activate()
+	}
+	return r, nil
+}
+
+// release removes the registration; when it was the delivering one, the
+// next oldest takes over (or delivery pauses until one registers).
+func (r *spoolReg) release() {
+	p := r.share
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := slices.Index(p.regs, r)
+	if i < 0 {
+		return
+	}
+	p.regs = slices.Delete(p.regs, i, i+1)
+	if i != 0 {
+		return
+	}
+	if len(p.regs) > 0 {
+		p.regs[0].activate()
+	} else {
+		p.store.SetSender(nil)
+	}
+}
+
+// Destruct closes the spool when its last user is gone.
+func (p *spoolShare) Destruct() error { return p.store.Close() }
 
 // openSpool opens the spool; a corrupt spool.db is moved aside and its
 // readable events restored into a fresh one (spool.Recover), so that a

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
@@ -116,14 +115,13 @@ func (in *ingress) tryPost(path, body string) (result, error) {
 func awaitSpoolDrain(t *testing.T, in *ingress, want int) map[string]float64 {
 	t.Helper()
 	var m map[string]float64
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	waitFor(t, func() string {
+		return fmt.Sprintf("not drained: gateway has %d of %d keys; metrics %v", in.gw.DistinctKeys(), want, m)
+	}, func() bool {
 		m = spoolRegistryMetrics(t)
-		if in.gw.DistinctKeys() >= want && m["caddy_hooks_spool_depth"] == 0 {
-			return m
-		}
-	}
-	t.Fatalf("not drained: gateway has %d of %d keys; metrics %v", in.gw.DistinctKeys(), want, m)
-	return nil
+		return in.gw.DistinctKeys() >= want && m["caddy_hooks_spool_depth"] == 0
+	})
+	return m
 }
 
 // checkDelivered fails unless the gateway's distinct keys are exactly the
@@ -170,11 +168,9 @@ func TestIntegrationSpoolOutageRetries(t *testing.T) {
 	for id := range postAgentsConcurrently(t, in, 0, perPhase, 16).runIDs {
 		accepted[id] = true
 	}
-	for deadline := time.Now().Add(5 * time.Second); spoolRegistryMetrics(t)["caddy_hooks_spool_retries_total"] == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no retry counted while the gateway answered 503")
-		}
-	}
+	waitFor(t, func() string { return "no retry counted while the gateway answered 503" }, func() bool {
+		return spoolRegistryMetrics(t)["caddy_hooks_spool_retries_total"] > 0
+	})
 
 	// phase 2: the gateway is gone, its socket removed
 	in.stopGateway()

@@ -14,9 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 )
 
 // writeModules writes name → source files under dir (creating
@@ -40,14 +37,7 @@ func writeModules(t *testing.T, dir string, files map[string]string) string {
 // when it fails).
 func (in *ingress) reloadHooks(hooks string) error {
 	anchor := "gateway_token " + itGatewayToken
-	cf := strings.Replace(in.currentCaddyfile(in.t), anchor, anchor+"\n"+hooks, 1)
-	cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), map[string]any{"filename": filepath.Join(in.dir, "Caddyfile")})
-	if err != nil {
-		return err
-	}
-	err = caddy.Load(cfgJSON, true)
-	in.client.CloseIdleConnections()
-	return err
+	return in.tryLoad(strings.Replace(in.currentCaddyfile(in.t), anchor, anchor+"\n"+hooks, 1))
 }
 
 // lastAction is the kind and message (agent) or text (wake) of the last
@@ -176,13 +166,8 @@ func TestIntegrationTransformFormats(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
-	logs := in.logs()
-	for _, want := range []string{`"mapping":"process"`, "process is not defined", `"mapping":"require"`} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("log lacks %s (a failed transform is logged with its mapping id and JS error)", want)
-		}
-	}
+	// a failed transform is logged with its mapping id and JS error
+	logs := in.waitLogs(`"mapping":"process"`, "process is not defined", `"mapping":"require"`)
 	if strings.Contains(logs, canary) {
 		t.Error("log contains payload content")
 	}
@@ -572,8 +557,9 @@ func TestConfigDir(t *testing.T) {
 	}
 }
 
-// TestIntegrationTransformBudget: an infinite loop is stopped within
-// twice the time budget and answered 500; the server then still serves.
+// TestIntegrationTransformBudget: an infinite loop is stopped by the time
+// budget and answered 500 (the bound only proves it did not hang; how
+// soon it stops is for the benchmarks); the server then still serves.
 func TestIntegrationTransformBudget(t *testing.T) {
 	const budget = 100 * time.Millisecond
 	root := writeModules(t, t.TempDir(), map[string]string{
@@ -596,8 +582,8 @@ func TestIntegrationTransformBudget(t *testing.T) {
 				t.Fatalf("%d %s, want 500 hook transform failed: %s", r.status, r.body, id)
 			}
 			t.Logf("answered after %v (budget %v)", elapsed.Round(time.Millisecond), budget)
-			if elapsed > 2*budget {
-				t.Fatalf("answered after %v, want within 2× the budget %v", elapsed, budget)
+			if elapsed > hangBound {
+				t.Fatalf("answered after %v: the budget %v did not stop the loop", elapsed, budget)
 			}
 		})
 	}
@@ -689,8 +675,8 @@ func TestIntegrationTransformConcurrency(t *testing.T) {
   return { message: "request " + ctx.payload.i + " hash " + h };
 };`,
 	})
-	// a generous budget: on a busy machine a call may wait longer than
-	// the default 100ms for a CPU, and this test is about concurrency
+	// a budget no call reaches however loaded the machine: this test is
+	// about concurrent calls, TestIntegrationTransformBudget about budgets
 	in := startIngress(t, ingressOpts{hooks: "transform_timeout 10s\ntransforms_root " + root + "\n" + mappingLines("c", "transform c.ts")})
 	const n = 200
 	statuses := make([]int, n)
@@ -721,8 +707,7 @@ func TestIntegrationTransformConcurrency(t *testing.T) {
 		}
 	}
 	if failed > 0 {
-		time.Sleep(50 * time.Millisecond)
-		for _, line := range strings.Split(in.logs(), "\n") {
+		for _, line := range strings.Split(in.waitLogs("hook transform failed"), "\n") {
 			if strings.Contains(line, "hook transform failed") {
 				t.Log(line)
 			}

@@ -216,14 +216,22 @@ type importedEdge struct {
 // startImportedEdge runs `caddy run --adapter caddyfile` on caddyfile with
 // the environment it documents: the site, the public token and the
 // gateway's hooks token. The admin endpoint goes to a socket of its own.
+// The only line the test adds is a global `default_bind fd/3`: the site
+// listens on a socket the test holds from start to end.
 func startImportedEdge(t *testing.T, bin, caddyfile, gatewayToken string) importedEdge {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "Caddyfile")
-	if err := os.WriteFile(path, []byte(caddyfile), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("{\n\tdefault_bind fd/3\n}\n\n"+caddyfile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	ln := listenLoopback(t)
+	sock, err := ln.File() // fd 3 in the child
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
 	e := importedEdge{base: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/hooks", token: randomToken(t)}
 	marker := randomToken(t)
 	logPath := filepath.Join(dir, "caddy.log")
@@ -241,6 +249,7 @@ func startImportedEdge(t *testing.T, bin, caddyfile, gatewayToken string) import
 		"CADDY_ADMIN=unix/"+filepath.Join(dir, "admin.sock"),
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{sock}
 	cmd.SysProcAttr = processGroupAttr()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

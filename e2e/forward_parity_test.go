@@ -22,7 +22,7 @@ func TestForwardParity(t *testing.T) {
 	gw := newOpenclawGateway(t, inst)
 	bin := buildCaddy(t)
 	cfg := edgeConfig{edgeToken: randomToken(t), gatewayToken: gw.hooksToken, sites: []edgeSite{{
-		port: freePort(t), gateway: gw.addr(),
+		ln: listenLoopback(t), gateway: gw.addr(),
 		extra: []string{"mode forward", "agents main", "channels last", "idempotency_headers x-openclaw-idempotency-key", "presets gmail"},
 	}}}
 	edge := startEdge(t, bin, cfg)

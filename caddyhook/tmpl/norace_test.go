@@ -2,5 +2,5 @@
 
 package tmpl
 
-// raceEnabled reports a -race build.
+// raceEnabled: see race_test.go.
 const raceEnabled = false

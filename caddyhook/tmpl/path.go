@@ -70,27 +70,6 @@ func (p Path) lookupFrom(cur any) (any, bool) {
 	return cur, true
 }
 
-// Lookup resolves a reference path (e.g. "messages[0].subject") against a
-// value; ok is false when the value is missing or the path is blocked. It
-// walks path in place and does not allocate; use [ParsePath] to resolve the
-// same path many times.
-func Lookup(root any, path string) (any, bool) {
-	cur, walked := root, false
-	for seg, rest, ok := nextSegment(path); ok; seg, rest, ok = nextSegment(rest) {
-		if isBlockedKey(seg) {
-			return nil, false
-		}
-		if cur, ok = step(cur, seg, arrayIndex(seg)); !ok {
-			return nil, false
-		}
-		walked = true
-	}
-	if !walked {
-		return nil, false
-	}
-	return cur, true
-}
-
 // step descends one level from v by key (objects) or index (arrays).
 func step(v any, key string, index int) (any, bool) {
 	switch c := v.(type) {

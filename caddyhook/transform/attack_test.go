@@ -37,7 +37,7 @@ func TestBacktrackingRegexpAttack(t *testing.T) {
 			t.Fatalf("call %d = %v, want a timeout", i, err)
 		}
 	}
-	poll(t, "every slot given back and no zombie left", func() bool { return len(p.pool.slots) == 0 && p.pool.zombieCount() == 0 })
+	waitUntil(t, "every slot given back and no zombie left", func() bool { return len(p.pool.slots) == 0 && p.pool.zombieCount() == 0 })
 	out, err := p.Run(context.Background(), Input{Payload: map[string]any{"label": "hello world"}})
 	if err != nil || out["ok"] != true {
 		t.Fatalf("benign call after the attack = %v, %v", out, err)
@@ -138,7 +138,7 @@ func TestNativeLoopsStop(t *testing.T) {
 			goPeak, rssPeak := memoryGrowth(t, func() {
 				_, err = p.Run(context.Background(), Input{})
 				// the call is over only when its worker gave the slot back
-				poll(t, "the worker ends", func() bool { return len(p.pool.slots) == 0 && p.pool.zombieCount() == 0 })
+				waitUntil(t, "the worker ends", func() bool { return len(p.pool.slots) == 0 && p.pool.zombieCount() == 0 })
 			})
 			var e *Error
 			if !errors.As(err, &e) || (e.Kind != KindTimeout && e.Kind != KindMemory) {

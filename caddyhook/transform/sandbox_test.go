@@ -85,7 +85,7 @@ func TestSandboxSourceMapComment(t *testing.T) {
     deep: () => Function("return " + "[".repeat(1e6))() };
   for (const [k, f] of Object.entries(tries)) { try { out[k] = f(); } catch (e) { out[k] = e.name; } }
   return out;
-};`, "", Options{Timeout: 10 * time.Second})
+};`, "", Options{Timeout: hangBound})
 	out, err := p.Run(context.Background(), Input{Payload: map[string]any{"path": fifo}})
 	if err != nil || out["eval"] != "ReferenceError" || out["fn"] != "EvalError" || out["deep"] != "EvalError" {
 		t.Fatalf("Run = %v, %v", out, err)
