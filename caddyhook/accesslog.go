@@ -22,29 +22,33 @@ func (accessLogIdentity) CaddyModule() caddy.ModuleInfo {
 }
 
 // accessLog keeps hook tokens out of Caddy's access log. Caddy redacts
-// Authorization by default but logs every other header and the query
-// string verbatim, and it captures the request before any handler runs, so
-// a token sent as x-service-token or ?token= (or as Authorization when
-// log_credentials is on) would be written as is. For such requests the handler asks Caddy to skip its
-// entry and writes the same entry itself, with those headers redacted.
+// Authorization by default but logs every other header and the request
+// target verbatim, and it captures the request before any handler runs, so
+// a token sent as x-service-token (even as a second copy after an empty
+// one), as a token_headers alias, in the URL (?token=, ;token=, a
+// fragment, ?access_token=, any parameter or path segment that is the
+// token), or as Authorization when log_credentials is on, would be written
+// as is. For such requests the handler asks Caddy to skip its entry and
+// writes the same entry itself, with those headers and URL parts redacted.
 //
 // Provider signature headers get the same treatment: a signature that
 // covers no timestamp (GitHub's) stays valid for its body forever.
 type accessLog struct {
 	logger *zap.Logger
 	logs   *caddyhttp.ServerLogConfig
+	h      *Handler
 	// signatureHeaders are the canonical names of the headers carrying
 	// the signatures the handler's verify blocks check.
 	signatureHeaders []string
 }
 
 // newAccessLog returns nil when the server has no access log.
-func newAccessLog(ctx caddy.Context) *accessLog {
+func newAccessLog(ctx caddy.Context, h *Handler) *accessLog {
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	if srv == nil || srv.Logs == nil {
 		return nil
 	}
-	return &accessLog{logger: ctx.Logger(accessLogIdentity{}), logs: srv.Logs}
+	return &accessLog{logger: ctx.Logger(accessLogIdentity{}), logs: srv.Logs, h: h, signatureHeaders: h.signatureHeaders()}
 }
 
 // takeOver reports whether r would leak a token into the access log and,
@@ -53,12 +57,20 @@ func (l *accessLog) takeOver(r *http.Request) bool {
 	if l == nil {
 		return false
 	}
-	if r.Header.Get(headerServiceToken) == "" && !queryHasToken(r.URL.RawQuery) &&
-		(!l.logs.ShouldLogCredentials || r.Header.Get("Authorization") == "") && !l.signed(r) {
-		return false
+	if !l.h.tokenHeaderPresent(r) && !l.signed(r) && !l.credentials(r) {
+		if _, redact := l.h.scanTarget(requestTarget(r)); !redact {
+			return false
+		}
 	}
 	caddyhttp.SetVar(r.Context(), caddyhttp.LogSkipVar, true)
 	return true
+}
+
+// credentials reports an Authorization header that Caddy would log (with
+// log_credentials on).
+func (l *accessLog) credentials(r *http.Request) bool {
+	_, ok := r.Header["Authorization"]
+	return ok && l.logs.ShouldLogCredentials
 }
 
 // signed reports whether r carries one of the signature headers.
@@ -74,9 +86,9 @@ func (l *accessLog) signed(r *http.Request) bool {
 // emit writes the access entry Caddy skipped, with tokens redacted.
 func (l *accessLog) emit(r *http.Request, status, size int, start time.Time) {
 	clean := *r
-	clean.RequestURI = redactQuery(r.RequestURI)
+	clean.RequestURI = l.h.redactTarget(requestTarget(r))
 	clean.Header = r.Header.Clone()
-	for _, names := range [][]string{{headerServiceToken, "Authorization", "Proxy-Authorization", "Cookie"}, l.signatureHeaders} {
+	for _, names := range [][]string{{"Authorization", "Proxy-Authorization", "Cookie"}, l.h.tokenHeaders, l.signatureHeaders} {
 		for _, name := range names {
 			if _, ok := clean.Header[name]; ok {
 				clean.Header[name] = []string{"REDACTED"}
@@ -101,22 +113,6 @@ func (l *accessLog) emit(r *http.Request, status, size int, start time.Time) {
 			ce.Write(fields...)
 		}
 	}
-}
-
-// redactQuery replaces the values of token query parameters in uri.
-func redactQuery(uri string) string {
-	path, query, ok := strings.Cut(uri, "?")
-	if !ok || !queryHasToken(query) {
-		return uri
-	}
-	parts := strings.Split(query, "&")
-	for i, part := range parts {
-		if queryHasToken(part) {
-			key, _, _ := strings.Cut(part, "=")
-			parts[i] = key + "=REDACTED"
-		}
-	}
-	return path + "?" + strings.Join(parts, "&")
 }
 
 // loggers picks the access loggers for r's host as Caddy does.

@@ -8,6 +8,18 @@ import (
 	"testing"
 )
 
+// testPolicy is a policy with the default channel list.
+var testPolicy = func() *Policy {
+	p, err := newPolicy(policyConfig{})
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+// decodeAgent decodes f with testPolicy's channel list.
+func decodeAgent(f fields) (Action, error) { return testPolicy.decodeAgent(f) }
+
 // payload decodes a JSON object literal the way the request path does.
 func payload(t testing.TB, s string) fields {
 	t.Helper()
@@ -21,7 +33,7 @@ func payload(t testing.TB, s string) fields {
 func TestNormalizeMode(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"next-heartbeat", modeNextHeartbeat},
-		{" next-heartbeat\t", modeNextHeartbeat},
+		{" next-heartbeat\t", modeNow}, // the gateway compares exactly
 		{"now", modeNow},
 		{"", modeNow},
 		{"NEXT-HEARTBEAT", modeNow},
@@ -128,11 +140,11 @@ func TestDecodeAgentFieldRules(t *testing.T) {
 		{name: "deliver null is true", in: `{"message":"m","deliver":null}`,
 			want: with(func(w *want) { w.message, w.unset = "m", setDeliver })},
 
-		{name: "channel lower-cased", in: `{"message":"m","channel":" Slack "}`,
-			want: with(func(w *want) { w.message, w.channel, w.set = "m", "slack", setChannel })},
+		{name: "channel lower-cased", in: `{"message":"m","channel":" Slack ","to":"C1"}`,
+			want: with(func(w *want) { w.message, w.channel, w.to, w.set = "m", "slack", "C1", setChannel|setTo })},
 
-		{name: "to trimmed", in: `{"message":"m","to":" +15550100 "}`,
-			want: with(func(w *want) { w.message, w.to, w.set = "m", "+15550100", setTo })},
+		{name: "to trimmed", in: `{"message":"m","channel":"signal","to":" +15550100 "}`,
+			want: with(func(w *want) { w.message, w.channel, w.to, w.set = "m", "signal", "+15550100", setTo })},
 		{name: "thinking", in: `{"message":"m","thinking":"high"}`,
 			want: with(func(w *want) { w.message, w.thinking, w.set = "m", "high", setThinking })},
 
@@ -259,18 +271,23 @@ func TestAgentGatewayBody(t *testing.T) {
 			pc: full, in: `{"message":"hi","name":"","deliver":"yes","timeoutSeconds":-1,"thinking":" "}`,
 			want: `{"message":"hi","agentId":"main","sessionKey":"hook:ingress"}`},
 		{name: "explicit default values are sent",
-			pc: full, in: `{"message":"hi","name":"Hook","deliver":true,"wakeMode":"now","channel":"last","to":"x"}`,
-			want: `{"message":"hi","name":"Hook","agentId":"main","sessionKey":"hook:ingress","wakeMode":"now","deliver":true,"channel":"last","to":"x"}`},
+			pc: full, in: `{"message":"hi","name":"Hook","deliver":true,"wakeMode":"now","channel":"slack","to":"x"}`,
+			want: `{"message":"hi","name":"Hook","agentId":"main","sessionKey":"hook:ingress","wakeMode":"now","deliver":true,"channel":"slack","to":"x"}`},
 		{name: "every field",
 			pc: full,
-			in: `{"message":"m","name":"N","agentId":"OPS","sessionKey":"hook:a","wakeMode":"next-heartbeat","deliver":false,` +
-				`"channel":"Slack","to":"C1","model":"p/m","thinking":"high","timeoutSeconds":12.7,"extra":"dropped"}`,
-			want: `{"message":"m","name":"N","agentId":"ops","sessionKey":"hook:a","wakeMode":"next-heartbeat","deliver":false,` +
-				`"channel":"slack","to":"C1","model":"p/m","thinking":"high","timeoutSeconds":12}`},
+			in: `{"message":"m","name":"N","agentId":"OPS","sessionKey":"hook:a","wakeMode":"next-heartbeat","sessionMode":"persistent",` +
+				`"channel":"Slack","to":"C1","accountId":"acct","model":"p/m","thinking":"high","timeoutSeconds":12.7,` +
+				`"waitForCompletion":true,"extra":"dropped"}`,
+			want: `{"message":"m","name":"N","agentId":"ops","sessionKey":"hook:a","wakeMode":"next-heartbeat","sessionMode":"persistent",` +
+				`"channel":"slack","to":"C1","accountId":"acct","model":"p/m","thinking":"high","timeoutSeconds":12,"waitForCompletion":true}`},
+		{name: "no delivery: channel and to are neither checked nor sent",
+			pc: full, in: `{"message":"m","deliver":false,"channel":"sms","to":42}`,
+			want: `{"message":"m","agentId":"main","sessionKey":"hook:ingress","deliver":false}`},
 		{name: "escaping",
-			pc:   policyConfig{DefaultSessionKey: "hook:ingress"},
-			in:   `{"message":"q\"b\\s\n\r\t\u0000\u001f\u007f<&>\u2028\u2029é😀","name":"a\"b"}`,
-			want: `{"message":"q\"b\\s\n\r\t\u0000\u001f` + "\x7f" + `<&>\u2028\u2029é😀","name":"a\"b","sessionKey":"hook:ingress"}`},
+			pc: policyConfig{DefaultSessionKey: "hook:ingress"},
+			in: `{"message":"q\"b\\s\n\r\t\u0000\u001f\u007f<&>\u2028\u2029é😀","name":"a\"b"}`,
+			// as JSON.stringify: U+2028 and U+2029 stay as they are
+			want: `{"message":"q\"b\\s\n\r\t\u0000\u001f` + "\x7f" + `<&>` + "\u2028\u2029" + `é😀","name":"a\"b","sessionKey":"hook:ingress"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := mustPolicy(t, tc.pc)
@@ -304,35 +321,6 @@ func TestAgentGatewayBodyGeneratedKey(t *testing.T) {
 	re := regexp.MustCompile(`^\{"message":"hi","sessionKey":"hook:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"\}$`)
 	if got := a.appendGatewayBody(nil); !re.Match(got) {
 		t.Fatalf("body %s does not match %s", got, re)
-	}
-}
-
-func TestAppendJSONString(t *testing.T) {
-	for _, tc := range []struct{ name, in, want string }{
-		{"plain", "hello", `"hello"`},
-		{"empty", "", `""`},
-		{"quote and backslash", `a"b\c`, `"a\"b\\c"`},
-		{"named escapes", "\n\r\t", `"\n\r\t"`},
-		{"other controls", "\x00\x01\x08\x0c\x1f", `"\u0000\u0001\u0008\u000c\u001f"`},
-		{"DEL kept", "\x7f", "\"\x7f\""},
-		{"no HTML escaping", "<a href='x'>&</a>", `"<a href='x'>&</a>"`},
-		{"line separators", "a\u2028b\u2029c", `"a\u2028b\u2029c"`},
-		{"multi-byte kept", "é中😀", `"é中😀"`},
-		{"literal U+FFFD kept", "\uFFFD", "\"\uFFFD\""},
-		{"invalid byte", "a\xffb", `"a\ufffdb"`},
-		{"truncated sequence", "a\xc3", `"a\ufffd"`},
-		{"surrogate encoding", "\xed\xa0\x80", `"\ufffd\ufffd\ufffd"`},
-		{"overlong slash", "\xc0\xaf", `"\ufffd\ufffd"`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := appendJSONString([]byte("x"), tc.in)
-			if string(got) != "x"+tc.want {
-				t.Fatalf("got %s, want x%s", got, tc.want)
-			}
-			if !json.Valid(got[1:]) {
-				t.Fatalf("invalid JSON %s", got[1:])
-			}
-		})
 	}
 }
 

@@ -1,7 +1,9 @@
 package caddyhook
 
 import (
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -29,15 +31,21 @@ func parseCaddyfile(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //
 //	hooks [<path>] {
 //	    path                         <base path>
-//	    token                        <hook token>
+//	    token                        <hook token>...   (repeatable: several are accepted)
+//	    token_headers                <header>...
 //	    gateway                      unix//<socket> | <loopback host:port>
 //	    gateway_token                <token>
 //	    gateway_prefix               <path>
 //	    gateway_timeout              <duration>
+//	    gateway_wait_timeout         <duration>
+//	    mode                         render|forward
+//	    wrap                         edge|gateway
+//	    idempotency_headers          <header>...
 //	    gateway_forward_client_ip    [true|false]
 //	    max_body                     <size>
 //	    auth_failures                <count> [<window>]
 //	    lockout                      <duration>
+//	    unauthenticated_bodies       <max> [<timeout>]
 //	    lockout_table_size           <entries>
 //	    ipv6_prefix                  <bits>
 //	    idempotency_ttl              <duration>
@@ -55,6 +63,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	        retry_initial <duration>
 //	        retry_max     <duration>
 //	        workers       <n>
+//	        rate          <n>/<interval>
 //	    }
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -79,7 +88,23 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 	case "path":
 		return oneArg(d, &h.Path)
 	case "token":
-		return oneArg(d, &h.Token)
+		// repeatable (a rotation): the first is token, the others tokens
+		args := d.RemainingArgs()
+		if len(args) == 0 {
+			return d.Errf("token: expected a value, e.g. token {env.HOOK_TOKEN}")
+		}
+		for _, t := range args {
+			if h.Token == "" {
+				h.Token = t
+			} else {
+				h.Tokens = append(h.Tokens, t)
+			}
+		}
+		return nil
+	case "token_headers":
+		return listArg(d, &h.TokenHeaders, true)
+	case "unauthenticated_bodies":
+		return h.unmarshalUnauthBodies(d)
 	case "gateway":
 		return oneArg(d, &h.Gateway)
 	case "gateway_token":
@@ -90,6 +115,14 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		return oneArg(d, &h.DefaultSessionKey)
 	case "gateway_timeout":
 		return durationArg(d, &h.GatewayTimeout)
+	case "gateway_wait_timeout":
+		return durationArg(d, &h.GatewayWaitTimeout)
+	case "mode":
+		return choiceArg(d, &h.Mode, modeRender, modeForward)
+	case "wrap":
+		return choiceArg(d, &h.Wrap, wrapByEdge, wrapByGW)
+	case "idempotency_headers":
+		return listArg(d, &h.IdempotencyHeaders, true)
 	case "lockout":
 		return durationArg(d, &h.Lockout)
 	case "idempotency_ttl":
@@ -164,25 +197,45 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 
 // unmarshalAuthFailures parses `auth_failures <count> [<window>]`.
 func (h *Handler) unmarshalAuthFailures(d *caddyfile.Dispenser) error {
+	n, w, err := countAndDuration(d, "count", maxLockoutFailures, "window")
+	if err != nil {
+		return err
+	}
+	h.AuthFailures = &AuthFailures{Count: n, Window: w}
+	return nil
+}
+
+// unmarshalUnauthBodies parses `unauthenticated_bodies <max> [<timeout>]`.
+func (h *Handler) unmarshalUnauthBodies(d *caddyfile.Dispenser) error {
+	n, t, err := countAndDuration(d, "max", 1<<16, "timeout")
+	if err != nil {
+		return err
+	}
+	h.UnauthenticatedBodies = &UnauthenticatedBodies{Max: n, Timeout: t}
+	return nil
+}
+
+// countAndDuration reads `<count> [<duration>]` (count from 1 to max,
+// duration positive); the field names go into the errors.
+func countAndDuration(d *caddyfile.Dispenser, countName string, max int, durName string) (int, caddy.Duration, error) {
+	name := d.Val()
 	args := d.RemainingArgs()
 	if len(args) < 1 || len(args) > 2 {
-		return d.ArgErr()
+		return 0, 0, d.ArgErr()
 	}
-	af := new(AuthFailures)
 	n, err := strconv.Atoi(args[0])
-	if err != nil || n < 1 {
-		return d.Errf("auth_failures: count %q must be a positive integer", args[0])
+	if err != nil || n < 1 || n > max {
+		return 0, 0, d.Errf("%s: %s %q must be an integer between 1 and %d", name, countName, args[0], max)
 	}
-	af.Count = n
+	var dur caddy.Duration
 	if len(args) == 2 {
-		w, err := caddy.ParseDuration(args[1])
-		if err != nil {
-			return d.Errf("auth_failures: window %q: %v", args[1], err)
+		v, err := caddy.ParseDuration(args[1])
+		if err != nil || v <= 0 {
+			return 0, 0, d.Errf("%s: %s %q must be a positive duration", name, durName, args[1])
 		}
-		af.Window = caddy.Duration(w)
+		dur = caddy.Duration(v)
 	}
-	h.AuthFailures = af
-	return nil
+	return n, dur, nil
 }
 
 // unmarshalSpool parses `spool <dir> { ... }`.
@@ -208,6 +261,8 @@ func (h *Handler) unmarshalSpool(d *caddyfile.Dispenser) error {
 			err = durationArg(d, &sc.RetryMax)
 		case "workers":
 			err = intArg(d, &sc.Workers)
+		case "rate":
+			err = rateArg(d, &sc.Rate)
 		default:
 			err = d.Errf("unrecognized spool subdirective '%s'", d.Val())
 		}
@@ -227,6 +282,20 @@ func oneArg(d *caddyfile.Dispenser, dst *string) error {
 		return d.Errf("%s: expected exactly one value", name)
 	}
 	*dst = args[0]
+	return nil
+}
+
+// choiceArg reads one argument that must be one of choices.
+func choiceArg(d *caddyfile.Dispenser, dst *string, choices ...string) error {
+	name := d.Val()
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	if !slices.Contains(choices, s) {
+		return d.Errf("%s: %q must be %s", name, s, strings.Join(choices, " or "))
+	}
+	*dst = s
 	return nil
 }
 

@@ -34,6 +34,7 @@ import (
 //	    transform        <module> [<export>]   (or a block with module/export)
 //	    verify           <scheme> { secret <s>... tolerance <d> header <h> ... }
 //	    require_token    [true|false]
+//	    forward          [true|false]
 //	}
 //
 // In a template, \n outside the {{ }} placeholders stands for a newline.
@@ -85,6 +86,8 @@ func unmarshalMappingOption(d *caddyfile.Dispenser, m *Mapping) error {
 		return flagArg(d, &m.AllowUnsafeExternalContent)
 	case "require_token":
 		return flagArg(d, &m.RequireToken)
+	case "forward":
+		return flagArg(d, &m.Forward)
 	case "max_body":
 		return sizeArg(d, &m.MaxBody)
 	case "transform":
@@ -156,11 +159,8 @@ func unmarshalVerify(d *caddyfile.Dispenser) (*verify.Config, error) {
 			if len(args) == 0 {
 				return nil, d.Errf("verify: secret needs a value")
 			}
-			for _, s := range args {
-				if !verify.IsSecretPlaceholder(s) {
-					return nil, d.Errf("verify: secret must be a placeholder such as {env.GITHUB_WEBHOOK_SECRET} or {file./run/secrets/github}; a literal secret would be written into the adapted JSON config")
-				}
-			}
+			// a literal is accepted, with a warning at provision (see
+			// warnLiteralSecrets): the same rule as for the tokens
 			v.Secrets = append(v.Secrets, args...)
 		case name == "tolerance":
 			var s string

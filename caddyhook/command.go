@@ -27,5 +27,6 @@ func hooksSubcommands() []*cobra.Command {
 	return []*cobra.Command{
 		newTestCommand(),
 		newSpoolCommand(),
+		newImportCommand(),
 	}
 }

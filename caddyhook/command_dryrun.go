@@ -30,7 +30,7 @@ import (
 // through a configured hooks handler, without dispatching.
 func newTestCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "test --config <file> [--adapter caddyfile] --path <name> [--payload <file.json>] [--header 'K: V']... [--no-token]",
+		Use:   "test --config <file> [--adapter caddyfile] --path <name> [--payload <file.json>] [--header 'K: V']... [--token <value> | --no-token]",
 		Short: "Dry-runs a hook request through the configured mappings and policy",
 		Long: `
 Loads the config, finds its hooks handler and runs one request through the whole
@@ -42,13 +42,22 @@ gateway request body of every resulting action, as JSON:
 
   {"status":200,"reply":{...},"actions":[{"kind":"agent","idempotency_key":"...","body":{...}}]}
 
+In forward mode (or for a forward mapping) the one action is the forwarded
+request: {"kind":"forward","forward":true,"path":"/hooks/<name>?<query>",
+"headers":{...},"idempotency_key":"...","body":<the body as sent>}; the reply
+shown is the dry run's, not the gateway's (which resolves the hook itself).
+
 or, for a rejection, {"status":<code>,"error":"<reason>"} (exit status 1).
 
-The configured hook token is presented as a bearer token, unless --no-token is
-given or a --header sets Authorization or x-service-token (use --no-token with
-the provider's headers to check a signed fixture). A token placeholder whose
-variable is not set is replaced by a random token for the dry run. Secrets are
-never printed.
+The configured hook token (the first, when there are several) is presented as
+a bearer token, unless --token gives another (a value or a placeholder such as
+'{env.HOOK_TOKEN_NEW}': during a rotation, check that the new token
+authenticates before moving senders to it), --no-token is given, or a --header
+sets Authorization or a token header (use --no-token with the provider's
+headers to check a signed fixture). The report says which configured token
+authenticated ("auth": "token 2 of 2"). A token placeholder whose variable is
+not set is replaced by a random token for the dry run. Secrets are never
+printed.
 `,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -61,6 +70,7 @@ never printed.
 			o.payload, _ = f.GetString("payload")
 			o.headers, _ = f.GetStringArray("header")
 			o.noToken, _ = f.GetBool("no-token")
+			o.token, _ = f.GetString("token")
 			rejected, err := runDryRun(cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 			if err != nil {
 				return err
@@ -76,10 +86,11 @@ never printed.
 	f.StringP("config", "c", "", "Config file (required)")
 	f.StringP("adapter", "a", "", "Config adapter (default: caddyfile for Caddyfile names, else JSON)")
 	f.String("base", "", "Base path of the hooks handler to use when the config has several")
-	f.String("path", "", "Hook name (e.g. gmail) or full request path (e.g. /hooks/gmail) (required)")
+	f.String("path", "", "Hook name (e.g. gmail) or full request path (e.g. /hooks/gmail), optionally with a query (required)")
 	f.String("payload", "", "JSON body file (default: empty body, i.e. {}); - reads stdin")
 	f.StringArray("header", nil, "Request header 'Name: value' (repeatable)")
 	f.Bool("no-token", false, "Do not present the hook token (as a provider that signs requests would)")
+	f.String("token", "", "Present this token instead of the configured one (a value or a placeholder such as {env.HOOK_TOKEN_NEW})")
 	return cmd
 }
 
@@ -91,22 +102,50 @@ type dryRunOptions struct {
 	config, adapter, base, path, payload string
 	headers                              []string
 	noToken                              bool
+	token                                string // presented instead of the configured token
 }
 
 // dryRunReport is what `caddy hooks test` prints.
 type dryRunReport struct {
 	Status  int             `json:"status"`
+	Auth    string          `json:"auth,omitempty"` // which configured token authenticated
 	Reply   json.RawMessage `json:"reply,omitempty"`
 	Error   string          `json:"error,omitempty"`
 	Actions []dryRunAction  `json:"actions,omitempty"`
 	Dropped int             `json:"dropped,omitempty"`
 }
 
-// dryRunAction is one action as the gateway would receive it.
+// dryRunAction is one action as the gateway would receive it. A
+// forwarded request also shows the gateway path (with the forwarded
+// query) and headers; its body is shown as sent (as text when it is not
+// plain JSON, e.g. with a byte order mark).
 type dryRunAction struct {
-	Kind           string          `json:"kind"`
-	IdempotencyKey string          `json:"idempotency_key"`
-	Body           json.RawMessage `json:"body"`
+	Kind           string            `json:"kind"`
+	Forward        bool              `json:"forward,omitempty"`
+	Path           string            `json:"path,omitempty"`
+	Headers        map[string]string `json:"headers,omitempty"`
+	IdempotencyKey string            `json:"idempotency_key"`
+	Body           json.RawMessage   `json:"body,omitempty"`
+	BodyText       *string           `json:"body_text,omitempty"`
+}
+
+// newDryRunAction describes one prepared request.
+func newDryRunAction(it *prepared) dryRunAction {
+	a := dryRunAction{Kind: it.kind.String(), IdempotencyKey: it.idemKey}
+	if it.forward {
+		a.Kind, a.Forward, a.Path = "forward", true, it.path
+		a.Headers = make(map[string]string, len(it.header))
+		for k, v := range it.header {
+			a.Headers[k] = strings.Join(v, ", ")
+		}
+	}
+	if json.Valid(it.body) && len(it.body) > 0 && it.body[0] == '{' {
+		a.Body = it.body
+	} else {
+		text := string(it.body)
+		a.BodyText = &text
+	}
+	return a
 }
 
 // runDryRun loads the config, runs the request and prints the report. It
@@ -114,6 +153,9 @@ type dryRunAction struct {
 func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	if o.config == "" || o.path == "" {
 		return false, errors.New("--config and --path are required")
+	}
+	if o.noToken && o.token != "" {
+		return false, errors.New("--token and --no-token exclude each other")
 	}
 	raw, err := loadHooksConfig(o.config, o.adapter, o.base)
 	if err != nil {
@@ -130,10 +172,14 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	token := prepareDryRun(h, o.path, notes)
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
-	if err := h.Provision(ctx); err != nil {
+	err = h.Provision(ctx)
+	defer h.Cleanup()
+	if err != nil {
 		return false, fmt.Errorf("provision: %w", err)
 	}
-	defer h.Cleanup()
+	if err := h.Validate(); err != nil {
+		return false, fmt.Errorf("validate: %w", err)
+	}
 	if !h.enabled {
 		return false, errors.New("the hooks handler is disabled (enabled false)")
 	}
@@ -141,8 +187,13 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	dry := &dryRunSink{}
 	h.sink = dry
 
-	sub := strings.Trim(strings.TrimPrefix(strings.TrimSpace(o.path), h.base), "/")
-	req := httptest.NewRequest(http.MethodPost, h.base+"/"+sub, strings.NewReader(string(body)))
+	hookPath, query, _ := strings.Cut(strings.TrimSpace(o.path), "?")
+	sub := strings.Trim(strings.TrimPrefix(hookPath, h.base), "/")
+	target := h.base + "/" + sub
+	if query != "" {
+		target += "?" + query
+	}
+	req := httptest.NewRequest(http.MethodPost, target, strings.NewReader(string(body)))
 	req.RemoteAddr = "127.0.0.1:1"
 	req.Header.Set("Content-Type", "application/json")
 	for _, kv := range o.headers {
@@ -152,12 +203,20 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 		}
 		req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
-	if !o.noToken && req.Header.Get("Authorization") == "" && req.Header.Get(headerServiceToken) == "" {
+	if o.token != "" {
+		if token = strings.TrimSpace(caddy.NewReplacer().ReplaceKnown(o.token, "")); token == "" {
+			return false, fmt.Errorf("--token: %s", emptySecret(o.token, "--token '{env.HOOK_TOKEN}'"))
+		}
+	}
+	if !o.noToken && req.Header.Get("Authorization") == "" && !h.tokenHeaderPresent(req) {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	ex := exchange{r: req, sub: sub, ip: clientAddr(req), now: time.Now(), route: "none"}
 	status, reply, herr := h.process(&ex)
 	rep := dryRunReport{Status: status, Dropped: dry.dropped}
+	if i := tokenIndex(presentedToken(req.Header, h.tokenHeaders), h.tokens); i >= 0 {
+		rep.Auth = fmt.Sprintf("token %d of %d", i+1, len(h.tokens))
+	}
 	if herr != nil {
 		// the precise reason, also where a live 401/404 answers with the
 		// bare status text
@@ -165,8 +224,8 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	} else if len(reply) > 0 {
 		rep.Reply = reply
 	}
-	for _, it := range dry.items {
-		rep.Actions = append(rep.Actions, dryRunAction{Kind: it.kind.String(), IdempotencyKey: it.eventID, Body: it.body})
+	for i := range dry.items {
+		rep.Actions = append(rep.Actions, newDryRunAction(&dry.items[i]))
 	}
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
@@ -185,11 +244,19 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 func prepareDryRun(h *Handler, hookPath string, notes io.Writer) string {
 	h.Spool = nil
 	repl := caddy.NewReplacer()
-	token := strings.TrimSpace(repl.ReplaceKnown(h.Token, ""))
-	if token == "" {
-		token = randomToken()
-		h.Token = token
+	if len(h.tokenValues()) == 0 {
+		h.Token = randomToken()
 	}
+	fill := func(t *string) {
+		if *t != "" && strings.TrimSpace(repl.ReplaceKnown(*t, "")) == "" {
+			*t = randomToken()
+		}
+	}
+	fill(&h.Token)
+	for i := range h.Tokens {
+		fill(&h.Tokens[i])
+	}
+	token := strings.TrimSpace(repl.ReplaceKnown(h.tokenValues()[0], ""))
 	if strings.TrimSpace(repl.ReplaceKnown(h.GatewayToken, "")) == "" && h.GatewayToken != "" {
 		h.GatewayToken = randomToken()
 	}
@@ -329,5 +396,5 @@ func (s *dryRunSink) deliver(_ context.Context, items []prepared, dropped int, _
 	for i := range items {
 		ids[i] = items[i].eventID
 	}
-	return http.StatusOK, composeReply(items, ids, dropped), nil
+	return http.StatusOK, composeReply(items, ids, "", dropped), nil
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -212,5 +213,178 @@ func TestDryRunConfigErrors(t *testing.T) {
 		if got := strings.Contains(notes.String(), `{env.CADDYHOOK_DRY_SECRET} is not set; signatures for mapping "gh"`); got != noted {
 			t.Errorf("--path %s: notes = %q, want the note: %v", path, notes.String(), noted)
 		}
+	}
+}
+
+// TestDryRunTokenRotation (issue 16 item 4): with two tokens configured,
+// `caddy hooks test --token` shows which one authenticates; a token no
+// longer configured is refused; an unset --token variable is named.
+func TestDryRunTokenRotation(t *testing.T) {
+	const oldTok, newTok = dryToken, "dry-run-new-token-a1b2c3d4e5f60718293a4b5c6d7e8f90"
+	t.Setenv("CADDYHOOK_DRY_TOKEN", oldTok)
+	t.Setenv("CADDYHOOK_DRY_TOKEN_NEW", newTok)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "Caddyfile")
+	rotating := strings.Replace(dryRunCaddyfile, "token {env.CADDYHOOK_DRY_TOKEN}\n",
+		"token {env.CADDYHOOK_DRY_TOKEN}\n\t\ttoken {env.CADDYHOOK_DRY_TOKEN_NEW}\n", 1)
+	payload := filepath.Join(dir, "wake.json")
+	if err := os.WriteFile(payload, []byte(`{"text":"rotation"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, config, token string
+		status              int
+		auth, errText       string
+	}{
+		{"first token by default", rotating, "", 200, "token 1 of 2", ""},
+		{"new token", rotating, "{env.CADDYHOOK_DRY_TOKEN_NEW}", 200, "token 2 of 2", ""},
+		{"old token as a value", rotating, oldTok, 200, "token 1 of 2", ""},
+		{"unknown token", rotating, oldTok + "x", 401, "", "invalid or missing token"},
+		{"removed token", strings.Replace(dryRunCaddyfile, "{env.CADDYHOOK_DRY_TOKEN}", "{env.CADDYHOOK_DRY_TOKEN_NEW}", 1), oldTok, 401, "", "invalid or missing token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(cfg, []byte(tc.config), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, notes bytes.Buffer
+			if _, err := runDryRun(&out, &notes, dryRunOptions{config: cfg, path: "wake", payload: payload, token: tc.token}); err != nil {
+				t.Fatal(err)
+			}
+			if s := out.String(); strings.Contains(s, oldTok) || strings.Contains(s, newTok) {
+				t.Fatalf("output shows a token:\n%s", s)
+			}
+			var rep dryRunReport
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Status != tc.status || rep.Auth != tc.auth || !strings.Contains(rep.Error, tc.errText) {
+				t.Fatalf("report %+v, want status %d auth %q error %q", rep, tc.status, tc.auth, tc.errText)
+			}
+		})
+	}
+	if err := os.WriteFile(cfg, []byte(rotating), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runDryRun(io.Discard, io.Discard, dryRunOptions{config: cfg, path: "wake", payload: payload, token: "{env.CADDYHOOK_DRY_UNSET}"})
+	if err == nil || !strings.Contains(err.Error(), "--token: {env.CADDYHOOK_DRY_UNSET} is empty: CADDYHOOK_DRY_UNSET is not set") {
+		t.Fatalf("unset --token variable: %v", err)
+	}
+}
+
+// dryRunForwardCaddyfile is a forward-mode config: /wake and /agent and
+// the gmail preset are forwarded, and so is a GitHub mapping.
+const dryRunForwardCaddyfile = `{
+	admin off
+}
+:0 {
+	hooks /hooks {
+		token {env.CADDYHOOK_DRY_TOKEN}
+		gateway 127.0.0.1:18789
+		mode forward
+		agents main
+		presets gmail
+		mapping github {
+			match_path github
+			forward
+		}
+	}
+}
+`
+
+func TestDryRunForward(t *testing.T) {
+	t.Setenv("CADDYHOOK_DRY_TOKEN", dryToken)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(cfg, []byte(dryRunForwardCaddyfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	wakeBody := "\uFEFF{\"text\":\"deploy done\"}"
+	ghBody := `{"action":"opened"}`
+	for _, tc := range []struct {
+		name    string
+		opts    dryRunOptions
+		status  int
+		errText string
+		path    string            // forwarded path ("" = no action)
+		body    string            // forwarded body as shown (body or body_text)
+		headers map[string]string // headers that must be forwarded ("" = must not be)
+	}{
+		{name: "wake as sent", opts: dryRunOptions{path: "wake", payload: write("wake.json", wakeBody)}, status: 200,
+			path: "/hooks/wake", body: wakeBody, headers: map[string]string{"Authorization": "", "Content-Type": "application/json"}},
+		{name: "mapped hook with query and headers", status: 200,
+			opts: dryRunOptions{path: "/hooks/github?event=pr&access_token=x", payload: write("gh.json", ghBody),
+				headers: []string{"X-GitHub-Event: pull_request", "X-Forwarded-For: 203.0.113.1", "Idempotency-Key: k1"}},
+			path: "/hooks/github?event=pr", body: ghBody,
+			headers: map[string]string{"X-Github-Event": "pull_request", "X-Forwarded-For": "", "Idempotency-Key": ""}},
+		{name: "gmail preset forwarded", opts: dryRunOptions{path: "gmail", payload: write("gm.json", `{"messages":[]}`)}, status: 200,
+			path: "/hooks/gmail", body: `{"messages":[]}`},
+		{name: "parity refusal at the edge", opts: dryRunOptions{path: "agent", payload: write("a.json", `{"message":"m","agentId":"ghost"}`)},
+			status: 400, errText: `unknown agentId "ghost"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.config = cfg
+			var out, notes bytes.Buffer
+			if _, err := runDryRun(&out, &notes, tc.opts); err != nil {
+				t.Fatalf("runDryRun: %v", err)
+			}
+			if strings.Contains(out.String(), dryToken) {
+				t.Fatalf("output shows the token:\n%s", out.String())
+			}
+			var rep struct {
+				Status  int    `json:"status"`
+				Error   string `json:"error"`
+				Actions []struct {
+					Kind     string            `json:"kind"`
+					Forward  bool              `json:"forward"`
+					Path     string            `json:"path"`
+					Headers  map[string]string `json:"headers"`
+					Key      string            `json:"idempotency_key"`
+					Body     json.RawMessage   `json:"body"`
+					BodyText *string           `json:"body_text"`
+				} `json:"actions"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+				t.Fatalf("output is not JSON: %v\n%s", err, out.String())
+			}
+			if rep.Status != tc.status || rep.Error != tc.errText {
+				t.Fatalf("status %d error %q, want %d %q", rep.Status, rep.Error, tc.status, tc.errText)
+			}
+			if tc.path == "" {
+				if len(rep.Actions) != 0 {
+					t.Fatalf("actions %+v", rep.Actions)
+				}
+				return
+			}
+			if len(rep.Actions) != 1 {
+				t.Fatalf("%d actions: %s", len(rep.Actions), out.String())
+			}
+			a := rep.Actions[0]
+			body := string(a.Body)
+			if a.BodyText != nil {
+				body = *a.BodyText
+			}
+			if a.Kind != "forward" || !a.Forward || a.Path != tc.path || a.Key == "" {
+				t.Fatalf("action %+v, want a forward to %s", a, tc.path)
+			}
+			var compact bytes.Buffer
+			if json.Compact(&compact, []byte(body)) == nil && a.BodyText == nil {
+				body = compact.String()
+			}
+			if body != tc.body {
+				t.Fatalf("body %q, want %q", body, tc.body)
+			}
+			for k, v := range tc.headers {
+				if a.Headers[k] != v {
+					t.Errorf("header %s = %q, want %q", k, a.Headers[k], v)
+				}
+			}
+		})
 	}
 }

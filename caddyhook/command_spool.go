@@ -16,6 +16,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
@@ -33,13 +34,24 @@ func newSpoolCommand() *cobra.Command {
 		Long: `
 Works on the dead letters of a durable-accept spool (the "spool <dir>" of a hooks
 handler): events the gateway refused for good, or that were not delivered within
-max_age. Caddy must be stopped: a running instance holds the spool's lock.
+max_age.
+
+While Caddy runs, the commands go through its admin API (admin.api.hooks), found
+as "caddy reload" finds it: --address, else the admin address of --config (or of
+./Caddyfile), else localhost:2019. The handler is the one whose spool is --dir,
+or the one at --path, or the only one with a spool. When Caddy is not running
+(its admin endpoint does not answer), they open the spool file in --dir. The
+output is the same either way.
 
   list   prints the dead letters (id, kind, first seen, attempts, body size, last
          error); the bodies only with --body. Ids narrow the listing.
   retry  moves dead letters back to the delivery queue (all when no ids are given);
-         they are delivered when Caddy next runs with this spool.
+         a running Caddy delivers them at once, a stopped one when it next runs.
   drop   deletes the given dead letters; --all (and no ids) deletes every one.
+  salvage  when spool.db is corrupt, moves it aside as spool.db.corrupt-<time> and
+         restores every event that can still be read into a fresh spool.db (Caddy
+         does the same when it starts with a corrupt spool); a sound spool is left
+         alone.
 `,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -48,12 +60,17 @@ max_age. Caddy must be stopped: a running instance holds the spool's lock.
 			return fmt.Errorf("unknown spool command %q: want list, retry or drop", args[0])
 		},
 	}
-	cmd.PersistentFlags().String("dir", "", `Spool directory, as in the hooks "spool <dir>" option (required)`)
+	pf := cmd.PersistentFlags()
+	pf.String("dir", "", `Spool directory, as in the hooks "spool <dir>" option (required when Caddy is stopped)`)
+	pf.String("address", "", "Admin API address of the running Caddy (default: from --config, else localhost:2019)")
+	pf.String("config", "", "Config file whose admin address to use (default: ./Caddyfile if present)")
+	pf.String("adapter", "", "Adapter of --config")
+	pf.String("path", "", "Base path of the hooks handler, when the running config has several")
 
 	list := &cobra.Command{
-		Use:   "list --dir <dir> [--body] [<event id>...]",
+		Use:   "list [--dir <dir>] [--body] [<event id>...]",
 		Short: "Lists the dead letters",
-		RunE: runSpoolCLI(func(c *spoolCLI, st *spool.Store, cmd *cobra.Command, ids []string) error {
+		RunE: runSpoolCLI(func(c *spoolCLI, st spool.Ops, cmd *cobra.Command, ids []string) error {
 			body, _ := cmd.Flags().GetBool("body")
 			return c.list(st, ids, body)
 		}),
@@ -61,49 +78,59 @@ max_age. Caddy must be stopped: a running instance holds the spool's lock.
 	list.Flags().Bool("body", false, "Also print each dead letter's gateway request body")
 
 	retry := &cobra.Command{
-		Use:   "retry --dir <dir> [<event id>...]",
+		Use:   "retry [--dir <dir>] [<event id>...]",
 		Short: "Requeues dead letters for delivery (all when no ids are given)",
-		RunE: runSpoolCLI(func(c *spoolCLI, st *spool.Store, _ *cobra.Command, ids []string) error {
+		RunE: runSpoolCLI(func(c *spoolCLI, st spool.Ops, _ *cobra.Command, ids []string) error {
 			return c.retry(st, ids)
 		}),
 	}
 
 	drop := &cobra.Command{
-		Use:   "drop --dir <dir> (<event id>... | --all)",
+		Use:   "drop [--dir <dir>] (<event id>... | --all)",
 		Short: "Deletes dead letters",
-		RunE: runSpoolCLI(func(c *spoolCLI, st *spool.Store, cmd *cobra.Command, ids []string) error {
+		RunE: runSpoolCLI(func(c *spoolCLI, st spool.Ops, cmd *cobra.Command, ids []string) error {
 			all, _ := cmd.Flags().GetBool("all")
 			return c.drop(st, ids, all)
 		}),
 	}
 	drop.Flags().Bool("all", false, "Delete every dead letter (required when no ids are given)")
 
-	cmd.AddCommand(list, retry, drop)
+	salvage := &cobra.Command{
+		Use:   "salvage --dir <dir>",
+		Short: "Moves a corrupt spool file aside and restores its readable events into a fresh one",
+		RunE:  runSpoolSalvage,
+	}
+
+	cmd.AddCommand(list, retry, drop, salvage)
 	return cmd
 }
 
-// spoolCLI runs one spool command against one spool directory.
+// spoolCLI runs one spool command against one spool: through a running
+// Caddy's admin API, or in its directory.
 type spoolCLI struct {
 	dir         string        // absolute spool directory
+	live        bool          // operating a running Caddy's spool
+	admin       string        // where the admin API was looked for
 	out         io.Writer     // results
 	errOut      io.Writer     // per-id complaints
 	lockTimeout time.Duration // wait for the file lock
 	logger      *zap.Logger
 }
 
-// spoolAction is the body of a spool subcommand, run with the store open.
-type spoolAction func(c *spoolCLI, st *spool.Store, cmd *cobra.Command, ids []string) error
+// spoolAction is the body of a spool subcommand, run with the spool at hand.
+type spoolAction func(c *spoolCLI, st spool.Ops, cmd *cobra.Command, ids []string) error
 
-// runSpoolCLI adapts an action to cobra: it resolves --dir, opens the
-// store (refusing politely when a running instance holds it), runs the
-// action, closes the store, and prints a failure as one plain line on
-// stderr (the process then exits with status 1).
+// runSpoolCLI adapts an action to cobra: it finds the spool (through the
+// admin API of a running Caddy, else in --dir, refusing politely when a
+// running instance holds it), runs the action, and prints a failure as one
+// plain line on stderr (the process then exits with status 1).
 func runSpoolCLI(action spoolAction) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		dir, _ := cmd.Flags().GetString("dir")
+		fl := cmd.Flags()
+		dir, _ := fl.GetString("dir")
 		c := &spoolCLI{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
 			lockTimeout: spoolCLILockTimeout, logger: caddy.Log().Named("hooks.spool")}
-		err := c.run(dir, func(st *spool.Store) error { return action(c, st, cmd, args) })
+		err := c.run(fl, dir, func(st spool.Ops) error { return action(c, st, cmd, args) })
 		if err != nil {
 			fmt.Fprintln(cmd.ErrOrStderr(), err)
 			cmd.SilenceErrors = true // printed above, without cobra's "Error:" prefix
@@ -112,8 +139,15 @@ func runSpoolCLI(action spoolAction) func(*cobra.Command, []string) error {
 	}
 }
 
-// run opens the spool in dir, applies fn and closes the spool.
-func (c *spoolCLI) run(dir string, fn func(*spool.Store) error) error {
+// run finds the spool, applies fn and closes the spool if it opened it.
+func (c *spoolCLI) run(fl *pflag.FlagSet, dir string, fn func(spool.Ops) error) error {
+	live, err := c.connect(fl, dir)
+	if err != nil {
+		return err
+	}
+	if live != nil {
+		return fn(live)
+	}
 	st, err := c.open(dir)
 	if err != nil {
 		return err
@@ -144,21 +178,71 @@ func (c *spoolCLI) open(dir string) (*spool.Store, error) {
 	}
 	cfg.LockTimeout = c.lockTimeout
 	st, err := spool.Open(cfg, c.logger)
-	if errors.Is(err, spool.ErrLocked) {
-		return nil, fmt.Errorf("spool %s is in use by a running caddyhook (pid unknown); stop it first or inspect via its metrics", cfg.Dir)
+	switch {
+	case errors.Is(err, spool.ErrLocked):
+		return nil, fmt.Errorf("spool %s is in use by a running caddyhook, and no hooks handler of a Caddy admin API at %s uses it; "+
+			"pass that Caddy's --address (or --config), or stop it first", cfg.Dir, c.admin)
+	case errors.Is(err, spool.ErrCorrupt):
+		return nil, fmt.Errorf("%w\nNothing was changed. `caddy hooks spool salvage --dir %s` moves the file aside and restores every "+
+			"readable event into a fresh spool (Caddy does the same when it next starts with this spool)", err, cfg.Dir)
 	}
 	return st, err
 }
 
+// runSpoolSalvage is `caddy hooks spool salvage`: spool.Recover, reported.
+func runSpoolSalvage(cmd *cobra.Command, _ []string) error {
+	dir, _ := cmd.Flags().GetString("dir")
+	c := &spoolCLI{out: cmd.OutOrStdout(), errOut: cmd.ErrOrStderr(),
+		lockTimeout: spoolCLILockTimeout, logger: caddy.Log().Named("hooks.spool")}
+	err := c.salvage(dir)
+	if err != nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), err)
+		cmd.SilenceErrors = true
+	}
+	return err
+}
+
+// salvage recovers the spool in dir when it is corrupt.
+func (c *spoolCLI) salvage(dir string) error {
+	if strings.TrimSpace(dir) == "" {
+		return errors.New("--dir is required: the spool directory of the hooks config")
+	}
+	cfg, err := (&SpoolConfig{Dir: dir}).config()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Dir, spool.DBFile)); err != nil {
+		return fmt.Errorf("no spool in %s: %w", cfg.Dir, err)
+	}
+	cfg.LockTimeout = c.lockTimeout
+	st, sv, err := spool.Recover(cfg, c.logger)
+	if errors.Is(err, spool.ErrLocked) {
+		return fmt.Errorf("spool %s is in use by a running caddyhook; stop it first", cfg.Dir)
+	}
+	if err != nil {
+		return err
+	}
+	if sv == nil {
+		fmt.Fprintf(c.out, "spool %s is sound; nothing to salvage\n", cfg.Dir)
+	} else {
+		fmt.Fprintf(c.out, "spool %s was corrupt: %v\nmoved it to %s (unchanged)\nrestored %d queued event(s) and %d dead letter(s) into a fresh %s; %d damaged page(s) or record(s) skipped\n",
+			cfg.Dir, sv.Reason, sv.MovedTo, sv.Queued, sv.Dead, spool.DBFile, sv.Skipped)
+	}
+	return st.Close()
+}
+
 // list prints a summary line and the dead letters whose id is in ids (all
 // when empty), then their bodies when withBody is set.
-func (c *spoolCLI) list(st *spool.Store, ids []string, withBody bool) error {
+func (c *spoolCLI) list(st spool.Ops, ids []string, withBody bool) error {
 	dead, err := st.DeadLetters()
 	if err != nil {
 		return err
 	}
 	dead, missing := selectDead(dead, ids)
-	stats := st.Stats()
+	stats, err := st.Status()
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(c.out, "spool %s: %d queued for delivery, %d dead letter(s)\n", c.dir, stats.Depth, stats.Dead)
 	if len(dead) > 0 {
 		tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
@@ -180,7 +264,7 @@ func (c *spoolCLI) list(st *spool.Store, ids []string, withBody bool) error {
 }
 
 // retry requeues the dead letters whose id is in ids, or all of them.
-func (c *spoolCLI) retry(st *spool.Store, ids []string) error {
+func (c *spoolCLI) retry(st spool.Ops, ids []string) error {
 	known, missing, err := c.resolve(st, ids)
 	if err != nil {
 		return err
@@ -191,13 +275,17 @@ func (c *spoolCLI) retry(st *spool.Store, ids []string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(c.out, "requeued %d dead letter(s) in %s; they are delivered when Caddy next runs with this spool\n", n, c.dir)
+	when := "they are delivered when Caddy next runs with this spool"
+	if c.live {
+		when = "the running Caddy delivers them now"
+	}
+	fmt.Fprintf(c.out, "requeued %d dead letter(s) in %s; %s\n", n, c.dir, when)
 	return c.reportMissing(missing)
 }
 
 // drop deletes the dead letters whose id is in ids, or all of them when
 // all is set (and only then, so a missing argument deletes nothing).
-func (c *spoolCLI) drop(st *spool.Store, ids []string, all bool) error {
+func (c *spoolCLI) drop(st spool.Ops, ids []string, all bool) error {
 	switch {
 	case all && len(ids) > 0:
 		return errors.New("drop takes event ids or --all, not both")
@@ -219,7 +307,7 @@ func (c *spoolCLI) drop(st *spool.Store, ids []string, all bool) error {
 }
 
 // resolve splits ids into those naming a dead letter and those that do not.
-func (c *spoolCLI) resolve(st *spool.Store, ids []string) (known, missing []string, err error) {
+func (c *spoolCLI) resolve(st spool.Ops, ids []string) (known, missing []string, err error) {
 	if len(ids) == 0 {
 		return nil, nil, nil
 	}

@@ -49,13 +49,8 @@ func seedSpool(t *testing.T, dir string, deadIDs []string, queued int) {
 		}
 	}
 	st.SetSender(refusingSender{})
-	deadline := time.Now().Add(5 * time.Second)
-	for st.Stats().Dead < len(deadIDs) {
-		if time.Now().After(deadline) {
-			t.Fatalf("seeding: %d of %d dead letters", st.Stats().Dead, len(deadIDs))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, func() string { return fmt.Sprintf("seeding: %d of %d dead letters", st.Stats().Dead, len(deadIDs)) },
+		func() bool { return st.Stats().Dead >= len(deadIDs) })
 	st.SetSender(nil)
 	for i := range queued {
 		if err := st.Append(context.Background(), event(fmt.Sprintf("queued-%d", i))); err != nil {
@@ -81,6 +76,13 @@ func spoolState(t *testing.T, dir string) (dead []string, queued int) {
 		dead = append(dead, ev.ID)
 	}
 	return dead, st.Stats().Depth
+}
+
+// noAdmin is an --address where no admin API answers, so that a spool
+// command works on the file and never asks whatever listens on the
+// default localhost:2019.
+func noAdmin(t *testing.T) string {
+	return "unix/" + filepath.Join(t.TempDir(), "no-admin.sock")
 }
 
 // runHooksCommand runs `caddy hooks <args>` as the CLI would (through
@@ -143,7 +145,7 @@ func TestSpoolCommand(t *testing.T) {
 			dir := t.TempDir()
 			seedSpool(t, dir, seeded, 2)
 			args := append([]string{"spool"}, c.args...)
-			out, errOut, err := runHooksCommand(append(args, "--dir", dir)...)
+			out, errOut, err := runHooksCommand(append(args, "--dir", dir, "--address", noAdmin(t))...)
 			if (err != nil) != c.wantErr {
 				t.Fatalf("error = %v, want error %v; stdout:\n%s\nstderr:\n%s", err, c.wantErr, out, errOut)
 			}
@@ -182,7 +184,7 @@ func TestSpoolCommandRefusals(t *testing.T) {
 		want string
 	}{
 		{"locked by a running instance", []string{"spool", "list", "--dir", held},
-			"spool " + held + " is in use by a running caddyhook (pid unknown); stop it first or inspect via its metrics"},
+			"spool " + held + " is in use by a running caddyhook, and no hooks handler of a Caddy admin API at unix/"},
 		{"locked, retry", []string{"spool", "retry", "--dir", held}, "is in use by a running caddyhook"},
 		{"locked, drop", []string{"spool", "drop", "--all", "--dir", held}, "is in use by a running caddyhook"},
 		{"no spool there", []string{"spool", "list", "--dir", empty}, "no spool in " + empty + ": spool.db does not exist"},
@@ -192,16 +194,77 @@ func TestSpoolCommandRefusals(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			start := time.Now()
-			_, errOut, err := runHooksCommand(c.args...)
+			_, errOut, err := runHooksCommand(append(c.args, "--address", noAdmin(t))...)
 			if err == nil || !strings.Contains(errOut+err.Error(), c.want) {
 				t.Fatalf("error %v, stderr %q; want an error saying %q", err, errOut, c.want)
 			}
-			if d := time.Since(start); d > 5*spoolCLILockTimeout {
-				t.Fatalf("took %s to give up", d)
+			if d := time.Since(start); d > hangBound {
+				t.Fatalf("took %s to give up (lock timeout %s)", d, spoolCLILockTimeout)
 			}
 		})
 	}
 	if _, err := os.Stat(filepath.Join(empty, spool.DBFile)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a refused command created a spool in %s (stat: %v)", empty, err)
+	}
+}
+
+// truncateSpool cuts the spool file in dir just short of its last page in
+// use (the high-water mark of meta page 0), so that bbolt would fault on
+// it, and returns the damaged bytes.
+func truncateSpool(t *testing.T, dir string) []byte {
+	t.Helper()
+	path := filepath.Join(dir, spool.DBFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageSize := int(b[24]) | int(b[25])<<8 | int(b[26])<<16
+	hwm := int(b[56]) | int(b[57])<<8
+	b = b[:(hwm-1)*pageSize+pageSize/3]
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestSpoolCommandCorruptFile: list, retry and drop report a corrupt
+// spool file (and what to do) instead of panicking or dying of SIGBUS,
+// changing nothing; salvage moves it aside, restores what it can read and
+// leaves a spool the other commands use again.
+func TestSpoolCommandCorruptFile(t *testing.T) {
+	dir := t.TempDir()
+	seedSpool(t, dir, []string{"d-1", "d-2"}, 3)
+	damaged := truncateSpool(t, dir)
+	for _, sub := range [][]string{{"list"}, {"retry"}, {"drop", "--all"}} {
+		_, errOut, err := runHooksCommand(append([]string{"spool"}, append(sub, "--dir", dir, "--address", noAdmin(t))...)...)
+		if err == nil || !strings.Contains(errOut, "is corrupt: truncated") ||
+			!strings.Contains(errOut, "caddy hooks spool salvage --dir "+dir) {
+			t.Fatalf("spool %s: error %v, stderr %q; want a corruption report naming salvage", sub[0], err, errOut)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, spool.DBFile)); !bytes.Equal(got, damaged) {
+		t.Fatal("a refused command changed the corrupt file")
+	}
+
+	out, errOut, err := runHooksCommand("spool", "salvage", "--dir", dir)
+	if err != nil {
+		t.Fatalf("salvage: %v (%s)", err, errOut)
+	}
+	moved, _ := filepath.Glob(filepath.Join(dir, spool.DBFile+".corrupt-*"))
+	if len(moved) != 1 || !strings.Contains(out, "was corrupt: truncated") || !strings.Contains(out, "moved it to "+moved[0]) {
+		t.Fatalf("salvage output %q, moved files %v", out, moved)
+	}
+	if got, _ := os.ReadFile(moved[0]); !bytes.Equal(got, damaged) {
+		t.Fatal("the moved file differs from the corrupt one")
+	}
+	dead, queued := spoolState(t, dir)
+	if want := fmt.Sprintf("restored %d queued event(s) and %d dead letter(s)", queued, len(dead)); !strings.Contains(out, want) {
+		t.Fatalf("salvage output %q does not say %q", out, want)
+	}
+	if _, errOut, err := runHooksCommand("spool", "list", "--dir", dir, "--address", noAdmin(t)); err != nil {
+		t.Fatalf("list after salvage: %v (%s)", err, errOut)
+	}
+	if out, _, err := runHooksCommand("spool", "salvage", "--dir", dir); err != nil || !strings.Contains(out, "is sound") {
+		t.Fatalf("second salvage: %v, %q", err, out)
 	}
 }

@@ -17,27 +17,36 @@ import (
 // Idempotency-Key.
 var eventNamespace = uuid.MustParse("6f1b1c39-5b0e-4c1a-9d55-2f3f0e1c6a7b")
 
-// prepared is an action ready for the gateway: its final body and the
-// Idempotency-Key it is sent with.
+// prepared is a request ready for the gateway: a rendered action or a
+// forwarded request, its event id (the reply's runId in spool mode) and,
+// for a wake, its mode.
 type prepared struct {
-	kind    Kind
+	gatewayRequest
 	mode    string
-	body    []byte
 	eventID string
+	// forward: the gateway's answer is the sender's (forwardOutcome).
+	forward bool
 }
 
-// prepare wraps untrusted content, encodes the gateway body and assigns
-// the event id: eventID when the request was idempotent, else a random one.
-func prepare(a *Action, eventID string) prepared {
+// prepare applies the content boundary (applyBoundary; the external-content
+// wrapper only when the edge wraps), encodes the gateway body and assigns
+// the event id, which is also the Idempotency-Key: eventID when the
+// request was idempotent, else a random one.
+func (h *Handler) prepare(a *Action, eventID string) prepared {
 	if eventID == "" {
 		eventID = uuid.NewString()
 	}
-	if a.Kind == KindAgent && !a.AllowUnsafe {
-		w := *a
-		w.Message = wrapExternal(a.Message, a.Source)
-		a = &w
+	if a.Kind == KindAgent && !a.AllowUnsafe && !h.wrapEdge {
+		u := *a
+		u.AllowUnsafe = true // wrap gateway: the gateway wraps every external message itself
+		a = &u
 	}
-	return prepared{kind: a.Kind, mode: a.Mode, body: a.appendGatewayBody(make([]byte, 0, 256+len(a.Message))), eventID: eventID}
+	a = applyBoundary(a)
+	g := gatewayRequest{kind: a.Kind, body: a.appendGatewayBody(make([]byte, 0, 256+len(a.Message))), idemKey: eventID}
+	if a.Wait {
+		g.timeout = h.gateway.waitTimeoutFor(a.TimeoutSeconds)
+	}
+	return prepared{gatewayRequest: g, mode: a.Mode, eventID: eventID}
 }
 
 // actionSeeds derives one event id per action of an idempotent request
@@ -93,25 +102,34 @@ func (s syncSink) deliver(ctx context.Context, items []prepared, dropped int, ip
 	}
 	wg.Wait()
 	runIDs := make([]string, 0, len(items))
+	outcome := ""
 	for i := range items {
 		if errs[i] != nil {
 			return 0, nil, errs[i]
 		}
 		var r struct {
-			RunID string `json:"runId"`
+			RunID        string `json:"runId"`
+			EventOutcome string `json:"eventOutcome"`
 		}
 		_ = json.Unmarshal(replies[i].body, &r)
 		runIDs = append(runIDs, r.RunID)
+		if outcome == "" || r.EventOutcome == "queued" && outcome != "queued" {
+			outcome = r.EventOutcome
+		}
 	}
-	return http.StatusOK, composeReply(items, runIDs, dropped), nil
+	return http.StatusOK, composeReply(items, runIDs, outcome, dropped), nil
 }
 
 // sendOne dispatches one item and maps the outcome.
 func (h *Handler) sendOne(ctx context.Context, it *prepared, clientIP string) (gatewayReply, *hookError) {
 	start := time.Now()
-	rep, err := h.gateway.send(ctx, it.kind, it.body, it.eventID, clientIP)
+	rep, err := h.gateway.send(ctx, &it.gatewayRequest, clientIP)
+	h.gatewayFailure(it.kind, it.eventID, rep.status, err)
 	herr := rep.outcome(err)
-	if herr == nil && !json.Valid(rep.body) {
+	if it.forward {
+		herr = rep.forwardOutcome(err)
+	}
+	if herr == nil && !json.Valid(rep.body) && !(it.forward && rep.status == http.StatusNoContent) {
 		herr = reject(http.StatusBadGateway, "gateway returned an invalid reply")
 	}
 	outcome := "ok"
@@ -124,14 +142,22 @@ func (h *Handler) sendOne(ctx context.Context, it *prepared, clientIP string) (g
 
 // composeReply builds the reply for several actions (or for spooled ones):
 // {"ok":true,"runId":<first>,"runIds":[…],"dispatched":N[,"dropped":M]}
-// for agent actions, {"ok":true,"mode":…,"dispatched":N} for wakes.
-func composeReply(items []prepared, runIDs []string, dropped int) []byte {
+// for agent actions; for wakes the gateway's shape,
+// {"ok":true,"mode":…[,"eventOutcome":…]}, where eventOutcome is the first
+// "queued" outcome of the gateway's replies, else the first one.
+func composeReply(items []prepared, runIDs []string, eventOutcome string, dropped int) []byte {
 	b := make([]byte, 0, 64+len(runIDs)*40)
 	b = append(b, `{"ok":true`...)
 	if len(items) > 0 && items[0].kind == KindWake {
 		b = append(b, `,"mode":`...)
 		b = appendJSONString(b, items[0].mode)
-	} else if len(runIDs) > 0 {
+		if eventOutcome != "" {
+			b = append(b, `,"eventOutcome":`...)
+			b = appendJSONString(b, eventOutcome)
+		}
+		return append(b, '}')
+	}
+	if len(runIDs) > 0 {
 		b = append(b, `,"runId":`...)
 		b = appendJSONString(b, runIDs[0])
 		if len(items) > 1 || dropped > 0 {

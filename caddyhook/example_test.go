@@ -149,3 +149,30 @@ func TestExampleDryRunsFixtures(t *testing.T) {
 		})
 	}
 }
+
+// TestExampleAnswersGitHubPing: the "ping" GitHub sends when a webhook is
+// created gets a 2xx from Caddyfile.example (so GitHub shows the webhook as
+// working) and dispatches nothing.
+func TestExampleAnswersGitHubPing(t *testing.T) {
+	t.Setenv("GITHUB_WEBHOOK_SECRET", fixtureGitHubSecret)
+	t.Setenv("GATEWAY_SOCKET", "")
+	t.Chdir("..")
+	file := filepath.Join("testdata/payloads", "github-ping.json")
+	body, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := dryRunOptions{config: "Caddyfile.example", path: "github", payload: file,
+		noToken: true, headers: githubSigned("ping", "d-ping")(string(body))}
+	var out, notes bytes.Buffer
+	if rejected, err := runDryRun(&out, &notes, opts); err != nil || rejected {
+		t.Fatalf("ping rejected %v, err %v:\n%s%s", rejected, err, out.String(), notes.String())
+	}
+	var rep dryRunReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Status != http.StatusNoContent || len(rep.Actions) != 0 {
+		t.Fatalf("ping: status %d with %d actions, want 204 and nothing dispatched:\n%s", rep.Status, len(rep.Actions), out.String())
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -54,9 +55,12 @@ type gatewayClient struct {
 	auth      string   // "Bearer <gateway_token>", or "" for none
 	authValue []string // auth as a header value, shared by every request
 	timeout   time.Duration
-	forwardIP bool
-	urls      [KindAgent + 1]*url.URL // by Kind; parsed once, never modified
-	transport *http.Transport
+	// waitTimeout bounds a request that waits for the run to complete.
+	waitTimeout time.Duration
+	forwardIP   bool
+	urls        [KindAgent + 1]*url.URL // by Kind; parsed once, never modified
+	paths       [KindAgent + 1]string   // their paths
+	transport   *http.Transport
 }
 
 // newGatewayClient returns a client for addr.
@@ -66,20 +70,23 @@ func newGatewayClient(addr gatewayAddr, prefix, token string, timeout time.Durat
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return dialer.DialContext(ctx, addr.network, addr.address)
 		},
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   1024,
-		IdleConnTimeout:       90 * time.Second,
-		DisableCompression:    true,
-		ResponseHeaderTimeout: timeout,
-		ForceAttemptHTTP2:     false,
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 1024,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		// no ResponseHeaderTimeout: each request's context bounds it, and
+		// a request waiting for its run to complete has a longer one
+		ForceAttemptHTTP2: false,
 	}
-	c := &gatewayClient{addr: addr, prefix: strings.TrimRight(prefix, "/"), timeout: timeout, forwardIP: forwardIP, transport: tr}
+	c := &gatewayClient{addr: addr, prefix: strings.TrimRight(prefix, "/"), timeout: timeout, waitTimeout: timeout,
+		forwardIP: forwardIP, transport: tr}
 	if token != "" {
 		c.auth = "Bearer " + token
 		c.authValue = []string{c.auth}
 	}
 	for _, k := range []Kind{KindWake, KindAgent} {
-		c.urls[k] = &url.URL{Scheme: "http", Host: "gateway", Path: c.prefix + "/" + k.String()}
+		c.paths[k] = c.prefix + "/" + k.String()
+		c.urls[k] = &url.URL{Scheme: "http", Host: "gateway", Path: c.paths[k]}
 	}
 	return c
 }
@@ -87,30 +94,63 @@ func newGatewayClient(addr gatewayAddr, prefix, token string, timeout time.Durat
 // close drops the idle connections.
 func (c *gatewayClient) close() { c.transport.CloseIdleConnections() }
 
-// gatewayReply is a gateway answer: the status and its body.
+// gatewayReply is a gateway answer: the status, its body and its
+// Retry-After header.
 type gatewayReply struct {
-	status int
-	body   []byte
+	status     int
+	body       []byte
+	retryAfter string
 }
 
 // errGatewayTimeout marks a dispatch that ran out of time.
 var errGatewayTimeout = errors.New("gateway timeout")
 
-// send posts body to {prefix}/{kind}. A transport error is returned as is;
-// a timeout as errGatewayTimeout. The request goes straight to the
-// transport: the context bounds the whole exchange (an http.Client
-// timeout would add a timer and a goroutine per request), and a redirect
-// is the gateway's answer, not something to follow.
-func (c *gatewayClient) send(ctx context.Context, kind Kind, body []byte, eventID, clientIP string) (gatewayReply, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+// gatewayRequest is one request to the gateway: a rendered action (sent
+// to {prefix}/{kind}) or a forwarded request (sent to path with header).
+type gatewayRequest struct {
+	kind    Kind
+	path    string      // forwarded: the gateway path and query; "" = by kind
+	header  http.Header // forwarded: the sender's filtered headers, owned by the request (send adds to it)
+	body    []byte
+	idemKey string        // the Idempotency-Key header
+	timeout time.Duration // 0 = the client's timeout
+}
+
+// url returns the request URL.
+func (c *gatewayClient) url(g *gatewayRequest) *url.URL {
+	if g.path == "" || g.path == c.paths[g.kind] {
+		return c.urls[g.kind]
+	}
+	p, q, _ := strings.Cut(g.path, "?")
+	return &url.URL{Scheme: "http", Host: "gateway", Path: p, RawQuery: q}
+}
+
+// send posts g. A transport error is returned as is; a timeout as
+// errGatewayTimeout. The request goes straight to the transport: the
+// context bounds the whole exchange (an http.Client timeout would add a
+// timer and a goroutine per request), and a redirect is the gateway's
+// answer, not something to follow.
+func (c *gatewayClient) send(ctx context.Context, g *gatewayRequest, clientIP string) (gatewayReply, error) {
+	timeout := c.timeout
+	if g.timeout > 0 {
+		timeout = g.timeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req := (&http.Request{
-		Method: http.MethodPost, URL: c.urls[kind], Host: "gateway",
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: http.Header{
+	body := g.body
+	hdr := g.header
+	if hdr != nil {
+		hdr["Idempotency-Key"] = []string{g.idemKey}
+	} else {
+		hdr = http.Header{
 			"Content-Type":    jsonContentType[:1:1],
-			"Idempotency-Key": {eventID},
-		},
+			"Idempotency-Key": {g.idemKey},
+		}
+	}
+	req := (&http.Request{
+		Method: http.MethodPost, URL: c.url(g), Host: "gateway",
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        hdr,
 		Body:          io.NopCloser(bytes.NewReader(body)),
 		ContentLength: int64(len(body)),
 		// lets the transport replay the request on a pooled connection the
@@ -123,6 +163,7 @@ func (c *gatewayClient) send(ctx context.Context, kind Kind, body []byte, eventI
 	if c.forwardIP && clientIP != "" {
 		req.Header["X-Forwarded-For"] = []string{clientIP}
 	}
+	traceFrom(ctx).setHeaders(req.Header)
 	resp, err := c.transport.RoundTrip(req)
 	if err != nil {
 		if ctx.Err() != nil || isTimeout(err) {
@@ -138,7 +179,17 @@ func (c *gatewayClient) send(ctx context.Context, kind Kind, body []byte, eventI
 		}
 		return gatewayReply{}, err
 	}
-	return gatewayReply{status: resp.StatusCode, body: data}, nil
+	return gatewayReply{status: resp.StatusCode, body: data, retryAfter: resp.Header.Get("Retry-After")}, nil
+}
+
+// waitTimeoutFor is the bound of a request that waits for its run: the
+// run's own timeout plus the admission time, at most waitTimeout.
+func (c *gatewayClient) waitTimeoutFor(timeoutSeconds int64) time.Duration {
+	if timeoutSeconds <= 0 {
+		return c.waitTimeout
+	}
+	d := c.timeout + time.Duration(min(timeoutSeconds, int64(c.waitTimeout/time.Second)))*time.Second
+	return max(c.timeout, min(d, c.waitTimeout))
 }
 
 // readReply reads at most maxGatewayReply bytes of a reply body, in one
@@ -158,25 +209,69 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
+// Reasons for gateway failures.
+const (
+	reasonGatewayTimeout = "gateway timeout: the run may have started; retry with the same Idempotency-Key so that it does not run twice"
+	reasonGatewayDown    = "gateway unreachable"
+	reasonGatewayAuth    = "gateway refused the edge's credentials (check gateway_token and that the gateway trusts no forwarded headers from the edge)"
+)
+
 // outcome turns a gateway reply or error into what the caller gets:
-// 2xx passes through, a 4xx with {"ok":false,"error":…} is a 400
-// "gateway: …", other answers 502, a timeout 504.
+// 2xx passes through, a 503 passes through with its Retry-After, a 4xx
+// with {"ok":false,"error":…} is a 400 "gateway: …", other answers 502,
+// a timeout 504.
 func (r gatewayReply) outcome(err error) *hookError {
 	switch {
 	case errors.Is(err, errGatewayTimeout):
-		return reject(http.StatusGatewayTimeout, "gateway timeout")
+		return reject(http.StatusGatewayTimeout, reasonGatewayTimeout)
 	case err != nil:
-		return reject(http.StatusBadGateway, "gateway unreachable")
+		return reject(http.StatusBadGateway, reasonGatewayDown)
 	case r.status >= 200 && r.status < 300:
 		return nil
+	case r.status == http.StatusServiceUnavailable:
+		return r.passThrough()
 	case r.status >= 400 && r.status < 500:
 		var e struct {
 			OK    *bool  `json:"ok"`
 			Error string `json:"error"`
 		}
-		if json.Unmarshal(r.body, &e) == nil && e.OK != nil && !*e.OK && e.Error != "" {
-			return reject(http.StatusBadRequest, "gateway: "+e.Error)
+		if json.Unmarshal(r.body, &e) == nil && e.OK != nil && !*e.OK {
+			// the gateway's text goes to the public caller and the log
+			if msg := publicReason(e.Error); msg != "" {
+				return reject(http.StatusBadRequest, "gateway: "+msg)
+			}
 		}
 	}
 	return reject(http.StatusBadGateway, fmt.Sprintf("gateway error (status %d)", r.status))
+}
+
+// forwardOutcome is outcome for a forwarded request: the gateway answers
+// the sender, so every reply passes through as it is (status, JSON body,
+// Retry-After), except the ones that concern the edge's own credentials
+// (401, 403, 407, 429) and redirects, which are a 502.
+func (r gatewayReply) forwardOutcome(err error) *hookError {
+	switch {
+	case err != nil:
+		return r.outcome(err)
+	case r.status >= 200 && r.status < 300:
+		return nil
+	case r.status == http.StatusUnauthorized, r.status == http.StatusForbidden,
+		r.status == http.StatusProxyAuthRequired, r.status == http.StatusTooManyRequests:
+		return reject(http.StatusBadGateway, reasonGatewayAuth)
+	case r.status >= 400 && r.status < 600:
+		return r.passThrough()
+	}
+	return reject(http.StatusBadGateway, fmt.Sprintf("gateway error (status %d)", r.status))
+}
+
+// passThrough returns the gateway's own error answer as the caller's.
+func (r gatewayReply) passThrough() *hookError {
+	e := &hookError{status: r.status, reason: fmt.Sprintf("gateway answered %d", r.status)}
+	if json.Valid(r.body) {
+		e.body = r.body
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(r.retryAfter)); err == nil && s > 0 {
+		e.retryAfter = time.Duration(s) * time.Second
+	}
+	return e
 }

@@ -52,8 +52,10 @@ func TestQueryHasTokenNoAlloc(t *testing.T) {
 }
 
 func TestPresentedToken(t *testing.T) {
+	aliases := []string{headerServiceToken, "X-Openclaw-Token"}
 	for _, tc := range []struct {
-		name, auth, service, want string
+		name, auth, want string
+		service, alias   []string
 	}{
 		{name: "bearer", auth: "Bearer abc", want: "abc"},
 		{name: "bearer lower", auth: "bearer abc", want: "abc"},
@@ -61,13 +63,17 @@ func TestPresentedToken(t *testing.T) {
 		{name: "bearer mixed", auth: "bEaReR abc", want: "abc"},
 		{name: "bearer trims", auth: "Bearer    abc  ", want: "abc"},
 		{name: "bearer empty", auth: "Bearer ", want: ""},
-		{name: "bearer blank falls back", auth: "Bearer    ", service: "svc", want: "svc"},
+		{name: "bearer blank falls back", auth: "Bearer    ", service: []string{"svc"}, want: "svc"},
 		{name: "no space after scheme", auth: "Bearerabc", want: ""},
 		{name: "basic refused", auth: "Basic dXNlcjpwYXNz", want: ""},
-		{name: "basic with service token", auth: "Basic dXNlcjpwYXNz", service: "svc", want: "svc"},
-		{name: "service token", service: "svc", want: "svc"},
-		{name: "service token trimmed", service: "  svc ", want: "svc"},
-		{name: "bearer wins over service", auth: "Bearer abc", service: "svc", want: "abc"},
+		{name: "basic with service token", auth: "Basic dXNlcjpwYXNz", service: []string{"svc"}, want: "svc"},
+		{name: "service token", service: []string{"svc"}, want: "svc"},
+		{name: "service token trimmed", service: []string{"  svc "}, want: "svc"},
+		{name: "bearer wins over service", auth: "Bearer abc", service: []string{"svc"}, want: "abc"},
+		{name: "alias", alias: []string{"oc"}, want: "oc"},
+		{name: "service token before alias", service: []string{"svc"}, alias: []string{"oc"}, want: "svc"},
+		{name: "empty service token falls back to alias", service: []string{" "}, alias: []string{"oc"}, want: "oc"},
+		{name: "only the first copy counts", service: []string{"", "svc"}, want: ""},
 		{name: "nothing", want: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,36 +81,40 @@ func TestPresentedToken(t *testing.T) {
 			if tc.auth != "" {
 				h.Set("Authorization", tc.auth)
 			}
-			if tc.service != "" {
-				h.Set("x-service-token", tc.service)
+			for _, v := range tc.service {
+				h.Add("x-service-token", v)
 			}
-			if got := presentedToken(h); got != tc.want {
+			for _, v := range tc.alias {
+				h.Add("x-openclaw-token", v)
+			}
+			if got := presentedToken(h, aliases); got != tc.want {
 				t.Fatalf("presentedToken = %q, want %q", got, tc.want)
 			}
 		})
 	}
 }
 
-func TestTokenMatches(t *testing.T) {
-	const secret = "0123456789abcdef0123456789abcdef"
-	want := tokenDigest(sha256.Sum256([]byte(secret)))
+func TestTokenIndex(t *testing.T) {
+	const a, b = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
+	want := []tokenDigest{sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))}
 	for _, tc := range []struct {
 		presented string
-		ok        bool
+		index     int
 	}{
-		{secret, true},
-		{"", false},
-		{secret[:31], false},
-		{secret + "0", false},
-		{strings.ToUpper(secret), false},
-		{"1123456789abcdef0123456789abcdef", false},
+		{a, 0},
+		{b, 1},
+		{"", -1},
+		{a[:31], -1},
+		{a + "0", -1},
+		{strings.ToUpper(b), -1},
+		{"1123456789abcdef0123456789abcdef", -1},
 	} {
-		if got := tokenMatches(tc.presented, &want); got != tc.ok {
-			t.Errorf("tokenMatches(%q) = %v, want %v", tc.presented, got, tc.ok)
+		if got := tokenIndex(tc.presented, want); got != tc.index {
+			t.Errorf("tokenIndex(%q) = %d, want %d", tc.presented, got, tc.index)
 		}
 	}
-	empty := tokenDigest(sha256.Sum256(nil))
-	if tokenMatches("", &empty) {
+	empty := []tokenDigest{sha256.Sum256(nil)}
+	if tokenIndex("", empty) != -1 {
 		t.Error("an empty presented token matched the digest of the empty string")
 	}
 }

@@ -79,6 +79,16 @@ func BenchmarkWakePath(b *testing.B) {
 	runHandlerBench(b, h, r, body, rb, http.StatusOK, nil)
 }
 
+// BenchmarkForwardWakePath is BenchmarkWakePath in forward mode: the
+// wake is validated and then forwarded as sent.
+func BenchmarkForwardWakePath(b *testing.B) {
+	gw := startTestGateway(b, devgw.Config{})
+	h := newTestHandler(b, gw, func(h *Handler) { h.Mode = modeForward })
+	body := []byte(`{"text":"New deployment finished on prod-eu-1","mode":"now"}`)
+	r, rb := benchRequest("/hooks/wake", body, "Authorization", "Bearer "+utHookToken, "Content-Type", "application/json")
+	runHandlerBench(b, h, r, body, rb, http.StatusOK, nil)
+}
+
 // BenchmarkAgentPath is an accepted agent action with every policy rule
 // on: agent list and allowlist, request session keys with prefixes,
 // models, channels, and the external-content wrapper.

@@ -45,7 +45,8 @@ func BenchmarkGatewaySend(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			rep, err := c.send(context.Background(), KindWake, body, "6f1b1c39-5b0e-4c1a-9d55-2f3f0e1c6a7b", "")
+			g := gatewayRequest{kind: KindWake, body: body, idemKey: "6f1b1c39-5b0e-4c1a-9d55-2f3f0e1c6a7b"}
+			rep, err := c.send(context.Background(), &g, "")
 			if err != nil || rep.status != http.StatusOK {
 				b.Errorf("send: %d, %v", rep.status, err)
 				return

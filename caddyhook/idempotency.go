@@ -66,6 +66,18 @@ func newIdemCache(ttl time.Duration) *idemCache {
 	return c
 }
 
+// entries counts the keys held (pending or answered), for the admin API.
+func (c *idemCache) entries() int {
+	n := 0
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
 func (c *idemCache) shard(key string) *idemShard {
 	return &c.shards[maphash.String(c.seed, key)%idemShards]
 }

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -109,84 +109,81 @@ func TestIdemFailureForgets(t *testing.T) {
 	}
 }
 
-// TestIdemConcurrentSameKey: many callers with one key dispatch once;
-// every one of them gets the leader's reply.
+// TestIdemConcurrentSameKey: callers that arrive while the leader
+// dispatches wait for it and all get its reply; nobody dispatches twice.
+// In a synctest bubble, synctest.Wait returns once every caller is
+// blocked waiting for the leader: no sleep decides who arrives when.
 func TestIdemConcurrentSameKey(t *testing.T) {
-	c := newIdemCache(time.Minute)
-	const callers = 64
-	var dispatches atomic.Int32
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	replies := make([]string, callers)
-	for i := range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			rep, cl, err := c.claim(context.Background(), "same", time.Now())
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if cl != nil {
-				n := dispatches.Add(1)
-				time.Sleep(20 * time.Millisecond) // followers pile up meanwhile
-				rep = idemReply{status: 200, body: fmt.Appendf(nil, `{"runId":"run-%d"}`, n)}
-				c.settle(cl, rep, true, time.Now())
-			}
-			replies[i] = string(rep.body)
-		}()
-	}
-	close(start)
-	wg.Wait()
-	if n := dispatches.Load(); n != 1 {
-		t.Fatalf("%d dispatches, want 1", n)
-	}
-	for i, r := range replies {
-		if r != `{"runId":"run-1"}` {
-			t.Fatalf("caller %d got %q", i, r)
+	synctest.Test(t, func(t *testing.T) {
+		c := newIdemCache(time.Minute)
+		leader := mustLead(t, c, "same", time.Now())
+		const callers = 64
+		var dispatches atomic.Int32
+		replies := make(chan string, callers)
+		for range callers {
+			go func() {
+				rep, cl, err := c.claim(context.Background(), "same", time.Now())
+				if err != nil {
+					t.Error(err)
+				}
+				if cl != nil {
+					dispatches.Add(1)
+					c.settle(cl, idemReply{status: 200, body: []byte("second dispatch")}, true, time.Now())
+				}
+				replies <- string(rep.body)
+			}()
 		}
-	}
+		synctest.Wait() // every caller waits for the leader
+		c.settle(leader, idemReply{status: 200, body: []byte(`{"runId":"run-1"}`)}, true, time.Now())
+		for i := range callers {
+			if r := <-replies; r != `{"runId":"run-1"}` {
+				t.Fatalf("caller %d got %q", i, r)
+			}
+		}
+		if n := dispatches.Load(); n != 0 {
+			t.Fatalf("%d callers dispatched again, want 0", n)
+		}
+	})
 }
 
 // TestIdemLeaderFailureReleasesFollowers: when the leader fails, one
 // waiting follower takes over and the others get its reply.
 func TestIdemLeaderFailureReleasesFollowers(t *testing.T) {
-	c := newIdemCache(time.Minute)
-	leader := mustLead(t, c, "k", idemT0)
-	const followers = 16
-	var dispatches atomic.Int32
-	var wg sync.WaitGroup
-	replies := make([]string, followers)
-	for i := range followers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rep, cl, err := c.claim(context.Background(), "k", idemT0)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if cl != nil {
-				dispatches.Add(1)
-				time.Sleep(10 * time.Millisecond)
-				rep = idemReply{status: 200, body: []byte("retried")}
-				c.settle(cl, rep, true, idemT0)
-			}
-			replies[i] = string(rep.body)
-		}()
-	}
-	time.Sleep(20 * time.Millisecond)
-	c.settle(leader, idemReply{status: 502}, false, idemT0)
-	wg.Wait()
-	if n := dispatches.Load(); n != 1 {
-		t.Fatalf("%d follower dispatches, want 1", n)
-	}
-	for i, r := range replies {
-		if r != "retried" {
-			t.Fatalf("follower %d got %q", i, r)
+	synctest.Test(t, func(t *testing.T) {
+		c := newIdemCache(time.Minute)
+		leader := mustLead(t, c, "k", idemT0)
+		const followers = 16
+		var dispatches atomic.Int32
+		release := make(chan struct{}) // the new leader settles once the others wait
+		replies := make(chan string, followers)
+		for range followers {
+			go func() {
+				rep, cl, err := c.claim(context.Background(), "k", idemT0)
+				if err != nil {
+					t.Error(err)
+				}
+				if cl != nil {
+					dispatches.Add(1)
+					<-release
+					rep = idemReply{status: 200, body: []byte("retried")}
+					c.settle(cl, rep, true, idemT0)
+				}
+				replies <- string(rep.body)
+			}()
 		}
-	}
+		synctest.Wait() // all followers wait for the leader
+		c.settle(leader, idemReply{status: 502}, false, idemT0)
+		synctest.Wait() // one took over; the rest wait for it
+		if n := dispatches.Load(); n != 1 {
+			t.Fatalf("%d followers took over, want 1", n)
+		}
+		close(release)
+		for i := range followers {
+			if r := <-replies; r != "retried" {
+				t.Fatalf("follower %d got %q", i, r)
+			}
+		}
+	})
 }
 
 func TestIdemFollowerCancelled(t *testing.T) {
@@ -219,37 +216,43 @@ func keysInShard(c *idemCache, first string, n int) []string {
 // TestIdemEvictedPendingEntry: a pending key pushed out by newer keys
 // releases its followers, and the late settle of its leader is harmless.
 func TestIdemEvictedPendingEntry(t *testing.T) {
-	c := newIdemCache(time.Minute)
-	keys := keysInShard(c, "pending", idemEntriesPerShd+1)
-	leader := mustLead(t, c, keys[0], idemT0)
-	type result struct {
-		lead bool
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		_, cl, err := c.claim(context.Background(), keys[0], idemT0)
-		done <- result{cl != nil, err}
-	}()
-	time.Sleep(10 * time.Millisecond)
-	for _, k := range keys[1:] {
-		c.settle(mustLead(t, c, k, idemT0), idemReply{status: 200, body: []byte("{}")}, true, idemT0)
-	}
-	select {
-	case r := <-done:
-		if r.err != nil || !r.lead {
-			t.Fatalf("released follower: lead=%v err=%v; want to lead", r.lead, r.err)
+	synctest.Test(t, func(t *testing.T) {
+		c := newIdemCache(time.Minute)
+		keys := keysInShard(c, "pending", idemEntriesPerShd+1)
+		leader := mustLead(t, c, keys[0], idemT0)
+		type result struct {
+			lead bool
+			err  error
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("follower of an evicted key still waiting")
-	}
-	c.settle(leader, idemReply{status: 200, body: []byte("late")}, true, idemT0) // must not panic
-	checkIdemBounds(t, c)
+		done := make(chan result, 1)
+		go func() {
+			_, cl, err := c.claim(context.Background(), keys[0], idemT0)
+			done <- result{cl != nil, err}
+		}()
+		synctest.Wait() // the follower waits for the pending key
+		for _, k := range keys[1:] {
+			c.settle(mustLead(t, c, k, idemT0), idemReply{status: 200, body: []byte("{}")}, true, idemT0)
+		}
+		synctest.Wait()
+		select {
+		case r := <-done:
+			if r.err != nil || !r.lead {
+				t.Fatalf("released follower: lead=%v err=%v; want to lead", r.lead, r.err)
+			}
+		default:
+			t.Fatal("follower of an evicted key still waiting")
+		}
+		c.settle(leader, idemReply{status: 200, body: []byte("late")}, true, idemT0) // must not panic
+		checkIdemBounds(t, c)
+	})
 }
 
 // TestIdemBoundedMemory inserts 200k keys: entry counts and bytes stay
 // within the configured bounds and the accounting stays exact.
 func TestIdemBoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("400k insertions (over a minute under the race detector); the full run covers it")
+	}
 	for _, tc := range []struct {
 		name     string
 		bodySize int

@@ -47,16 +47,19 @@ func TestLockoutThreshold(t *testing.T) {
 	if !tbl.Fail(ip, lockT0.Add(1900*time.Millisecond)) {
 		t.Fatal("the 20th failure did not lock")
 	}
+	// as the reference gateway: locked for 60s from the 20th failure (at
+	// +1.9s), Retry-After counting down from 60
 	for _, tc := range []struct {
 		at         time.Duration // after lockT0 (the first failure)
 		locked     bool
 		left       time.Duration
 		retryAfter string
 	}{
-		{at: 2 * time.Second, locked: true, left: 58 * time.Second, retryAfter: "58"},
-		{at: 10*time.Second + 300*time.Millisecond, locked: true, left: 49700 * time.Millisecond, retryAfter: "50"},
-		{at: 59*time.Second + 999*time.Millisecond, locked: true, left: time.Millisecond, retryAfter: "1"},
-		{at: time.Minute, locked: false},
+		{at: 1900 * time.Millisecond, locked: true, left: time.Minute, retryAfter: "60"},
+		{at: 2 * time.Second, locked: true, left: 59900 * time.Millisecond, retryAfter: "60"},
+		{at: 10*time.Second + 300*time.Millisecond, locked: true, left: 51600 * time.Millisecond, retryAfter: "52"},
+		{at: 61*time.Second + 899*time.Millisecond, locked: true, left: time.Millisecond, retryAfter: "1"},
+		{at: 61*time.Second + 900*time.Millisecond, locked: false},
 		{at: 2 * time.Minute, locked: false},
 	} {
 		left, locked := tbl.Locked(ip, lockT0.Add(tc.at))
@@ -73,6 +76,11 @@ func TestLockoutThreshold(t *testing.T) {
 	}
 }
 
+// windowMax is how long a failure may count at most: the window slides in
+// steps of window/7, so a failure counts for at least the window and less
+// than window×8/7.
+const windowMax = time.Minute * lockoutBuckets / (lockoutBuckets - 1)
+
 func TestLockoutWindow(t *testing.T) {
 	ip := netip.MustParseAddr("203.0.113.9")
 	for _, tc := range []struct {
@@ -81,18 +89,27 @@ func TestLockoutWindow(t *testing.T) {
 		check  time.Duration           // when to ask Locked, after lockT0
 		locked bool
 	}{
-		{name: "19 then expiry then 19", check: 62 * time.Second, run: func(tbl *lockoutTable) {
-			failN(tbl, ip, 19, lockT0, time.Second)
-			failN(tbl, ip, 19, lockT0.Add(61*time.Second), 0)
-		}},
-		{name: "19 then one after the window", check: 61 * time.Second, run: func(tbl *lockoutTable) {
+		{name: "sliding: 19 then one 59.9s after the first", check: 60 * time.Second, locked: true, run: func(tbl *lockoutTable) {
 			failN(tbl, ip, 19, lockT0, 0)
-			failN(tbl, ip, 1, lockT0.Add(60*time.Second), 0)
+			failN(tbl, ip, 1, lockT0.Add(59900*time.Millisecond), 0)
 		}},
-		{name: "20 spread over the window", check: 59 * time.Second, locked: true, run: func(tbl *lockoutTable) {
-			failN(tbl, ip, 20, lockT0, 3*time.Second) // last at +57s: locked until +60s
+		{name: "no fixed-window escape: 18 just before and 19 just after a window from the first failure", check: 61 * time.Second, locked: true, run: func(tbl *lockoutTable) {
+			failN(tbl, ip, 1, lockT0, 0)
+			failN(tbl, ip, 18, lockT0.Add(59900*time.Millisecond), 0)
+			failN(tbl, ip, 19, lockT0.Add(60100*time.Millisecond), 0)
 		}},
-		{name: "window is fixed from the first failure", check: 61 * time.Second, run: func(tbl *lockoutTable) {
+		{name: "19 then one after the window has slid past them", check: windowMax + time.Second, run: func(tbl *lockoutTable) {
+			failN(tbl, ip, 19, lockT0, 0)
+			failN(tbl, ip, 1, lockT0.Add(windowMax), 0)
+		}},
+		{name: "19 then 19 after the window", check: 2*windowMax + time.Second, run: func(tbl *lockoutTable) {
+			failN(tbl, ip, 19, lockT0, time.Second)
+			failN(tbl, ip, 19, lockT0.Add(windowMax+19*time.Second), 0)
+		}},
+		{name: "20 spread over the window", check: 116 * time.Second, locked: true, run: func(tbl *lockoutTable) {
+			failN(tbl, ip, 20, lockT0, 3*time.Second) // last at +57s: locked until +117s
+		}},
+		{name: "the lock ends 60s after the locking failure", check: 117 * time.Second, run: func(tbl *lockoutTable) {
 			failN(tbl, ip, 20, lockT0, 3*time.Second)
 		}},
 		{name: "success resets", check: 20 * time.Second, run: func(tbl *lockoutTable) {
@@ -112,6 +129,22 @@ func TestLockoutWindow(t *testing.T) {
 			failN(tbl, ip, 20, lockT0, 0)
 			failN(tbl, ip, 30, lockT0.Add(30*time.Second), time.Second)
 		}},
+		{name: "the count starts again after a lock", check: 61 * time.Second, run: func(tbl *lockoutTable) {
+			failN(tbl, ip, 20, lockT0, 0)
+			failN(tbl, ip, 19, lockT0.Add(60*time.Second), 0)
+		}},
+		{name: "and the 20th after the lock locks again", check: 61 * time.Second, locked: true, run: func(tbl *lockoutTable) {
+			failN(tbl, ip, 20, lockT0, 0)
+			failN(tbl, ip, 20, lockT0.Add(60*time.Second), 0)
+		}},
+		{name: "a late failure counts in its bucket", check: 31 * time.Second, locked: true, run: func(tbl *lockoutTable) {
+			failN(tbl, ip, 19, lockT0.Add(30*time.Second), 0)
+			failN(tbl, ip, 1, lockT0.Add(5*time.Second), 0)
+		}},
+		{name: "a failure reported after the window is ignored", check: windowMax + 2*time.Second, run: func(tbl *lockoutTable) {
+			failN(tbl, ip, 19, lockT0.Add(windowMax+time.Second), 0)
+			failN(tbl, ip, 1, lockT0, 0)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tbl := newLockoutTable(testLockoutPolicy())
@@ -120,6 +153,34 @@ func TestLockoutWindow(t *testing.T) {
 				t.Fatalf("locked = %v, want %v", locked, tc.locked)
 			}
 		})
+	}
+}
+
+// TestLockoutSlidingBounds checks, for every offset of the first failure
+// within a bucket, that a failure counts for at least the window and
+// stops counting before window×8/7: 19 failures, then one more.
+func TestLockoutSlidingBounds(t *testing.T) {
+	ip := netip.MustParseAddr("203.0.113.77")
+	p := testLockoutPolicy()
+	step := time.Minute / (lockoutBuckets - 1) / 10
+	for off := time.Duration(0); off < time.Minute/(lockoutBuckets-1)+step; off += step {
+		first := lockT0.Add(off)
+		inside := newLockoutTable(p)
+		failN(inside, ip, 19, first, 0)
+		if !inside.Fail(ip, first.Add(time.Minute-time.Millisecond)) {
+			t.Errorf("offset %v: a failure inside the window did not lock", off)
+		}
+		outside := newLockoutTable(p)
+		failN(outside, ip, 19, first, 0)
+		if outside.Fail(ip, first.Add(windowMax)) {
+			t.Errorf("offset %v: failures older than window×8/7 still counted", off)
+		}
+	}
+}
+
+func TestLockoutEntrySize(t *testing.T) {
+	if n := unsafe.Sizeof(lockEntry{}); n != 32 {
+		t.Fatalf("lockEntry is %d bytes, want 32 (lockout_table_size × 32 bytes ≤ 64 MiB)", n)
 	}
 }
 
@@ -262,7 +323,7 @@ func failures(tbl *lockoutTable, ip netip.Addr, now time.Time) (uint32, bool) {
 	sh, s := tbl.locate(k)
 	defer sh.mu.Unlock()
 	if e := tbl.find(s, k, now.UnixMilli()); e != nil {
-		return e.count, e.lockMs != 0
+		return tbl.failures(e, now.UnixMilli()), e.until != 0
 	}
 	return 0, false
 }

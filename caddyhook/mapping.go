@@ -68,6 +68,11 @@ type Mapping struct {
 	Verify *verify.Config `json:"verify,omitempty"`
 	// RequireToken demands the hook token as well as the signature.
 	RequireToken bool `json:"require_token,omitempty"`
+	// Forward forwards the hook's request as sent to the gateway's own
+	// {gateway_prefix}/<name> instead of rendering it: for a gateway that
+	// maps the hook itself. Only the match, max_body, verify and
+	// require_token fields go with it.
+	Forward bool `json:"forward,omitempty"`
 }
 
 // TransformRef names a transform module (relative to the transforms

@@ -49,7 +49,8 @@ func TestMappingReplies(t *testing.T) {
 		{name: "wake fan-out", path: "pings", body: `{"items":[{"n":1},{"n":2}]}`, status: 200,
 			want: []sentAction{wakeSent("ping 1", "now"), wakeSent("ping 2", "now")},
 			reply: func([]string) map[string]any {
-				return map[string]any{"ok": true, "mode": "now", "dispatched": float64(2)}
+				// the gateway's wake reply shape, with its eventOutcome
+				return map[string]any{"ok": true, "mode": "now", "eventOutcome": "enqueued"}
 			}},
 		{name: "empty fan-out", path: "batch", body: `{"items":[]}`, status: 204},
 		{name: "fan-out list missing", path: "batch", body: `{"other":[1]}`, status: 204},

@@ -153,10 +153,11 @@ func TestMappingReferenceJSON(t *testing.T) {
 		{"x", `{"text":"hi"}`, []sentAction{agentSent(sourceWebhook, map[string]any{"message": "x says hi", "sessionKey": "hook:ref"})}},
 		{"ci", `{"source":"jenkins","build":{"number":7,"status":"FAILURE"}}`, []sentAction{wakeSent("build 7: FAILURE", "next-heartbeat")}},
 		{"mail", `{"messages":[{"id":"a","from":"x@y"},{"id":"b","from":"z@w"}]}`, []sentAction{
+			// no delivery: channel and to are neither checked nor sent
 			{Kind: "agent", Body: map[string]any{"message": "From x@y", "name": "Mail", "agentId": "ops", "sessionKey": "hook:mail:a",
-				"deliver": false, "channel": "slack", "to": "#mail", "model": "openai/gpt-5", "thinking": "low", "timeoutSeconds": float64(90)}},
+				"deliver": false, "model": "openai/gpt-5", "thinking": "low", "timeoutSeconds": float64(90)}},
 			{Kind: "agent", Body: map[string]any{"message": "From z@w", "name": "Mail", "agentId": "ops", "sessionKey": "hook:mail:b",
-				"deliver": false, "channel": "slack", "to": "#mail", "model": "openai/gpt-5", "thinking": "low", "timeoutSeconds": float64(90)}},
+				"deliver": false, "model": "openai/gpt-5", "thinking": "low", "timeoutSeconds": float64(90)}},
 		}},
 		{"snake", `{}`, []sentAction{agentSent(sourceWebhook, map[string]any{"message": "snake", "sessionKey": "hook:ref"})}},
 	}

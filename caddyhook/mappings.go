@@ -3,6 +3,7 @@ package caddyhook
 import (
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strings"
 
@@ -37,6 +38,11 @@ type compiledMapping struct {
 	transform *mappingTransform
 	verifier  *verify.Verifier
 	needToken bool // the hook token is required (no verify, or require_token)
+	// forward: the hook's request is forwarded as sent (forward mapping or
+	// a preset in forward mode).
+	forward bool
+	// policy decodes the rendered fields with the gateway's rules.
+	policy *Policy
 	// readsHeaders and readsQuery say whether an expression, template or
 	// transform of the mapping can see the request headers or the query.
 	readsHeaders bool
@@ -54,11 +60,14 @@ func templated(t *tmpl.Template) bool { return t != nil && !t.IsStatic() }
 func (h *Handler) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMapping, error) {
 	c := &compiledMapping{id: strings.TrimSpace(m.ID), path: strings.Trim(strings.TrimSpace(m.MatchPath), "/"),
 		source: strings.TrimSpace(m.MatchSource), deliver: m.Deliver, timeout: m.TimeoutSeconds,
-		unsafe: m.AllowUnsafeExternalContent, forEach: strings.TrimSpace(m.ForEach), maxBody: m.MaxBody}
+		unsafe: m.AllowUnsafeExternalContent, forEach: strings.TrimSpace(m.ForEach), maxBody: m.MaxBody, policy: h.policy}
 	if c.id == "" {
 		c.id = fmt.Sprintf("mapping-%d", n)
 	}
 	fail := func(field string, err error) error { return fmt.Errorf("mapping %s: %s: %w", c.id, field, err) }
+	if m.Forward {
+		return c, compileForward(c, m, env, fail)
+	}
 	switch strings.TrimSpace(m.Action) {
 	case "", "agent":
 		c.kind = KindAgent
@@ -79,7 +88,7 @@ func (h *Handler) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMap
 	if m.TimeoutSeconds < 0 {
 		return nil, fail("timeout_seconds", fmt.Errorf("must be positive"))
 	}
-	if m.MaxBody < 0 || m.MaxBody > 64<<20 {
+	if m.MaxBody < 0 || m.MaxBody > maxMappingBody {
 		return nil, fail("max_body", fmt.Errorf("must be between 1 byte and 64 MiB"))
 	}
 	if c.forEach != "" && (strings.ContainsAny(c.forEach, ".[]") || blockedKey(c.forEach)) {
@@ -138,6 +147,60 @@ func (h *Handler) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMap
 		}
 	}
 	return c, nil
+}
+
+// compileForward checks and compiles a forward mapping: its match
+// conditions and limits; every field that would shape an action is
+// refused (the gateway's own mapping shapes it).
+func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(string, error) error) error {
+	c.forward = true
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{
+		{"action", m.Action != ""}, {"wake_mode", m.WakeMode != ""}, {"name", m.Name != ""},
+		{"agent_id", m.AgentID != ""}, {"session_key", m.SessionKey != ""},
+		{"message_template", m.MessageTemplate != ""}, {"text_template", m.TextTemplate != ""},
+		{"channel", m.Channel != ""}, {"to", m.To != ""}, {"model", m.Model != ""}, {"thinking", m.Thinking != ""},
+		{"deliver", m.Deliver != nil}, {"timeout_seconds", m.TimeoutSeconds != 0},
+		{"allow_unsafe_external_content", m.AllowUnsafeExternalContent}, {"for_each", m.ForEach != ""},
+		{"transform", m.Transform != nil},
+	} {
+		if f.set {
+			return fail(f.field, fmt.Errorf("not allowed with forward (the gateway's own mapping shapes the forwarded hook); use match_path, match_source, match_expr, max_body, verify or require_token"))
+		}
+	}
+	switch {
+	case c.path == "":
+		return fail("match_path", fmt.Errorf("required with forward (the gateway's hook name)"))
+	case c.path == routeWake || c.path == routeAgent:
+		return fail("match_path", fmt.Errorf("%q is a built-in hook and cannot be mapped", c.path))
+	case strings.ContainsAny(c.path, "?#") || !validHookPath(c.path):
+		return fail("match_path", fmt.Errorf("%q is not a plain hook path", c.path))
+	case m.MaxBody < 0 || m.MaxBody > 64<<20:
+		return fail("max_body", fmt.Errorf("must be between 1 byte and 64 MiB"))
+	}
+	if m.MatchExpr != "" {
+		x, err := env.CompileBool(m.MatchExpr)
+		if err != nil {
+			return fail("match_expr", err)
+		}
+		c.expr = x
+		c.readsHeaders = strings.Contains(m.MatchExpr, varHeaders)
+		c.readsQuery = strings.Contains(m.MatchExpr, varQuery)
+	}
+	return nil
+}
+
+// validHookPath reports whether p is a path the edge can forward as is:
+// segments of URL path characters, no dot segments.
+func validHookPath(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "" || seg == "." || seg == ".." || url.PathEscape(seg) != seg {
+			return false
+		}
+	}
+	return true
 }
 
 // blockedKey reports the keys templates never resolve.
@@ -215,7 +278,7 @@ func (c *compiledMapping) action(kind Kind, f fields, keyFromRequest bool, unsaf
 	if kind == KindWake {
 		a, err = decodeWake(f)
 	} else {
-		a, err = decodeAgent(f)
+		a, err = c.policy.decodeAgent(f)
 	}
 	switch err {
 	case nil:
@@ -255,7 +318,7 @@ func (h *Handler) requestVars(ex *exchange) *tmpl.Vars {
 	}
 	v := &tmpl.Vars{Payload: ex.payload, Path: ex.sub, Now: ex.now}
 	if needHeaders {
-		v.Headers = templateHeaders(ex.r.Header)
+		v.Headers = h.templateHeaders(ex.r.Header)
 	}
 	if needQuery && ex.r.URL.RawQuery != "" {
 		v.Query = templateQuery(ex.r.URL.Query())
@@ -264,15 +327,15 @@ func (h *Handler) requestVars(ex *exchange) *tmpl.Vars {
 }
 
 // templateHeaders maps lower-cased header names to their values (joined
-// with ", " when repeated), without the hook token's headers.
-func templateHeaders(hdr http.Header) map[string]string {
+// with ", " when repeated), without the hook token's headers
+// (Authorization, x-service-token and the token_headers aliases).
+func (h *Handler) templateHeaders(hdr http.Header) map[string]string {
 	headers := make(map[string]string, len(hdr))
 	for k, v := range hdr {
-		lk := strings.ToLower(k)
-		if lk == "authorization" || lk == "x-service-token" {
+		if c := textproto.CanonicalMIMEHeaderKey(k); c == "Authorization" || h.isTokenHeader(c) {
 			continue
 		}
-		headers[lk] = strings.Join(v, ", ")
+		headers[strings.ToLower(k)] = strings.Join(v, ", ")
 	}
 	return headers
 }

@@ -22,6 +22,12 @@ func (h *Handler) provisionMappings(repl *caddy.Replacer) error {
 	if err != nil {
 		return err
 	}
+	if h.forward {
+		// the gateway runs its own presets: forward their hooks
+		for i, p := range presets {
+			presets[i] = Mapping{ID: p.ID, MatchPath: p.MatchPath, MaxBody: p.MaxBody, Forward: true}
+		}
+	}
 	all := append(slices.Clone(h.Mappings), presets...)
 	h.verifyPaths = map[string]bool{}
 	h.pathLimits = map[string]int64{}

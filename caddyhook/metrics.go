@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddyhook/caddyhook/internal/promreg"
@@ -11,17 +12,34 @@ import (
 
 // hookMetrics are the handler's Prometheus collectors on Caddy's registry.
 type hookMetrics struct {
-	requests     *prometheus.CounterVec
-	authFailures prometheus.Counter
-	dispatch     *prometheus.HistogramVec
+	requests       *prometheus.CounterVec
+	authFailures   prometheus.Counter
+	dispatch       *prometheus.HistogramVec
+	activeLockouts prometheus.GaugeFunc
 }
 
-// newHookMetrics registers (or reuses, when another hooks handler of the
-// same config registered them first) the collectors on reg. lockouts
-// reports the active lockouts at scrape time.
-func newHookMetrics(reg prometheus.Registerer, lockouts func() float64) (*hookMetrics, error) {
+// metricsPoolKey holds the collectors in the usage pool.
+const metricsPoolKey = "hooks.metrics"
+
+// provisionMetrics takes the collectors from the usage pool, so that the
+// counters keep counting across config reloads (each config has its own
+// registry), and registers them on this config's registry.
+func (h *Handler) provisionMetrics(reg prometheus.Registerer) error {
+	v, _, err := sharedPool.LoadOrNew(metricsPoolKey, func() (caddy.Destructor, error) {
+		return newHookMetrics(), nil
+	})
+	if err != nil {
+		return err
+	}
+	h.poolKeys = append(h.poolKeys, metricsPoolKey)
+	h.metrics = v.(*hookMetrics)
+	return h.metrics.register(reg)
+}
+
+// newHookMetrics returns the collectors, not yet registered.
+func newHookMetrics() *hookMetrics {
 	const ns, sub = "caddy", "hooks"
-	m := &hookMetrics{
+	return &hookMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "requests_total",
 			Help: "Hook requests by route and response status.",
@@ -35,25 +53,40 @@ func newHookMetrics(reg prometheus.Registerer, lockouts func() float64) (*hookMe
 			Help:    "Time to hand one action to the gateway, by kind and outcome.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"kind", "outcome"}),
+		activeLockouts: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "active_lockouts",
+			Help: "Client addresses currently locked out after repeated auth failures.",
+		}, activeLockouts),
 	}
-	var err error
-	if m.requests, err = promreg.Register(reg, m.requests); err != nil {
-		return nil, err
+}
+
+// register registers the collectors on reg; a collector already there
+// (another hooks handler of the same config) is fine.
+func (m *hookMetrics) register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.requests, m.authFailures, m.dispatch, m.activeLockouts} {
+		if _, err := promreg.Register(reg, c); err != nil {
+			return err
+		}
 	}
-	if m.authFailures, err = promreg.Register(reg, m.authFailures); err != nil {
-		return nil, err
+	return nil
+}
+
+// Destruct implements caddy.Destructor for the usage pool.
+func (*hookMetrics) Destruct() error { return nil }
+
+// activeLockouts counts the locked addresses of the running handlers'
+// lockout tables, each table once.
+func activeLockouts() float64 {
+	now := time.Now()
+	seen := map[*lockoutTable]bool{}
+	n := 0
+	for _, lh := range liveHandlers() {
+		if t := lh.h.lockout; !seen[t] {
+			seen[t] = true
+			n += t.Active(now)
+		}
 	}
-	if m.dispatch, err = promreg.Register(reg, m.dispatch); err != nil {
-		return nil, err
-	}
-	active := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Namespace: ns, Subsystem: sub, Name: "active_lockouts",
-		Help: "Client addresses currently locked out after repeated auth failures.",
-	}, lockouts)
-	if _, err = promreg.Register(reg, prometheus.Collector(active)); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return float64(n)
 }
 
 // observeRequest counts one answered request.

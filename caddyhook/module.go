@@ -3,12 +3,15 @@ package caddyhook
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
 
 func init() {
@@ -19,7 +22,8 @@ func init() {
 const (
 	defaultPath           = "/hooks"
 	defaultGatewayPrefix  = "/hooks"
-	defaultGatewayTimeout = 10 * time.Second
+	defaultGatewayTimeout = 30 * time.Second // above the gateway's 15 s admission deadline
+	defaultWaitTimeout    = 10 * time.Minute
 	defaultMaxBody        = 256 << 10
 	defaultAuthFailures   = 20
 	defaultAuthWindow     = time.Minute
@@ -47,6 +51,14 @@ type Handler struct {
 	// Token is the hook token (at least 32 characters). Placeholders such
 	// as {env.HOOK_TOKEN} and {file./run/secrets/hook} are expanded.
 	Token string `json:"token,omitempty"`
+	// Tokens are further hook tokens, each accepted like Token: during a
+	// rotation, add the new token, move the senders, remove the old one.
+	// All are compared on every request, in constant time.
+	Tokens []string `json:"tokens,omitempty"`
+	// TokenHeaders names further request headers that carry the hook
+	// token, besides Authorization: Bearer and x-service-token (e.g.
+	// x-openclaw-token, the reference gateway's own header).
+	TokenHeaders []string `json:"token_headers,omitempty"`
 	// Path is the base path (default /hooks; / is refused).
 	Path string `json:"path,omitempty"`
 
@@ -56,18 +68,39 @@ type Handler struct {
 	GatewayToken string `json:"gateway_token,omitempty"`
 	// GatewayPrefix is the gateway's hooks path (default /hooks).
 	GatewayPrefix string `json:"gateway_prefix,omitempty"`
-	// GatewayTimeout bounds one dispatch (default 10s).
+	// GatewayTimeout bounds one dispatch (default 30s, longer than the
+	// gateway's own 15 s deadline for starting a run).
 	GatewayTimeout caddy.Duration `json:"gateway_timeout,omitempty"`
+	// GatewayWaitTimeout bounds a dispatch whose request asks to wait for
+	// the run to complete (waitForCompletion; default 10m).
+	GatewayWaitTimeout caddy.Duration `json:"gateway_wait_timeout,omitempty"`
 	// GatewayForwardClientIP sends the client address as X-Forwarded-For.
 	GatewayForwardClientIP bool `json:"gateway_forward_client_ip,omitempty"`
+
+	// Mode is how hooks reach the gateway: "render" (default) resolves
+	// mappings at the edge and dispatches wake/agent actions; "forward"
+	// validates /wake and /agent and forwards them, and the presets, as
+	// sent, for a gateway that has its own hooks config.
+	Mode string `json:"mode,omitempty"`
+	// Wrap says who wraps untrusted content in the external-content
+	// boundary: "edge" (the default in render mode) or "gateway" (the
+	// default in forward mode; the edge never wraps).
+	Wrap string `json:"wrap,omitempty"`
+	// IdempotencyHeaders are further headers carrying an idempotency key,
+	// read in order after Idempotency-Key (e.g. x-openclaw-idempotency-key).
+	IdempotencyHeaders []string `json:"idempotency_headers,omitempty"`
 
 	// MaxBody is the request body limit in bytes (default 256 KiB).
 	MaxBody int64 `json:"max_body,omitempty"`
 	// AuthFailures sets the lockout threshold (default 20 per 60s).
 	AuthFailures *AuthFailures `json:"auth_failures,omitempty"`
-	// Lockout is how long a locked address stays locked; 0 (default)
-	// means for the rest of the failure window.
+	// Lockout is how long a locked address stays locked, from the failure
+	// that locked it; 0 (default) means the failure window's length.
 	Lockout caddy.Duration `json:"lockout,omitempty"`
+	// UnauthenticatedBodies bounds the request bodies read before the
+	// request is authenticated (deliveries a provider signature must
+	// authenticate): how many at once, and how long each may take.
+	UnauthenticatedBodies *UnauthenticatedBodies `json:"unauthenticated_bodies,omitempty"`
 	// LockoutTableSize is the number of addresses the lockout table holds
 	// (default 2,097,152 = 64 MiB at most).
 	LockoutTableSize int `json:"lockout_table_size,omitempty"`
@@ -117,17 +150,34 @@ type Handler struct {
 	Spool *SpoolConfig `json:"spool,omitempty"`
 
 	enabled  bool
-	base     string
-	token    tokenDigest
-	policy   *Policy
-	lockout  *lockoutTable
-	idem     *idemCache
-	gateway  *gatewayClient
-	sink     sink
-	metrics  *hookMetrics
-	logger   *zap.Logger
-	access   *accessLog
-	poolKeys []string
+	forward  bool // mode forward
+	wrapEdge bool // the edge wraps untrusted content
+	// idemHeaders are the canonical idempotency header names, in order.
+	idemHeaders []string
+	// forwardSkip are the handler's own headers that a forwarded request
+	// leaves out (signature headers, idempotency aliases).
+	forwardSkip map[string]bool
+	base        string
+	tokens      []tokenDigest
+	// tokenHeaders are the canonical names of the headers that carry the
+	// hook token besides Authorization: X-Service-Token and the aliases.
+	tokenHeaders []string
+	unauth       *unauthReads
+	addrCheck    clientAddressCheck
+	policy       *Policy
+	lockout      *lockoutTable
+	idem         *idemCache
+	gateway      *gatewayClient
+	sink         sink
+	metrics      *hookMetrics
+	logger       *zap.Logger
+	access       *accessLog
+	events       *lockoutEvents
+	poolKeys     []string  // what this handler holds in sharedPool
+	spoolReg     *spoolReg // its sender's registration with the spool
+
+	spoolOps spool.Ops // the spool's operations (admin API); nil without a spool
+	spoolDir string    // its directory, for the admin API and the CLI
 
 	mappings     []*compiledMapping
 	verifyAny    bool             // a signing mapping answers every hook name
@@ -136,6 +186,8 @@ type Handler struct {
 	anyPathLimit int64            // body read limit of any other hook name
 	// rejectLogs bounds the rejection log lines per second.
 	rejectLogs *logBudget
+	// gatewayLogs bounds the gateway failure log lines per second.
+	gatewayLogs *logBudget
 }
 
 // CaddyModule returns the Caddy module information.
@@ -146,31 +198,41 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
-// Provision expands secrets, compiles the policy and sets up the shared
-// lockout table, idempotency cache and gateway client.
+// Provision fills in the defaults, expands the secrets, compiles the
+// policy, the gateway address and the mappings, and takes this handler's
+// share of the state kept across reloads (lockout table, idempotency
+// cache, spool; see sharedPool). Range and consistency checks are
+// Validate's, which Caddy runs next; everything taken here is given back
+// by Cleanup, which Caddy runs when Provision or Validate fails and when
+// the config is replaced.
 func (h *Handler) Provision(ctx caddy.Context) error {
 	h.logger = ctx.Logger()
 	h.rejectLogs = new(logBudget)
+	h.gatewayLogs = new(logBudget)
 	h.enabled = h.Enabled == nil || *h.Enabled
 	if !h.enabled {
 		return nil
 	}
 	repl := caddy.NewReplacer()
-	token := strings.TrimSpace(repl.ReplaceKnown(h.Token, ""))
 	gwToken := strings.TrimSpace(repl.ReplaceKnown(h.GatewayToken, ""))
-	if err := checkTokens(token, gwToken); err != nil {
+	if err := h.provisionTokens(repl, gwToken); err != nil {
 		return err
 	}
-	h.token = tokenDigest(sha256Sum(token))
-
+	h.warnLiteralSecrets(h.logger)
 	var err error
-	if h.base, err = normalizeBasePath(h.Path); err != nil {
+	if h.addrCheck, err = checkClientAddressSource(ctx); err != nil {
 		return err
 	}
-	if err := h.provisionLimits(); err != nil {
+	h.base = cleanBasePath(h.Path)
+	h.fillDefaults()
+	if err := h.provisionUnauthReads(); err != nil {
+		return err
+	}
+	if err := h.provisionModes(); err != nil {
 		return err
 	}
 	pc := policyConfig{
+		Forward:                   h.forward,
 		Agents:                    h.Agents,
 		AllowRequestSessionKey:    h.AllowRequestSessionKey,
 		AllowedSessionKeyPrefixes: h.AllowedSessionKeyPrefixes,
@@ -188,137 +250,178 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	prefix := h.GatewayPrefix
-	if prefix == "" {
-		prefix = defaultGatewayPrefix
-	}
-	h.gateway = newGatewayClient(addr, prefix, gwToken, time.Duration(h.GatewayTimeout), h.GatewayForwardClientIP)
+	h.gateway = newGatewayClient(addr, h.GatewayPrefix, gwToken, time.Duration(h.GatewayTimeout), h.GatewayForwardClientIP)
+	h.checkGateway(ctx)
+	h.gateway.waitTimeout = time.Duration(h.GatewayWaitTimeout)
 	h.sink = syncSink{h}
 
 	if err := h.provisionMappings(repl); err != nil {
 		return err
 	}
-	if err := h.provisionShared(); err != nil {
+	h.provisionForwardHeaders()
+	if err := h.provisionShared(h.handlerIdentity(ctx, addr, gwToken)); err != nil {
 		return err
 	}
-	if h.metrics, err = newHookMetrics(ctx.GetMetricsRegistry(), func() float64 {
-		return float64(h.lockout.Active(time.Now()))
-	}); err != nil {
+	if err := h.provisionMetrics(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	h.access = newAccessLog(ctx)
-	if h.access != nil {
-		h.access.signatureHeaders = h.signatureHeaders()
-	}
+	h.access = newAccessLog(ctx, h)
+	h.events = newLockoutEvents(ctx)
 	if h.Spool != nil {
-		return h.provisionSpool(ctx)
+		if err := h.provisionSpool(ctx); err != nil {
+			return err
+		}
 	}
+	h.registerAdmin(ctx)
 	return nil
 }
 
-// checkTokens refuses a missing, weak or reused hook token.
-func checkTokens(token, gwToken string) error {
+// cleanBasePath is the base path without trailing slashes (default
+// /hooks); validateBasePath says whether it is acceptable.
+func cleanBasePath(p string) string {
+	if p == "" {
+		return defaultPath
+	}
+	return strings.TrimRight(p, "/")
+}
+
+// validateBasePath refuses a relative path, "/" and anything but a plain path.
+func validateBasePath(p string) error {
 	switch {
-	case token == "":
-		return fmt.Errorf("token: required (set it, e.g. token {env.HOOK_TOKEN})")
-	case len(token) < minTokenLength:
-		return fmt.Errorf("token: too short (%d characters); use at least %d, e.g. `openssl rand -hex 32`", len(token), minTokenLength)
-	case distinctBytes(token) < 8:
-		return fmt.Errorf("token: too weak (fewer than 8 distinct characters); use a random value, e.g. `openssl rand -hex 32`")
-	case gwToken != "" && constantTimeEqual(token, gwToken):
-		return fmt.Errorf("token: must differ from gateway_token (the hook token is dedicated)")
+	case p == "":
+		return nil
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Errorf("path: %q must start with /", p)
+	case strings.TrimRight(p, "/") == "":
+		return fmt.Errorf("path: / is not allowed; use a dedicated base path such as /hooks")
+	case strings.ContainsAny(p, "?#{}"):
+		return fmt.Errorf("path: %q must be a plain path", p)
 	}
 	return nil
 }
 
-// normalizeBasePath cleans the base path and refuses "/".
-func normalizeBasePath(p string) (string, error) {
-	if p == "" {
-		return defaultPath, nil
-	}
-	if !strings.HasPrefix(p, "/") {
-		return "", fmt.Errorf("path: %q must start with /", p)
-	}
-	p = strings.TrimRight(p, "/")
-	if p == "" {
-		return "", fmt.Errorf("path: / is not allowed; use a dedicated base path such as /hooks")
-	}
-	if strings.ContainsAny(p, "?#{}") {
-		return "", fmt.Errorf("path: %q must be a plain path", p)
-	}
-	return p, nil
-}
-
-// provisionLimits fills defaults for the size and lockout settings and
-// refuses nonsense values.
-func (h *Handler) provisionLimits() error {
-	if h.MaxBody < 0 {
-		return fmt.Errorf("max_body: must be positive")
-	}
+// fillDefaults sets every unset size, duration and limit to its default.
+func (h *Handler) fillDefaults() {
 	if h.MaxBody == 0 {
 		h.MaxBody = defaultMaxBody
 	}
-	if h.GatewayTimeout < 0 {
-		return fmt.Errorf("gateway_timeout: must be positive")
+	if h.GatewayPrefix == "" {
+		h.GatewayPrefix = defaultGatewayPrefix
 	}
 	if h.GatewayTimeout == 0 {
 		h.GatewayTimeout = caddy.Duration(defaultGatewayTimeout)
 	}
+	if h.GatewayWaitTimeout == 0 {
+		h.GatewayWaitTimeout = caddy.Duration(max(defaultWaitTimeout, time.Duration(h.GatewayTimeout)))
+	}
 	af := AuthFailures{Count: defaultAuthFailures, Window: caddy.Duration(defaultAuthWindow)}
 	if h.AuthFailures != nil {
-		if h.AuthFailures.Count < 0 || h.AuthFailures.Window < 0 {
-			return fmt.Errorf("auth_failures: count and window must be positive")
-		}
-		if h.AuthFailures.Count > 0 {
+		if h.AuthFailures.Count != 0 {
 			af.Count = h.AuthFailures.Count
 		}
-		if h.AuthFailures.Window > 0 {
+		if h.AuthFailures.Window != 0 {
 			af.Window = h.AuthFailures.Window
 		}
 	}
 	h.AuthFailures = &af
-	if time.Duration(af.Window) < time.Second || time.Duration(af.Window) > 24*time.Hour {
-		return fmt.Errorf("auth_failures: window %s must be between 1s and 24h", time.Duration(af.Window))
-	}
-	if h.Lockout < 0 || time.Duration(h.Lockout) > 24*time.Hour {
-		return fmt.Errorf("lockout: must be between 0 and 24h")
-	}
 	if h.IPv6Prefix == 0 {
 		h.IPv6Prefix = defaultIPv6Prefix
-	}
-	if h.IPv6Prefix < 16 || h.IPv6Prefix > 128 {
-		return fmt.Errorf("ipv6_prefix: %d must be between 16 and 128", h.IPv6Prefix)
 	}
 	if h.LockoutTableSize == 0 {
 		h.LockoutTableSize = defaultLockoutSlots
 	}
-	if h.LockoutTableSize < lockoutShards*lockoutWays || h.LockoutTableSize > 1<<26 {
-		return fmt.Errorf("lockout_table_size: %d must be between %d and %d", h.LockoutTableSize, lockoutShards*lockoutWays, 1<<26)
-	}
-	if h.IdempotencyTTL < 0 {
-		return fmt.Errorf("idempotency_ttl: must be positive")
-	}
 	if h.IdempotencyTTL == 0 {
 		h.IdempotencyTTL = caddy.Duration(defaultIdempotencyTTL)
 	}
+}
+
+// Dispatch modes and wrapping sides.
+const (
+	modeRender  = "render"
+	modeForward = "forward"
+	wrapByEdge  = "edge"
+	wrapByGW    = "gateway"
+)
+
+// provisionModes checks mode, wrap and the idempotency headers.
+func (h *Handler) provisionModes() error {
+	switch h.Mode {
+	case "", modeRender:
+	case modeForward:
+		h.forward = true
+	default:
+		return fmt.Errorf("mode: %q must be render or forward", h.Mode)
+	}
+	switch h.Wrap {
+	case "":
+		h.wrapEdge = !h.forward
+	case wrapByEdge, wrapByGW:
+		h.wrapEdge = h.Wrap == wrapByEdge
+	default:
+		return fmt.Errorf("wrap: %q must be edge or gateway", h.Wrap)
+	}
+	h.idemHeaders = []string{"Idempotency-Key"}
+	for _, name := range h.IdempotencyHeaders {
+		name = strings.TrimSpace(name)
+		if name == "" || strings.ContainsAny(name, " \t:\r\n") {
+			return fmt.Errorf("idempotency_headers: %q is not a header name", name)
+		}
+		if c := http.CanonicalHeaderKey(name); !slices.Contains(h.idemHeaders, c) {
+			h.idemHeaders = append(h.idemHeaders, c)
+		}
+	}
 	return nil
 }
 
-// Validate checks the provisioned configuration.
+// Validate checks the ranges and the consistency of the provisioned
+// configuration; every error names its field.
 func (h *Handler) Validate() error {
-	if h.enabled && (h.gateway == nil || h.policy == nil) {
+	if !h.enabled {
+		return nil
+	}
+	if h.gateway == nil || h.policy == nil {
 		return fmt.Errorf("hooks: not provisioned")
 	}
+	if err := validateBasePath(h.Path); err != nil {
+		return err
+	}
+	af := h.AuthFailures
+	switch {
+	case h.MaxBody < 0 || h.MaxBody > maxMappingBody:
+		return fmt.Errorf("max_body: %d must be between 1 byte and 64 MiB", h.MaxBody)
+	case h.GatewayTimeout < 0:
+		return fmt.Errorf("gateway_timeout: must be positive")
+	case h.GatewayWaitTimeout < 0:
+		return fmt.Errorf("gateway_wait_timeout: must be positive")
+	case h.GatewayWaitTimeout < h.GatewayTimeout:
+		return fmt.Errorf("gateway_wait_timeout: %s must not be shorter than gateway_timeout (%s)", time.Duration(h.GatewayWaitTimeout), time.Duration(h.GatewayTimeout))
+	case af.Count < 0 || af.Window < 0:
+		return fmt.Errorf("auth_failures: count and window must be positive")
+	case af.Count > maxLockoutFailures:
+		return fmt.Errorf("auth_failures: count %d must be at most %d", af.Count, maxLockoutFailures)
+	case time.Duration(af.Window) < time.Second || time.Duration(af.Window) > 24*time.Hour:
+		return fmt.Errorf("auth_failures: window %s must be between 1s and 24h", time.Duration(af.Window))
+	case h.Lockout < 0 || time.Duration(h.Lockout) > 24*time.Hour:
+		return fmt.Errorf("lockout: must be between 0 and 24h")
+	case h.IPv6Prefix < 16 || h.IPv6Prefix > 128:
+		return fmt.Errorf("ipv6_prefix: %d must be between 16 and 128", h.IPv6Prefix)
+	case h.LockoutTableSize < lockoutShards*lockoutWays || h.LockoutTableSize > maxLockoutSlots:
+		return fmt.Errorf("lockout_table_size: %d must be between %d and %d", h.LockoutTableSize, lockoutShards*lockoutWays, maxLockoutSlots)
+	case h.IdempotencyTTL < 0:
+		return fmt.Errorf("idempotency_ttl: must be positive")
+	}
 	return nil
 }
 
-// Cleanup releases the shared state and the gateway connections.
+// Cleanup gives back exactly what Provision took: the handler's share of
+// the lockout table, idempotency cache, spool (and its sender's
+// registration) and transform cache, and the gateway's idle connections.
+// It runs after a failed Provision or Validate too, so that a refused
+// config leaves the running one as it was.
 func (h *Handler) Cleanup() error {
+	h.releaseShared()
 	if h.gateway != nil {
 		h.gateway.close()
-	}
-	for _, k := range h.poolKeys {
-		_, _ = sharedPool.Delete(k)
 	}
 	return nil
 }

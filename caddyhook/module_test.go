@@ -2,11 +2,14 @@ package caddyhook
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddyhook/caddyhook/caddyhook/verify"
 )
 
 // Secrets of the unit tests (distinct from the integration tests' ones).
@@ -15,15 +18,19 @@ const (
 	utGatewayToken = "ut-gateway-1f2e3d4c5b6a79880a1b2c3d4e5f6a7b"
 )
 
-// provision provisions h in a fresh Caddy context and registers its
-// cleanup (which releases the shared lockout table and cache).
+// provision provisions and validates h in a fresh Caddy context, as
+// Caddy does, and registers its cleanup (which releases the shared
+// lockout table and cache).
 func provision(t testing.TB, h *Handler) error {
 	t.Helper()
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	t.Cleanup(cancel)
 	err := h.Provision(ctx)
 	t.Cleanup(func() { _ = h.Cleanup() })
-	return err
+	if err != nil {
+		return err
+	}
+	return h.Validate()
 }
 
 // validHandler is a minimal configuration that provisions.
@@ -40,7 +47,26 @@ func TestProvisionErrors(t *testing.T) {
 	}{
 		{"missing token", func(h *Handler) { h.Token = "" }, "token: required"},
 		{"blank token", func(h *Handler) { h.Token = "   " }, "token: required"},
-		{"unset env token", func(h *Handler) { h.Token = "{env.CADDYHOOK_UNIT_UNSET_TOKEN}" }, "token: required"},
+		{"unset env token", func(h *Handler) { h.Token = "{env.CADDYHOOK_UNIT_UNSET_TOKEN}" },
+			"token: {env.CADDYHOOK_UNIT_UNSET_TOKEN} is empty: CADDYHOOK_UNIT_UNSET_TOKEN is not set in Caddy's environment"},
+		{"missing token file", func(h *Handler) { h.Token = "{file./nonexistent/caddyhook-unit-token}" },
+			"token: {file./nonexistent/caddyhook-unit-token} is empty: file /nonexistent/caddyhook-unit-token cannot be read (no such file or directory)"},
+		{"second token unset", func(h *Handler) { h.Tokens = []string{"{env.CADDYHOOK_UNIT_UNSET_TOKEN}"} },
+			"token 2 of 2: {env.CADDYHOOK_UNIT_UNSET_TOKEN} is empty: CADDYHOOK_UNIT_UNSET_TOKEN is not set"},
+		{"second token short", func(h *Handler) { h.Tokens = []string{"0123456789abcdef"} }, "token 2 of 2: too short (16 characters)"},
+		{"second token weak", func(h *Handler) { h.Tokens = []string{strings.Repeat("ab", 20)} }, "token 2 of 2: too weak"},
+		{"tokens alike", func(h *Handler) { h.Tokens = []string{" " + h.Token} }, "token 2 of 2: the same as token 1"},
+		{"second token equals gateway token", func(h *Handler) { h.Tokens = []string{h.GatewayToken} }, "token 2 of 2: must differ from gateway_token"},
+		{"only tokens, one weak", func(h *Handler) { h.Token, h.Tokens = "", []string{utHookToken, "short"} }, "token 2 of 2: too short"},
+		{"too many tokens", func(h *Handler) {
+			for i := range 8 {
+				h.Tokens = append(h.Tokens, fmt.Sprintf("%s-%d", utHookToken, i))
+			}
+		}, "token: at most 8 tokens (have 9)"},
+		{"token header not a name", func(h *Handler) { h.TokenHeaders = []string{"x token"} }, `token_headers: "x token" is not a header name`},
+		{"token header authorization", func(h *Handler) { h.TokenHeaders = []string{"authorization"} }, "token_headers: Authorization cannot carry the hook token"},
+		{"auth failures over 255", func(h *Handler) { h.AuthFailures = &AuthFailures{Count: 256} }, "auth_failures: count 256 must be at most 255"},
+		{"unauthenticated bodies negative", func(h *Handler) { h.UnauthenticatedBodies = &UnauthenticatedBodies{Max: -1} }, "unauthenticated_bodies: -1 must be between 1 and 65536"},
 		{"short token", func(h *Handler) { h.Token = "0123456789abcdef0123456789abcde" }, "token: too short (31 characters)"},
 		{"weak token", func(h *Handler) { h.Token = strings.Repeat("ab", 20) }, "token: too weak"},
 		{"weak token seven symbols", func(h *Handler) { h.Token = strings.Repeat("abcdefg", 5) }, "token: too weak"},
@@ -59,7 +85,8 @@ func TestProvisionErrors(t *testing.T) {
 		{"gateway empty port", func(h *Handler) { h.Gateway = "127.0.0.1:" }, "want unix//path.sock or a loopback host:port"},
 		{"gateway unix without path", func(h *Handler) { h.Gateway = "unix/" }, "gateway: \"unix/\": want unix//absolute/path.sock"},
 		{"gateway unix relative", func(h *Handler) { h.Gateway = "unix/gw.sock" }, "want unix//absolute/path.sock"},
-		{"negative max_body", func(h *Handler) { h.MaxBody = -1 }, "max_body: must be positive"},
+		{"negative max_body", func(h *Handler) { h.MaxBody = -1 }, "max_body: -1 must be between 1 byte and 64 MiB"},
+		{"max_body too large", func(h *Handler) { h.MaxBody = 65<<20 + 1 }, "max_body: 68157441 must be between 1 byte and 64 MiB"},
 		{"negative gateway_timeout", func(h *Handler) { h.GatewayTimeout = neg }, "gateway_timeout: must be positive"},
 		{"negative auth_failures count", func(h *Handler) { h.AuthFailures = &AuthFailures{Count: -1} }, "auth_failures: count and window must be positive"},
 		{"negative auth_failures window", func(h *Handler) { h.AuthFailures = &AuthFailures{Window: neg} }, "auth_failures: count and window must be positive"},
@@ -79,7 +106,16 @@ func TestProvisionErrors(t *testing.T) {
 		}, "default_session_key: \"agent:main\" does not start with one of allowed_session_key_prefixes"},
 		{"prefixes without hook and no default", func(h *Handler) { h.AllowedSessionKeyPrefixes = []string{"agent:"} },
 			`allowed_session_key_prefixes: must include "hook:"`},
-		{"empty agent", func(h *Handler) { h.Agents = []string{""} }, "agents: empty agent id"},
+		{"empty agent", func(h *Handler) { h.Agents = []string{""} }, `agents: "" is not a usable agent id`},
+		{"unusable agent", func(h *Handler) { h.Agents = []string{"!!"} }, `agents: "!!" is not a usable agent id`},
+		{"bad mode", func(h *Handler) { h.Mode = "proxy" }, `mode: "proxy" must be render or forward`},
+		{"bad wrap", func(h *Handler) { h.Wrap = "both" }, `wrap: "both" must be edge or gateway`},
+		{"bad idempotency header", func(h *Handler) { h.IdempotencyHeaders = []string{"x key"} }, `idempotency_headers: "x key" is not a header name`},
+		{"negative wait timeout", func(h *Handler) { h.GatewayWaitTimeout = neg }, "gateway_wait_timeout: must be positive"},
+		{"wait timeout below gateway timeout", func(h *Handler) {
+			h.GatewayWaitTimeout = caddy.Duration(time.Second)
+		}, "gateway_wait_timeout: 1s must not be shorter than gateway_timeout (30s)"},
+		{"bad model", func(h *Handler) { h.AllowedModels = []string{"openai/"} }, `allowed_models: "openai/": want provider/model or an alias`},
 		{"empty channel", func(h *Handler) { h.Channels = []string{"sms", ""} }, "channels: empty channel name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,7 +125,7 @@ func TestProvisionErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Provision error = %v, want it to contain %q", err, tc.want)
 			}
-			if tok := strings.TrimSpace(h.Token); strings.Contains(err.Error(), utHookToken) || tok != "" && strings.Contains(err.Error(), tok) {
+			if tok := strings.TrimSpace(h.Token); strings.Contains(err.Error(), utHookToken) || tok != "" && !verify.IsSecretPlaceholder(tok) && strings.Contains(err.Error(), tok) {
 				t.Fatalf("error message leaks the token: %v", err)
 			}
 		})
@@ -115,11 +151,17 @@ func TestProvisionDefaults(t *testing.T) {
 		{"ipv6_prefix", h.IPv6Prefix, 64},
 		{"lockout_table_size", h.LockoutTableSize, 1 << 21},
 		{"idempotency_ttl", h.IdempotencyTTL, caddy.Duration(10 * time.Minute)},
-		{"gateway_timeout", h.GatewayTimeout, caddy.Duration(10 * time.Second)},
+		{"gateway_timeout", h.GatewayTimeout, caddy.Duration(30 * time.Second)},
+		{"gateway_wait_timeout", h.GatewayWaitTimeout, caddy.Duration(10 * time.Minute)},
+		{"mode", h.forward, false},
+		{"wrap", h.wrapEdge, true},
+		{"idempotency headers", strings.Join(h.idemHeaders, ","), "Idempotency-Key"},
 		{"gateway network", h.gateway.addr, gatewayAddr{"unix", "/tmp/caddyhook-unit-none.sock"}},
 		{"gateway prefix", h.gateway.prefix, "/hooks"},
 		{"gateway auth", h.gateway.auth, "Bearer " + utGatewayToken},
-		{"lockout policy", h.lockout.policy, lockoutPolicy{maxFailures: 20, window: time.Minute, v6Bits: 64, slots: 1 << 21}},
+		{"lockout policy", h.lockout.policy, lockoutPolicy{maxFailures: 20, window: time.Minute, lockFor: time.Minute, v6Bits: 64, slots: 1 << 21}},
+		{"unauthenticated_bodies", *h.UnauthenticatedBodies, UnauthenticatedBodies{Max: 256, Timeout: caddy.Duration(10 * time.Second)}},
+		{"token headers", fmt.Sprint(h.tokenHeaders), "[X-Service-Token]"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
@@ -135,8 +177,22 @@ func TestProvisionAccepts(t *testing.T) {
 		check func(t *testing.T, h *Handler)
 	}{
 		{"token from env, trimmed", func(h *Handler) { h.Token = "{env.CADDYHOOK_UNIT_TOKEN}" }, func(t *testing.T, h *Handler) {
-			if !tokenMatches(utHookToken, &h.token) {
+			if !h.tokenMatches(utHookToken) {
 				t.Error("env token not used")
+			}
+		}},
+		{"several tokens, any authenticates", func(h *Handler) {
+			h.Token, h.Tokens = "", []string{"{env.CADDYHOOK_UNIT_TOKEN}", utHookToken + "-next"}
+		}, func(t *testing.T, h *Handler) {
+			if !h.tokenMatches(utHookToken) || !h.tokenMatches(utHookToken+"-next") || h.tokenMatches(utGatewayToken) {
+				t.Error("tokens not all accepted, or a foreign one accepted")
+			}
+		}},
+		{"token headers canonical, x-service-token once", func(h *Handler) {
+			h.TokenHeaders = []string{"x-openclaw-token", "X-Service-Token", " X-OpenClaw-Token "}
+		}, func(t *testing.T, h *Handler) {
+			if fmt.Sprint(h.tokenHeaders) != "[X-Service-Token X-Openclaw-Token]" {
+				t.Errorf("tokenHeaders = %v", h.tokenHeaders)
 			}
 		}},
 		{"trailing slash path", func(h *Handler) { h.Path = "/in/hooks/" }, func(t *testing.T, h *Handler) {

@@ -2,20 +2,27 @@ package caddyhook
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/google/uuid"
 )
 
-// defaultChannels is the reference gateway's channel list.
-var defaultChannels = []string{"last", "whatsapp", "telegram", "discord", "slack", "mattermost", "signal", "imessage", "msteams"}
+// channelLast is the channel that means "where the conversation was last".
+const channelLast = "last"
 
-// Policy reasons, verbatim from the reference gateway.
+// defaultChannels is the reference gateway's channel list.
+var defaultChannels = []string{channelLast, "whatsapp", "telegram", "discord", "slack", "mattermost", "signal", "imessage", "msteams"}
+
+// Policy reasons: the gateway's texts, naming caddyhook's options where
+// the gateway's name one of its own config keys.
 const (
-	errAgentNotAllowed    fieldError = "agentId is not allowed by hooks.allowedAgentIds"
-	errSessionKeyDisabled fieldError = "sessionKey is disabled for externally supplied hook payload values; set hooks.allowRequestSessionKey=true to enable"
-	errModelNotAllowed    fieldError = "model is not allowed by hooks.allowedModels"
+	errAgentNotAllowed      fieldError = "agentId is not allowed by allowed_agent_ids"
+	errSessionKeyDisabled   fieldError = "sessionKey is disabled for externally supplied hook payload values; set allow_request_session_key to enable"
+	errModelNotAllowed      fieldError = "model is not allowed by allowed_models"
+	errPersistentNeedsKey   fieldError = "sessionKey is required when sessionMode is persistent"
+	errPersistentNeedsPrefs fieldError = "allowed_session_key_prefixes is required when direct hook sessionMode is persistent"
 )
 
 // Policy is the compiled routing policy: which agents, session keys,
@@ -27,10 +34,13 @@ type Policy struct {
 	allowKey     bool
 	prefixes     []string // lower-cased
 	defaultKey   string
-	models       map[string]struct{} // nil: any model
+	models       *modelList // nil: any model
 	channels     map[string]struct{}
 	errChannel   fieldError
 	errPrefix    fieldError
+	// forward: the gateway resolves what the request leaves out, so the
+	// policy never generates a session key.
+	forward bool
 }
 
 // policyConfig is the subset of the handler config the policy needs.
@@ -43,49 +53,51 @@ type policyConfig struct {
 	DefaultSessionKey         string
 	AllowedModels             []string
 	Channels                  []string
+	Forward                   bool
 }
 
 // newPolicy compiles and checks a policy configuration. Errors name the
 // offending field.
 func newPolicy(c policyConfig) (*Policy, error) {
-	p := &Policy{allowKey: c.AllowRequestSessionKey, defaultKey: strings.TrimSpace(c.DefaultSessionKey)}
+	p := &Policy{allowKey: c.AllowRequestSessionKey, defaultKey: jsTrim(c.DefaultSessionKey), forward: c.Forward}
 	for _, a := range c.Agents {
-		if a = normalizeAgentID(a); a == "" {
-			return nil, fmt.Errorf("agents: empty agent id")
+		id, ok := strictAgentID(a)
+		if !ok {
+			return nil, fmt.Errorf("agents: %q is not a usable agent id", a)
 		}
-		p.agents = append(p.agents, a)
+		p.agents = append(p.agents, id)
 	}
-	if c.AllowedAgentIDsSet && !slices.Contains(c.AllowedAgentIDs, "*") {
+	if c.AllowedAgentIDsSet && !slices.ContainsFunc(c.AllowedAgentIDs, func(s string) bool { return jsTrim(s) == "*" }) {
 		p.allowedAgent = make(map[string]struct{}, len(c.AllowedAgentIDs))
 		for _, a := range c.AllowedAgentIDs {
-			if a = normalizeAgentID(a); a != "" {
-				p.allowedAgent[a] = struct{}{}
+			if jsTrim(a) != "" {
+				p.allowedAgent[normalizeAgentID(a)] = struct{}{}
 			}
 		}
 	}
 	for _, pre := range c.AllowedSessionKeyPrefixes {
-		if pre = strings.ToLower(strings.TrimSpace(pre)); pre == "" {
+		if pre = strings.ToLower(jsTrim(pre)); pre == "" {
 			return nil, fmt.Errorf("allowed_session_key_prefixes: empty prefix")
 		}
-		p.prefixes = append(p.prefixes, pre)
+		if !slices.Contains(p.prefixes, pre) {
+			p.prefixes = append(p.prefixes, pre)
+		}
 	}
 	if len(p.prefixes) > 0 {
 		p.errPrefix = fieldError("sessionKey must start with one of: " + strings.Join(p.prefixes, ", "))
 		if p.defaultKey != "" && !p.prefixOK(p.defaultKey) {
 			return nil, fmt.Errorf("default_session_key: %q does not start with one of allowed_session_key_prefixes (%s)", p.defaultKey, strings.Join(p.prefixes, ", "))
 		}
-		if p.defaultKey == "" && !p.prefixOK("hook:") {
+		if p.defaultKey == "" && !p.forward && !p.prefixOK("hook:") {
 			return nil, fmt.Errorf("allowed_session_key_prefixes: must include \"hook:\" when default_session_key is not set (generated keys are hook:<uuid>)")
 		}
 	}
 	if len(c.AllowedModels) > 0 {
-		p.models = make(map[string]struct{}, len(c.AllowedModels))
-		for _, m := range c.AllowedModels {
-			if m = strings.TrimSpace(m); m == "" {
-				return nil, fmt.Errorf("allowed_models: empty model")
-			}
-			p.models[m] = struct{}{}
+		m, err := newModelList(c.AllowedModels)
+		if err != nil {
+			return nil, err
 		}
+		p.models = m
 	}
 	channels := c.Channels
 	if len(channels) == 0 {
@@ -94,7 +106,7 @@ func newPolicy(c policyConfig) (*Policy, error) {
 	p.channels = make(map[string]struct{}, len(channels))
 	names := make([]string, 0, len(channels))
 	for _, ch := range channels {
-		if ch = strings.ToLower(strings.TrimSpace(ch)); ch == "" {
+		if ch = strings.ToLower(jsTrim(ch)); ch == "" {
 			return nil, fmt.Errorf("channels: empty channel name")
 		}
 		p.channels[ch] = struct{}{}
@@ -104,9 +116,36 @@ func newPolicy(c policyConfig) (*Policy, error) {
 	return p, nil
 }
 
-// normalizeAgentID trims and lower-cases an agent id as the gateway does.
+// Agent id rules of the gateway: a canonical id is 1–64 characters of
+// [a-z0-9_-] starting with a letter or digit, compared lower-cased; other
+// input has each run of other characters replaced by "-".
+var (
+	validAgentID   = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]{0,63}$`)
+	invalidAgentCh = regexp.MustCompile(`[^a-z0-9_-]+`)
+)
+
+// strictAgentID normalizes an explicitly supplied agent id as the gateway
+// does; ok is false when nothing usable is left.
+func strictAgentID(raw string) (string, bool) {
+	trimmed := jsTrim(raw)
+	lower := strings.ToLower(trimmed)
+	if validAgentID.MatchString(trimmed) {
+		return lower, true
+	}
+	id := strings.Trim(invalidAgentCh.ReplaceAllString(lower, "-"), "-")
+	if len(id) > 64 {
+		id = id[:64]
+	}
+	return id, id != ""
+}
+
+// normalizeAgentID is strictAgentID with the gateway's fallback to its
+// default agent id, "main".
 func normalizeAgentID(id string) string {
-	return strings.ToLower(strings.TrimSpace(id))
+	if n, ok := strictAgentID(id); ok {
+		return n
+	}
+	return referenceDefaultAgent
 }
 
 // prefixOK reports whether key starts with an allowed prefix, ignoring case.
@@ -131,39 +170,66 @@ func (p *Policy) defaultAgent() string {
 	return p.agents[0]
 }
 
-// Apply resolves a's agent and session key and checks every routing rule.
-// It returns a precise reason on the first violation.
+// Apply resolves a's agent and session key and checks every routing rule
+// in the gateway's order. It returns a precise reason on the first
+// violation.
 func (p *Policy) Apply(a *Action) error {
-	if a.Kind != KindAgent {
-		return nil
-	}
 	if err := p.resolveAgent(a); err != nil {
 		return err
 	}
-	if a.has(setChannel) {
-		if _, ok := p.channels[a.Channel]; !ok {
-			return p.errChannel
+	if a.Kind == KindWake {
+		if a.SessionKey == "" {
+			return nil // a wake without a key goes to the main session
 		}
+		return p.checkSessionKey(a)
 	}
-	if a.has(setModel) && p.models != nil {
-		if _, ok := p.models[a.Model]; !ok {
-			return errModelNotAllowed
-		}
+	if a.SessionMode == sessionPersistent && a.SessionKey == "" && a.fromRequest {
+		return errPersistentNeedsKey
 	}
-	return p.resolveSessionKey(a)
+	if a.has(setModel) && p.models != nil && !p.models.allows(a.Model) {
+		return errModelNotAllowed
+	}
+	if err := p.resolveSessionKey(a); err != nil {
+		return err
+	}
+	if a.SessionMode == sessionPersistent && a.fromRequest && len(p.prefixes) == 0 {
+		return errPersistentNeedsPrefs
+	}
+	return nil
 }
 
-// resolveAgent applies the fallback for unknown ids and the allowlist,
-// which is checked against the effective agent (an omitted id means the
-// default agent, so an empty allowlist refuses every request). The body
-// carries the effective id when it is known: always with an agent list,
-// else only when the caller named one.
+// maxEchoedAgentID bounds how much of an unusable agent id a reason echoes.
+const maxEchoedAgentID = 100
+
+// resolveAgent applies the gateway's agent rules. A request's unknown or
+// unusable id is refused (when the edge knows the agent list); a
+// mapping's falls back to the default agent. The allowlist is checked
+// against the effective agent (an omitted id means the default agent, so
+// an empty allowlist refuses every request). The body carries the
+// effective id when it is known: always with an agent list, else only
+// when the caller named one.
 func (p *Policy) resolveAgent(a *Action) error {
-	explicit := normalizeAgentID(a.AgentID)
-	eff := explicit
-	if eff != "" && len(p.agents) > 0 && !slices.Contains(p.agents, eff) {
-		eff = p.agents[0]
+	explicit := ""
+	if a.AgentID != "" {
+		id, ok := strictAgentID(a.AgentID)
+		switch {
+		case a.fromRequest && !ok:
+			raw := a.AgentID
+			if len(raw) > maxEchoedAgentID {
+				raw = raw[:maxEchoedAgentID] + "…"
+			}
+			return fieldError(`unknown agentId "` + raw + `"`)
+		case a.fromRequest && len(p.agents) > 0 && !slices.Contains(p.agents, id):
+			return fieldError(`unknown agentId "` + id + `"`)
+		case !ok:
+			id = referenceDefaultAgent
+		}
+		if len(p.agents) > 0 && !slices.Contains(p.agents, id) {
+			id = p.agents[0]
+		}
+		explicit = id
 	}
+	eff := explicit
 	if eff == "" {
 		eff = p.defaultAgent()
 	}
@@ -172,23 +238,35 @@ func (p *Policy) resolveAgent(a *Action) error {
 			return errAgentNotAllowed
 		}
 	}
-	if explicit != "" || len(p.agents) > 0 {
+	switch {
+	case explicit != "":
+		a.AgentID = explicit
+	case len(p.agents) > 0 && a.Kind == KindAgent:
 		a.AgentID = eff
-	} else {
+	default:
 		a.AgentID = ""
 	}
 	return nil
 }
 
-// resolveSessionKey checks an explicit key or picks the default one.
+// resolveSessionKey checks an explicit key or picks the default one; in
+// render mode it generates hook:<uuid> when there is neither. keySource
+// stays keyNone for an assigned default or generated key.
 func (p *Policy) resolveSessionKey(a *Action) error {
+	if a.SessionKey != "" {
+		return p.checkSessionKey(a)
+	}
+	a.keySource = keyNone
+	if a.SessionKey = p.defaultKey; a.SessionKey == "" && !p.forward {
+		a.SessionKey = "hook:" + uuid.NewString()
+	}
+	return nil
+}
+
+// checkSessionKey applies the request-key switch and the prefixes to an
+// explicit session key.
+func (p *Policy) checkSessionKey(a *Action) error {
 	switch {
-	case a.SessionKey == "":
-		a.keySource = keyNone
-		if a.SessionKey = p.defaultKey; a.SessionKey == "" {
-			a.SessionKey = "hook:" + uuid.NewString()
-		}
-		return nil
 	case a.keySource == keyRequest && !p.allowKey:
 		return errSessionKeyDisabled
 	case len(p.prefixes) > 0 && !p.prefixOK(a.SessionKey):

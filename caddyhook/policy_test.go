@@ -28,7 +28,8 @@ func TestNewPolicyErrors(t *testing.T) {
 		want string // substring; "" means success
 	}{
 		{name: "empty", pc: policyConfig{}},
-		{name: "empty agent id", pc: policyConfig{Agents: []string{"main", " "}}, want: "agents: empty agent id"},
+		{name: "empty agent id", pc: policyConfig{Agents: []string{"main", " "}}, want: `agents: " " is not a usable agent id`},
+		{name: "prefixes without hook in forward mode", pc: policyConfig{AllowedSessionKeyPrefixes: []string{"agent:"}, Forward: true}},
 		{name: "empty prefix", pc: policyConfig{AllowedSessionKeyPrefixes: []string{"hook:", " "}}, want: "allowed_session_key_prefixes: empty prefix"},
 		{name: "prefixes without hook and no default",
 			pc:   policyConfig{AllowedSessionKeyPrefixes: []string{"agent:"}},
@@ -75,14 +76,13 @@ func runPolicyCases(t *testing.T, cases []policyCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := mustPolicy(t, tc.pc)
-			a, err := decodeAgent(payload(t, tc.in))
-			if err != nil {
-				t.Fatal(err)
+			a, err := p.decodeAgent(payload(t, tc.in))
+			if err == nil {
+				if tc.prep != nil {
+					tc.prep(&a)
+				}
+				err = p.Apply(&a)
 			}
-			if tc.prep != nil {
-				tc.prep(&a)
-			}
-			err = p.Apply(&a)
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -113,7 +113,7 @@ func TestPolicyAgents(t *testing.T) {
 		return pc
 	}
 	noList := func(pc policyConfig) policyConfig { pc.DefaultSessionKey = "hook:d"; return pc }
-	const denied = "agentId is not allowed by hooks.allowedAgentIds"
+	const denied = "agentId is not allowed by allowed_agent_ids"
 	runPolicyCases(t, []policyCase{
 		{name: "known agent", pc: agents(policyConfig{}), in: `{"message":"m","agentId":"ops"}`, agentID: "ops", key: "hook:d"},
 		{name: "known agent case and space", pc: agents(policyConfig{}), in: `{"message":"m","agentId":" OPS "}`, agentID: "ops", key: "hook:d"},
@@ -141,7 +141,7 @@ func TestPolicyAgents(t *testing.T) {
 }
 
 func TestPolicySessionKeys(t *testing.T) {
-	const disabled = "sessionKey is disabled for externally supplied hook payload values; set hooks.allowRequestSessionKey=true to enable"
+	const disabled = "sessionKey is disabled for externally supplied hook payload values; set allow_request_session_key to enable"
 	allow := policyConfig{AllowRequestSessionKey: true}
 	prefixed := policyConfig{AllowRequestSessionKey: true, AllowedSessionKeyPrefixes: []string{"hook:", "Agent:"}}
 	operator := func(a *Action) { a.keySource = keyOperator }
@@ -175,21 +175,26 @@ func TestPolicyModelsAndChannels(t *testing.T) {
 		{name: "no model list: any", pc: policyConfig{DefaultSessionKey: "hook:d"}, in: `{"message":"m","model":"x/y"}`, key: "hook:d"},
 		{name: "listed model", pc: models, in: `{"message":"m","model":"openai/gpt-5"}`, key: "hook:d"},
 		{name: "listed alias", pc: models, in: `{"message":"m","model":" fast "}`, key: "hook:d"},
-		{name: "unlisted model", pc: models, in: `{"message":"m","model":"anthropic/x"}`, wantErr: "model is not allowed by hooks.allowedModels"},
-		{name: "model comparison is exact", pc: models, in: `{"message":"m","model":"FAST"}`, wantErr: "model is not allowed by hooks.allowedModels"},
+		{name: "unlisted model", pc: models, in: `{"message":"m","model":"anthropic/x"}`, wantErr: "model is not allowed by allowed_models"},
+		{name: "alias in any case, as the gateway", pc: models, in: `{"message":"m","model":"FAST"}`, key: "hook:d"},
+		{name: "provider in any case", pc: models, in: `{"message":"m","model":"OpenAI/gpt-5"}`, key: "hook:d"},
+		{name: "auth profile suffix", pc: models, in: `{"message":"m","model":"openai/gpt-5@work"}`, key: "hook:d"},
+		{name: "bare name of a unique ref", pc: models, in: `{"message":"m","model":"gpt-5"}`, key: "hook:d"},
+		{name: "date suffix is part of the name", pc: models, in: `{"message":"m","model":"openai/gpt-5@20250101"}`,
+			wantErr: "model is not allowed by allowed_models"},
 		{name: "no model with list", pc: models, in: `{"message":"m"}`, key: "hook:d"},
 		{name: "default channel list", pc: policyConfig{DefaultSessionKey: "hook:d"}, in: `{"message":"m","channel":"msteams","to":"x"}`, key: "hook:d"},
-		{name: "default channel list refuses", pc: policyConfig{DefaultSessionKey: "hook:d"}, in: `{"message":"m","channel":"irc"}`,
+		{name: "default channel list refuses", pc: policyConfig{DefaultSessionKey: "hook:d"}, in: `{"message":"m","channel":"irc","to":"x"}`,
 			wantErr: "channel must be last|whatsapp|telegram|discord|slack|mattermost|signal|imessage|msteams"},
-		{name: "custom channel list", pc: channels, in: `{"message":"m","channel":"sms"}`, key: "hook:d"},
-		{name: "custom channel list refuses reference channel", pc: channels, in: `{"message":"m","channel":"slack"}`,
+		{name: "custom channel list", pc: channels, in: `{"message":"m","channel":"sms","to":"+1"}`, key: "hook:d"},
+		{name: "custom channel list refuses reference channel", pc: channels, in: `{"message":"m","channel":"slack","to":"+1"}`,
 			wantErr: "channel must be sms|last"},
 		{name: "omitted channel is fine", pc: channels, in: `{"message":"m"}`, key: "hook:d"},
 	})
 }
 
-func TestPolicyIgnoresWake(t *testing.T) {
-	p := mustPolicy(t, policyConfig{AllowedAgentIDsSet: true, AllowedModels: []string{"x"}})
+func TestPolicyWakeWithoutRouting(t *testing.T) {
+	p := mustPolicy(t, policyConfig{AllowedModels: []string{"x"}, DefaultSessionKey: "hook:d"})
 	a, err := decodeWake(payload(t, `{"text":"t"}`))
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,8 @@ import (
 const gmailMaxBody = 100 * (3*20000 + 8192)
 
 // presetMappings returns the built-in mappings for the named presets, in
-// the order given; they are matched after the configured mappings.
+// the order given; they are matched after the configured mappings. In
+// forward mode only their ids, paths and body limits are used.
 func presetMappings(names []string) ([]Mapping, error) {
 	var out []Mapping
 	for _, n := range names {

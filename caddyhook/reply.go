@@ -4,7 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/caddyhook/caddyhook/internal/jsonenc"
 )
 
 // hookError is a request-path rejection: the status the caller gets and a
@@ -13,6 +14,8 @@ type hookError struct {
 	status     int
 	reason     string
 	retryAfter time.Duration // 429 and 503: sent as Retry-After
+	// body, when set, is the gateway's own JSON answer, sent as it is.
+	body []byte
 }
 
 func (e *hookError) Error() string { return e.reason }
@@ -40,8 +43,10 @@ func writeError(w http.ResponseWriter, e *hookError) {
 	switch e.status {
 	case http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", http.MethodPost)
-	case http.StatusRequestEntityTooLarge:
-		w.Header().Set("Connection", "close") // the rest of the body is not read
+	}
+	if e.body != nil {
+		writeJSON(w, e.status, e.body)
+		return
 	}
 	if plainStatus(e.status) {
 		h := w.Header()
@@ -63,8 +68,15 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	h["X-Content-Type-Options"] = nosniff[:1:1]
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+// writeNoContent writes a 204.
+func writeNoContent(w http.ResponseWriter) {
+	w.Header()["X-Content-Type-Options"] = nosniff[:1:1]
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // Header values shared by every answer; a handler after this one that
@@ -99,54 +111,5 @@ func plainBody(status int) []byte {
 	return []byte(http.StatusText(status) + "\n")
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string, escaping like
-// JSON.stringify (no HTML escaping) and replacing invalid UTF-8 with U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendJSONString appends s quoted as JSON.stringify quotes it.
+func appendJSONString(dst []byte, s string) []byte { return jsonenc.AppendString(dst, s) }

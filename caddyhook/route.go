@@ -9,7 +9,9 @@ const (
 )
 
 // plan resolves the request's sub-path to the actions it asks for:
-// wake and agent are built in; any other name goes through the mappings.
+// wake and agent are built in (decoded with the gateway's request rules;
+// in forward mode then forwarded as sent); any other name goes through
+// the mappings.
 func (h *Handler) plan(ex *exchange) (plan, *hookError) {
 	var (
 		a   Action
@@ -21,7 +23,7 @@ func (h *Handler) plan(ex *exchange) (plan, *hookError) {
 		a, err = decodeWake(ex.payload)
 	case routeAgent:
 		ex.route = routeAgent
-		a, err = decodeAgent(ex.payload)
+		a, err = h.policy.decodeAgent(ex.payload)
 		a.Source = sourceWebhook
 	default:
 		return h.planMapped(ex)
@@ -32,5 +34,10 @@ func (h *Handler) plan(ex *exchange) (plan, *hookError) {
 	if err != nil {
 		return plan{}, reject(http.StatusBadRequest, err.Error())
 	}
-	return plan{actions: []Action{a}}, nil
+	a.fromRequest = true
+	p := plan{actions: []Action{a}}
+	if h.forward {
+		p.fwd = forwardBuiltin(ex, &a)
+	}
+	return p, nil
 }

@@ -21,27 +21,25 @@ import (
 
 // Request-path reasons.
 const (
-	reasonQueryToken  = "token must not be sent in the query string; use Authorization: Bearer <token> or x-service-token"
+	reasonQueryToken  = "token must not be sent in the URL; use Authorization: Bearer <token> or x-service-token"
 	reasonContentType = "content type must be application/json"
 	reasonTooLarge    = "payload too large"
 	reasonInvalidJSON = "invalid JSON body"
-	reasonNotObject   = "body must be a JSON object"
-	reasonIdemKeyLong = "idempotencyKey must be at most 256 characters"
+	reasonWaitSpooled = "waitForCompletion is not available with the spool: a spooled request is answered once it is on disk, before the run"
 )
 
 // exchange is the per-request state of one hook request.
 type exchange struct {
-	r        *http.Request
-	sub      string
-	ip       netip.Addr
-	now      time.Time
-	tokenOK  bool
-	route    string
-	body     []byte
-	payload  map[string]any
-	idemKey  string
-	dropped  int
-	logAttrs []zap.Field
+	r       *http.Request
+	w       http.ResponseWriter // nil in a dry run
+	sub     string
+	ip      netip.Addr
+	now     time.Time
+	tokenOK bool
+	route   string // as in the metrics and logs: wake, agent, a mapping id, …
+	mapping string // id of the mapping that answered, if any
+	body    []byte
+	payload map[string]any
 
 	// verified lists the signing mappings' verifiers the request passed;
 	// deliveryID and challenge come from the first that passed; sigReason
@@ -50,6 +48,12 @@ type exchange struct {
 	deliveryID string
 	challenge  string
 	sigReason  string
+
+	// lockedFor is the rest of the client address's lock (0 = not locked);
+	// a locked request only gets this far with a provider signature.
+	lockedFor time.Duration
+	// bodyDone is set once the whole body has been read.
+	bodyDone bool
 }
 
 // bodyPool recycles request body buffers.
@@ -60,14 +64,20 @@ var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &
 func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) {
 	takeOver := h.access.takeOver(r)
 	bufp := bodyPool.Get().(*[]byte)
-	ex := exchange{r: r, sub: sub, ip: clientAddr(r), now: time.Now(), body: (*bufp)[:0], route: "none"}
+	ex := exchange{r: r, w: w, sub: sub, ip: clientAddr(r), now: time.Now(), body: (*bufp)[:0], route: "none"}
 	status, body, herr := h.process(&ex)
+	if !ex.bodyDone {
+		settleUnreadBody(w, r)
+	}
 	if herr != nil {
 		status = herr.status
+	}
+	setPlaceholders(r, &ex, status, herr)
+	if herr != nil {
 		writeError(w, herr)
 		h.logRejection(&ex, herr)
 	} else if status == http.StatusNoContent {
-		w.WriteHeader(status)
+		writeNoContent(w)
 	} else {
 		writeJSON(w, status, body)
 	}
@@ -85,21 +95,11 @@ func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) 
 // returns the success status and body, or the rejection.
 func (h *Handler) process(ex *exchange) (int, []byte, *hookError) {
 	r := ex.r
-	if queryHasToken(r.URL.RawQuery) {
+	if h.urlToken(r) {
 		return 0, nil, reject(http.StatusBadRequest, reasonQueryToken)
 	}
-	if left, locked := h.lockout.Locked(ex.ip, ex.now); locked {
-		return 0, nil, &hookError{status: http.StatusTooManyRequests, reason: "locked out", retryAfter: left}
-	}
-	if r.Method != http.MethodPost {
-		return 0, nil, reject(http.StatusMethodNotAllowed, "method not allowed")
-	}
-	ex.tokenOK = tokenMatches(presentedToken(r.Header), &h.token)
-	if !ex.tokenOK && !h.mayVerify(ex.sub) {
-		return 0, nil, h.authFailed(ex, "invalid or missing token")
-	}
-	if ex.tokenOK {
-		h.lockout.Reset(ex.ip)
+	if herr := h.authenticate(ex); herr != nil {
+		return 0, nil, herr
 	}
 	if ex.sub == "" {
 		return 0, nil, reject(http.StatusNotFound, "no hook name")
@@ -107,11 +107,8 @@ func (h *Handler) process(ex *exchange) (int, []byte, *hookError) {
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		return 0, nil, reject(http.StatusUnsupportedMediaType, reasonContentType)
 	}
-	var err error
-	if ex.body, err = readBody(r, h.bodyLimit(ex.sub), ex.body); err == errBodyTooLarge {
-		return 0, nil, reject(http.StatusRequestEntityTooLarge, reasonTooLarge)
-	} else if err != nil {
-		return 0, nil, reject(http.StatusBadRequest, "could not read body")
+	if herr := h.readRequestBody(ex); herr != nil {
+		return 0, nil, herr
 	}
 	if herr := h.verifySignature(ex); herr != nil {
 		return 0, nil, herr
@@ -130,63 +127,69 @@ func (h *Handler) process(ex *exchange) (int, []byte, *hookError) {
 	return h.execute(ex, p)
 }
 
-// authFailed records a failed authentication and returns the 401.
-func (h *Handler) authFailed(ex *exchange, reason string) *hookError {
-	h.metrics.authFailures.Inc()
-	if h.lockout.Fail(ex.ip, ex.now) {
-		h.logger.Warn("client locked out after repeated auth failures",
-			zap.String("client_ip", ex.ip.String()),
-			zap.Int("failures", h.AuthFailures.Count),
-			zap.Duration("window", time.Duration(h.AuthFailures.Window)))
-	}
-	return reject(http.StatusUnauthorized, reason)
-}
-
-// decodePayload parses the body: empty is {}, anything but an object is 400.
+// decodePayload parses the body as the gateway does: surrounding white
+// space (and a UTF-8 byte order mark) is ignored, invalid JSON is 400, an
+// empty body is {}, and so is any JSON value but an object (its fields,
+// such as text or message, are then missing).
 func decodePayload(ex *exchange) *hookError {
-	if len(ex.body) == 0 {
+	body := trimJSSpace(ex.body)
+	if len(body) == 0 {
 		ex.payload = map[string]any{}
 		return nil
 	}
 	var v any
-	if err := json.Unmarshal(ex.body, &v); err != nil {
+	if err := json.Unmarshal(body, &v); err != nil {
 		return reject(http.StatusBadRequest, reasonInvalidJSON)
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return reject(http.StatusBadRequest, reasonNotObject)
+		m = map[string]any{}
 	}
 	ex.payload = m
 	return nil
 }
 
 // plan is what a request resolved to: the actions to dispatch, how many a
-// fan-out cap dropped, or a skip (204).
+// fan-out cap dropped, or a skip (204). A forwarded request has fwd set
+// (fwd.name is not empty); its actions, if any, are the decoded /wake or
+// /agent request, checked by the policy but not dispatched.
 type plan struct {
 	actions []Action
 	dropped int
 	skip    bool
+	fwd     forwardReq
 }
 
 // execute applies the policy, the idempotency cache and the dispatcher.
 func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
-	key, herr := idempotencyKey(ex)
-	if herr != nil {
-		return 0, nil, herr
-	}
+	key := h.idempotencyKey(ex)
 	var seeds []string
 	if key != "" {
-		// fingerprint the actions as requested, before the policy fills in
+		// fingerprint the request as sent, before the policy fills in
 		// generated values such as a fresh session key
-		seeds = actionSeeds(key, p.actions)
+		if p.fwd.name != "" {
+			seeds = []string{p.fwd.seed(key, ex.r.URL.RawQuery)}
+		} else {
+			seeds = actionSeeds(key, p.actions)
+		}
 	}
 	for i := range p.actions {
 		if err := h.policy.Apply(&p.actions[i]); err != nil {
 			return 0, nil, reject(http.StatusBadRequest, err.Error())
 		}
 	}
+	if p.fwd.name != "" && len(p.actions) == 1 {
+		if a := &p.actions[0]; a.Kind == KindAgent && a.keySource == keyNone && a.SessionKey != "" {
+			// the edge's own default_session_key; the gateway resolves
+			// every other omitted field itself
+			p.fwd.body = withField(p.fwd.body, "sessionKey", a.SessionKey)
+		}
+	}
+	if h.Spool != nil && h.waits(p) {
+		return 0, nil, reject(http.StatusBadRequest, reasonWaitSpooled)
+	}
 	if key == "" {
-		return h.dispatch(ex.r.Context(), ex, p, nil)
+		return h.dispatch(ex.r.Context(), ex, p, "", nil)
 	}
 	cacheKey := key + "\x00" + strings.Join(seeds, ",")
 	cached, claim, err := h.idem.claim(ex.r.Context(), cacheKey, ex.now)
@@ -196,37 +199,85 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 	if claim == nil {
 		return cached.status, cached.body, nil
 	}
-	status, body, herr := h.dispatch(ex.r.Context(), ex, p, seeds)
+	status, body, herr := h.dispatch(ex.r.Context(), ex, p, key, seeds)
 	h.idem.settle(claim, idemReply{status: status, body: body}, herr == nil, time.Now())
 	return status, body, herr
 }
 
-// idempotencyKey reads the Idempotency-Key header or idempotencyKey field.
-func idempotencyKey(ex *exchange) (string, *hookError) {
-	key := ex.r.Header.Get("Idempotency-Key")
-	if key == "" {
-		key, _ = ex.payload["idempotencyKey"].(string)
+// waits reports whether p asks the gateway to answer when the run ends.
+func (h *Handler) waits(p plan) bool {
+	if p.fwd.name != "" {
+		return p.fwd.wait
 	}
-	if key == "" {
-		key = ex.deliveryID // a signed provider's delivery id
+	for i := range p.actions {
+		if p.actions[i].Wait {
+			return true
+		}
 	}
-	if len(key) > maxIdempotencyKeyLen {
-		return "", reject(http.StatusBadRequest, reasonIdemKeyLong)
-	}
-	return key, nil
+	return false
 }
 
-// dispatch prepares the gateway bodies and hands them to the gateway.
-// eventIDs, when given, are the deterministic ids of an idempotent request.
-func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, eventIDs []string) (int, []byte, *hookError) {
+// idempotencyKey returns the request's idempotency key as the gateway
+// reads it: the first of the Idempotency-Key header, the configured
+// idempotency_headers and the idempotencyKey field that is, trimmed,
+// non-empty and at most 256 characters (a longer one is ignored, not
+// refused); else a signed provider's delivery id.
+func (h *Handler) idempotencyKey(ex *exchange) string {
+	for _, name := range h.idemHeaders {
+		if v, ok := ex.r.Header[name]; ok {
+			if key := usableIdemKey(strings.Join(v, ", ")); key != "" {
+				return key
+			}
+		}
+	}
+	if s, ok := ex.payload["idempotencyKey"].(string); ok {
+		if key := usableIdemKey(s); key != "" {
+			return key
+		}
+	}
+	return ex.deliveryID
+}
+
+// usableIdemKey trims s and returns it when it is 1–256 UTF-16 code
+// units long (the gateway's measure), else "".
+func usableIdemKey(s string) string {
+	s = jsTrim(s)
+	if len(s) <= maxIdempotencyKeyLen {
+		return s
+	}
+	if len(s) > 4*maxIdempotencyKeyLen {
+		return ""
+	}
+	n := 0
+	for _, r := range s {
+		if n++; r > 0xFFFF {
+			n++
+		}
+	}
+	if n > maxIdempotencyKeyLen {
+		return ""
+	}
+	return s
+}
+
+// dispatch prepares the gateway requests and hands them to the sink.
+// key is the request's idempotency key; eventIDs, when given, are the
+// deterministic ids of an idempotent request.
+func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, key string, eventIDs []string) (int, []byte, *hookError) {
+	id := func(i int) string {
+		if eventIDs == nil {
+			return ""
+		}
+		return eventIDs[i]
+	}
+	if p.fwd.name != "" {
+		return h.sink.deliver(ctx, []prepared{h.prepareForward(ex, &p.fwd, key, id(0))}, 0, ex.ip)
+	}
 	items := make([]prepared, len(p.actions))
 	for i := range p.actions {
-		id := ""
-		if eventIDs != nil {
-			id = eventIDs[i]
-		}
-		items[i] = prepare(&p.actions[i], id)
+		items[i] = h.prepare(&p.actions[i], id(i))
 	}
+	ctx = withTrace(ctx, requestTrace(ex.r))
 	return h.sink.deliver(ctx, items, p.dropped, ex.ip)
 }
 

@@ -20,6 +20,25 @@ func (h *Handler) mayVerify(sub string) bool {
 	return h.verifyAny || h.verifyPaths[sub]
 }
 
+// signatureOffered reports whether the request carries the signature
+// header of a signing mapping that answers its hook name; when none does,
+// ex.sigReason says which header is missing.
+func (h *Handler) signatureOffered(ex *exchange) bool {
+	for _, c := range h.mappings {
+		if c.verifier == nil || !c.answers(ex.sub) {
+			continue
+		}
+		err := c.verifier.Offered(ex.r.Header)
+		if err == nil {
+			return true
+		}
+		if ex.sigReason == "" {
+			ex.sigReason = err.Error()
+		}
+	}
+	return false
+}
+
 // verifySignature checks the raw body against every signing mapping that
 // could answer this sub-path (before any JSON parsing). It records which
 // verifiers passed and, from the first that passed on a mapping the

@@ -7,9 +7,12 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
@@ -30,6 +33,44 @@ type SpoolConfig struct {
 	RetryMax     caddy.Duration `json:"retry_max,omitempty"`
 	// Workers is the number of delivery goroutines (default 4).
 	Workers int `json:"workers,omitempty"`
+	// Rate, when set, caps deliveries to the gateway: at most Count send
+	// attempts in any window of Interval; a burst waits in the spool.
+	Rate *SpoolRate `json:"rate,omitempty"`
+}
+
+// SpoolRate is a delivery rate limit (Caddyfile `rate <count>/<interval>`).
+type SpoolRate struct {
+	Count    int            `json:"count,omitempty"`
+	Interval caddy.Duration `json:"interval,omitempty"`
+}
+
+// rate converts to the spool package's limit (zero: unlimited).
+func (c *SpoolConfig) rate() (spool.Rate, error) {
+	if c.Rate == nil {
+		return spool.Rate{}, nil
+	}
+	r := spool.Rate{Count: c.Rate.Count, Interval: time.Duration(c.Rate.Interval)}
+	if r.Unlimited() {
+		return r, fmt.Errorf("spool: rate needs a count and an interval, e.g. rate 5/s")
+	}
+	if err := r.Validate(); err != nil {
+		return r, fmt.Errorf("spool: %w", err)
+	}
+	return r, nil
+}
+
+// rateArg reads one <count>/<interval> rate such as 5/s or 100/1m.
+func rateArg(d *caddyfile.Dispenser, dst **SpoolRate) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	r, err := spool.ParseRate(s)
+	if err != nil {
+		return d.Errf("spool: %v", err)
+	}
+	*dst = &SpoolRate{Count: r.Count, Interval: caddy.Duration(r.Interval)}
+	return nil
 }
 
 // spoolRetryAfter is what a client is told to wait when the spool is full.
@@ -47,15 +88,25 @@ func (c *SpoolConfig) config() (spool.Config, error) {
 }
 
 // provisionSpool opens (or shares, across a reload) the spool and makes
-// it the handler's sink, delivering through the gateway client.
+// it the handler's sink. The handler's gateway sender is registered with
+// the spool; it delivers once it is the oldest registration, that is once
+// the config that opened the spool before has been cleaned up.
 func (h *Handler) provisionSpool(ctx caddy.Context) error {
 	sc, err := h.Spool.config()
 	if err != nil {
 		return err
 	}
-	key := "hooks.spool|" + sc.Dir
+	rate, err := h.Spool.rate()
+	if err != nil {
+		return err
+	}
+	key := spoolPoolPrefix + sc.Dir
 	v, _, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return spool.Open(sc, h.logger.Named("spool"))
+		st, err := openSpool(sc, h.logger.Named("spool"))
+		if err != nil {
+			return nil, err
+		}
+		return &spoolShare{store: st}, nil
 	})
 	if err != nil {
 		if errors.Is(err, spool.ErrLocked) {
@@ -64,13 +115,101 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 		return fmt.Errorf("spool: %w", err)
 	}
 	h.poolKeys = append(h.poolKeys, key)
-	store := v.(*spool.Store)
-	if err := spool.RegisterMetrics(ctx.GetMetricsRegistry(), store); err != nil {
+	share := v.(*spoolShare)
+	if err := spool.RegisterMetrics(ctx.GetMetricsRegistry(), share.store); err != nil {
 		return fmt.Errorf("spool metrics: %w", err)
 	}
-	store.SetSender(gatewaySender{h})
-	h.sink = spoolSink{h: h, store: store}
+	if h.spoolReg, err = share.register(gatewaySender{h}, rate, ctx.Done()); err != nil {
+		return fmt.Errorf("spool: %s: %w", sc.Dir, err)
+	}
+	h.sink = spoolSink{h: h, store: share.store}
+	h.spoolOps, h.spoolDir = share.store, sc.Dir
 	return nil
+}
+
+// spoolShare is a spool in sharedPool with the senders of the handlers
+// that use it, oldest first. Only the oldest delivers: during a reload
+// that is the running config's, and when the new config is refused, its
+// registration goes away without the spool ever having used it. When the
+// old config is cleaned up, the next one takes over the delivery.
+type spoolShare struct {
+	store *spool.Store
+
+	mu   sync.Mutex
+	regs []*spoolReg
+}
+
+// spoolReg is one handler's registration with a spoolShare: its sender
+// and its delivery rate.
+type spoolReg struct {
+	share  *spoolShare
+	sender spool.Sender
+	rate   spool.Rate
+	config <-chan struct{} // Done of the registering config's context: tells configs apart
+}
+
+// activate makes r the registration the spool delivers with.
+func (r *spoolReg) activate() {
+	r.share.store.SetSender(r.sender)
+	r.share.store.SetRate(r.rate)
+}
+
+// register adds snd (delivering at rate) as the newest sender. A second
+// handler of the same config (same config context) is refused: its events
+// would be delivered through the first one's gateway.
+func (p *spoolShare) register(snd spool.Sender, rate spool.Rate, config <-chan struct{}) (*spoolReg, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.regs {
+		if r.config == config {
+			return nil, errors.New("already used by another hooks handler of this config; give each handler its own spool directory")
+		}
+	}
+	r := &spoolReg{share: p, sender: snd, rate: rate, config: config}
+	p.regs = append(p.regs, r)
+	if len(p.regs) == 1 {
+		r.activate()
+	}
+	return r, nil
+}
+
+// release removes the registration; when it was the delivering one, the
+// next oldest takes over (or delivery pauses until one registers).
+func (r *spoolReg) release() {
+	p := r.share
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := slices.Index(p.regs, r)
+	if i < 0 {
+		return
+	}
+	p.regs = slices.Delete(p.regs, i, i+1)
+	if i != 0 {
+		return
+	}
+	if len(p.regs) > 0 {
+		p.regs[0].activate()
+	} else {
+		p.store.SetSender(nil)
+	}
+}
+
+// Destruct closes the spool when its last user is gone.
+func (p *spoolShare) Destruct() error { return p.store.Close() }
+
+// openSpool opens the spool; a corrupt spool.db is moved aside and its
+// readable events restored into a fresh one (spool.Recover), so that a
+// damaged file never keeps the server from starting, and the operator is
+// told loudly what happened.
+func openSpool(sc spool.Config, logger *zap.Logger) (*spool.Store, error) {
+	st, sv, err := spool.Recover(sc, logger)
+	if sv != nil {
+		logger.Error("spool: the spool file was corrupt; it was moved aside and every readable event restored into a fresh spool",
+			zap.String("reason", sv.Reason.Error()), zap.String("moved_to", sv.MovedTo),
+			zap.Int("restored_queued", sv.Queued), zap.Int("restored_dead_letters", sv.Dead),
+			zap.Int("skipped", sv.Skipped))
+	}
+	return st, err
 }
 
 // gatewaySender delivers spooled events with the gateway client.
@@ -78,17 +217,22 @@ type gatewaySender struct{ h *Handler }
 
 // Send implements spool.Sender.
 func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, error) {
-	kind := KindAgent
-	if ev.Kind == spool.KindWake {
-		kind = KindWake
-	}
+	g := eventRequest(ev)
 	start := time.Now()
-	rep, err := s.h.gateway.send(ctx, kind, ev.Body, ev.ID, ev.ClientIP)
+	ctx = withTrace(ctx, traceContext{parent: ev.TraceParent, state: ev.TraceState})
+	rep, err := s.h.gateway.send(ctx, &g, ev.ClientIP)
+	if ctx.Err() == nil { // not the spool closing
+		s.h.gatewayFailure(g.kind, ev.ID, rep.status, err)
+	}
+	herr := rep.outcome(err)
+	if g.header != nil {
+		herr = rep.forwardOutcome(err)
+	}
 	outcome := "ok"
-	if herr := rep.outcome(err); herr != nil {
+	if herr != nil {
 		outcome = fmt.Sprint(herr.status)
 	}
-	s.h.metrics.observeDispatch(kind, outcome, time.Since(start))
+	s.h.metrics.observeDispatch(g.kind, outcome, time.Since(start))
 	if err != nil {
 		return 0, "", err
 	}
@@ -97,6 +241,24 @@ func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, 
 		reason = string(rep.body[:min(len(rep.body), 200)])
 	}
 	return rep.status, reason, nil
+}
+
+// eventRequest is the gateway request of a spooled event: a rendered
+// action goes to {prefix}/{kind} with its id as Idempotency-Key; a
+// forwarded one to its stored path with its stored headers.
+func eventRequest(ev *spool.Event) gatewayRequest {
+	kind := KindAgent
+	if ev.Kind == spool.KindWake {
+		kind = KindWake
+	}
+	g := gatewayRequest{kind: kind, body: ev.Body, idemKey: ev.ID}
+	if ev.Header != nil {
+		g.path, g.header = ev.Path, ev.Header
+		if k := ev.Header.Get("Idempotency-Key"); k != "" {
+			g.idemKey = k
+		}
+	}
+	return g
 }
 
 // spoolSink answers once the actions are on disk; delivery follows.
@@ -115,13 +277,19 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 	evs := make([]*spool.Event, len(items))
 	ids := make([]string, len(items))
 	now := time.Now()
+	tc := traceFrom(ctx)
 	for i := range items {
 		kind := spool.KindAgent
 		if items[i].kind == KindWake {
 			kind = spool.KindWake
 		}
 		evs[i] = &spool.Event{ID: items[i].eventID, Kind: kind, Path: s.h.gateway.prefix + "/" + items[i].kind.String(),
-			Body: items[i].body, ClientIP: clientIP, FirstSeen: now}
+			Body: items[i].body, ClientIP: clientIP, FirstSeen: now, TraceParent: tc.parent, TraceState: tc.state}
+		if it := &items[i]; it.header != nil {
+			evs[i].Path = it.path
+			evs[i].Header = it.header // encoded (copied) by Append
+			evs[i].Header["Idempotency-Key"] = []string{it.idemKey}
+		}
 		ids[i] = items[i].eventID
 	}
 	if err := s.store.Append(ctx, evs...); err != nil {
@@ -131,5 +299,5 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 		s.h.logger.Error("spool write failed", zap.Error(err))
 		return 0, nil, &hookError{status: http.StatusServiceUnavailable, reason: "spool unavailable; retry later", retryAfter: spoolRetryAfter}
 	}
-	return http.StatusOK, composeReply(items, ids, dropped), nil
+	return http.StatusOK, composeReply(items, ids, "", dropped), nil
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,19 +24,9 @@ import (
 // BenchmarkSpoolVsSync (issue #5 measures at 32).
 const benchConns = 32
 
-// loopbackPort returns a loopback TCP port that was free a moment ago.
-func loopbackPort(tb testing.TB) int {
-	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // BenchmarkSpoolVsSync compares sync and spool (durable accept) mode in
-// one run: one Caddy in this process serves two sites, one per mode, in
+// one run: one Caddy in this process serves two sites (told apart by
+// host, on one loopback port the kernel picks), one per mode, in
 // front of the same lean devgw gateway on a Unix socket, and 32 client
 // connections post agent requests over loopback HTTP. It reports req/s,
 // p50 and p99 latency; compare spool with sync (target: spool ≥ 0.5×
@@ -60,9 +49,9 @@ func BenchmarkSpoolVsSync(b *testing.B) {
 	go func() { _ = srv.Serve(ln) }()
 	b.Cleanup(func() { _ = srv.Close() })
 
-	syncPort, spoolPort := loopbackPort(b), loopbackPort(b)
-	site := func(port int, extra string) string {
-		return fmt.Sprintf(`http://127.0.0.1:%d {
+	site := func(host, extra string) string {
+		return fmt.Sprintf(`http://%s:0 {
+	bind 127.0.0.1
 	hooks {
 		token %s
 		gateway unix/%s
@@ -70,7 +59,7 @@ func BenchmarkSpoolVsSync(b *testing.B) {
 		%s
 	}
 }
-`, port, itHookToken, sock, itGatewayToken, extra)
+`, host, itHookToken, sock, itGatewayToken, extra)
 	}
 	cf := `{
 	admin off
@@ -80,7 +69,7 @@ func BenchmarkSpoolVsSync(b *testing.B) {
 		output discard
 	}
 }
-` + site(syncPort, "") + site(spoolPort, "spool "+filepath.Join(dir, "spool"))
+` + site("sync.localhost", "") + site("spool.localhost", "spool "+filepath.Join(dir, "spool"))
 	cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), map[string]any{"filename": filepath.Join(dir, "Caddyfile")})
 	if err != nil {
 		b.Fatal(err)
@@ -89,30 +78,25 @@ func BenchmarkSpoolVsSync(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = caddy.Stop() })
+	url := "http://" + firstListenAddr(b) + "/hooks/agent"
 
 	var sent int
-	for _, mode := range []struct {
-		name string
-		port int
-	}{{"sync", syncPort}, {"spool", spoolPort}} {
-		b.Run(mode.name, func(b *testing.B) {
-			runConcurrentPosts(b, fmt.Sprintf("http://127.0.0.1:%d/hooks/agent", mode.port))
+	for _, mode := range []string{"sync", "spool"} {
+		b.Run(mode, func(b *testing.B) {
+			runConcurrentPosts(b, url, mode+".localhost")
 			// let spooled deliveries finish outside the timed region, so
 			// the next run starts with an empty spool and an idle gateway
 			sent += b.N
-			for deadline := time.Now().Add(30 * time.Second); gw.Count("agent") < sent; time.Sleep(5 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					b.Fatalf("gateway received %d of %d events", gw.Count("agent"), sent)
-				}
-			}
+			waitFor(b, func() string { return fmt.Sprintf("gateway received %d of %d events", gw.Count("agent"), sent) },
+				func() bool { return gw.Count("agent") >= sent })
 		})
 	}
 }
 
-// runConcurrentPosts posts b.N agent requests to url over benchConns
-// keep-alive connections, fails on any answer but 200, and reports
-// throughput and latency percentiles.
-func runConcurrentPosts(b *testing.B, url string) {
+// runConcurrentPosts posts b.N agent requests to url (with the Host
+// header host) over benchConns keep-alive connections, fails on any answer
+// but 200, and reports throughput and latency percentiles.
+func runConcurrentPosts(b *testing.B, url, host string) {
 	tr := &http.Transport{MaxConnsPerHost: benchConns, MaxIdleConnsPerHost: benchConns}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
@@ -132,6 +116,7 @@ func runConcurrentPosts(b *testing.B, url string) {
 			own := make([]time.Duration, 0, b.N/benchConns+1)
 			for next.Add(1) <= int64(b.N) {
 				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+				req.Host = host
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Authorization", "Bearer "+itHookToken)
 				t0 := time.Now()

@@ -3,9 +3,11 @@ package caddyhook
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -37,13 +39,17 @@ func buildCaddy(t *testing.T) string {
 }
 
 // caddyProcess runs the built caddy binary on one Caddyfile as a separate
-// process that can be killed and started again.
+// process that can be killed and started again. The test owns the
+// listening sockets and hands them to every run (ExtraFiles, `bind fd/N`
+// in the Caddyfile), so the ports stay the test's across a kill and
+// nothing else can take them.
 type caddyProcess struct {
 	t        *testing.T
 	bin      string
 	dir      string // HOME and XDG dirs, the Caddyfile, the logs
 	config   string
 	readyURL string
+	files    []*os.File // the listeners handed over: fd 3, 4, … in the child
 	proc     *os.Process
 	exited   chan error // receives the exit of proc
 	runs     int
@@ -51,9 +57,17 @@ type caddyProcess struct {
 
 // newCaddyProcess writes caddyfile into dir; start runs it. The process
 // is stopped when the test ends.
-func newCaddyProcess(t *testing.T, bin, dir, caddyfile, readyURL string) *caddyProcess {
+func newCaddyProcess(t *testing.T, bin, dir, caddyfile, readyURL string, listeners ...net.Listener) *caddyProcess {
 	t.Helper()
 	p := &caddyProcess{t: t, bin: bin, dir: dir, config: filepath.Join(dir, "Caddyfile"), readyURL: readyURL}
+	for _, ln := range listeners {
+		f, err := ln.(*net.TCPListener).File()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		p.files = append(p.files, f)
+	}
 	if err := os.WriteFile(p.config, []byte(caddyfile), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -92,27 +106,30 @@ func (p *caddyProcess) start() {
 	defer logf.Close()
 	cmd := exec.Command(p.bin, "run", "--config", p.config, "--adapter", "caddyfile")
 	cmd.Env, cmd.Stdout, cmd.Stderr = p.env(), logf, logf
+	cmd.ExtraFiles = p.files
 	if err := cmd.Start(); err != nil {
 		p.t.Fatal(err)
 	}
 	p.proc, p.exited = cmd.Process, make(chan error, 1)
 	go func(exited chan<- error) { exited <- cmd.Wait() }(p.exited)
 	client := &http.Client{Timeout: time.Second}
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	ready := func() bool {
 		select {
 		case err := <-p.exited:
 			p.proc = nil
 			p.t.Fatalf("caddy exited while starting: %v\n%s", err, p.tail(p.runs))
 		default:
 		}
-		if resp, err := client.Get(p.readyURL); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		resp, err := client.Get(p.readyURL)
+		if err != nil {
+			return false
 		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
 	}
-	p.t.Fatalf("caddy not ready after 20s\n%s", p.tail(p.runs))
+	if !eventually(60*time.Second, ready) {
+		p.t.Fatalf("caddy not ready after 60s\n%s", p.tail(p.runs))
+	}
 }
 
 // kill sends SIGKILL and waits for the process to be gone.
@@ -140,17 +157,27 @@ func (p *caddyProcess) stop() {
 	p.proc = nil
 }
 
-// scrapeSpoolMetrics reads the unlabelled caddy_hooks_spool_* series from a
-// Prometheus text endpoint.
-func scrapeSpoolMetrics(t *testing.T, url string) map[string]float64 {
+// unixClient is an HTTP client that reaches every URL through the Unix
+// socket sock (Caddy's admin endpoint in the tests).
+func unixClient(sock string) *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+}
+
+// scrapeSpoolMetrics reads the unlabelled caddy_hooks_spool_* series from
+// the /metrics endpoint of Caddy's admin API on the Unix socket sock.
+func scrapeSpoolMetrics(t *testing.T, sock string) map[string]float64 {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := unixClient(sock).Get("http://localhost/metrics")
 	if err != nil {
-		t.Fatalf("scrape %s: %v", url, err)
+		t.Fatalf("scrape %s: %v", sock, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape %s: status %d", url, resp.StatusCode)
+		t.Fatalf("scrape %s: status %d", sock, resp.StatusCode)
 	}
 	m := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
@@ -166,7 +193,7 @@ func scrapeSpoolMetrics(t *testing.T, url string) map[string]float64 {
 		m[name] = v
 	}
 	if len(m) == 0 {
-		t.Fatalf("no caddy_hooks_spool_ metrics at %s", url)
+		t.Fatalf("no caddy_hooks_spool_ metrics at %s", sock)
 	}
 	return m
 }
@@ -261,7 +288,8 @@ func (c *crashTally) send(client *http.Client, base string, i int, gen *atomic.I
 		if err == nil || !keyed {
 			return
 		}
-		time.Sleep(10 * time.Millisecond)
+		// resend at once: the test holds the listening socket, so the
+		// new attempt waits in its backlog until caddy runs again
 	}
 }
 
@@ -288,15 +316,23 @@ func TestSpoolCrashRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock, spoolDir := filepath.Join(dir, "gw.sock"), filepath.Join(dir, "spool")
-	port, adminPort := freePort(t), freePort(t)
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	sock, spoolDir, adminSock := filepath.Join(dir, "gw.sock"), filepath.Join(dir, "spool"), filepath.Join(dir, "admin.sock")
+	// the test holds the ingress's listening socket for its whole run and
+	// hands it to each caddy run as fd 3: requests sent while caddy is down
+	// wait in the socket's backlog for the restarted process
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	base := "http://" + ln.Addr().String()
 	p := newCaddyProcess(t, bin, dir, fmt.Sprintf(`{
-	admin 127.0.0.1:%[1]d
+	admin unix/%[1]s
 	auto_https off
 	persist_config off
 }
-http://127.0.0.1:%[2]d {
+http://%[2]s {
+	bind fd/3
 	hooks {
 		token %[3]s
 		gateway unix/%[4]s
@@ -308,8 +344,7 @@ http://127.0.0.1:%[2]d {
 	}
 	respond "ready" 200
 }
-`, adminPort, port, itHookToken, sock, itGatewayToken, spoolDir), base+"/ready")
-	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", adminPort)
+`, adminSock, ln.Addr(), itHookToken, sock, itGatewayToken, spoolDir), base+"/ready", ln)
 
 	p.start()
 	var gen atomic.Int32
@@ -355,46 +390,46 @@ http://127.0.0.1:%[2]d {
 		t.Fatalf("%d distinct runIds for %d accepted requests", len(accepted), len(tally.runIDs))
 	}
 
-	// the spool is in use: the CLI must refuse politely with status 1
-	cli := exec.Command(bin, "hooks", "spool", "list", "--dir", spoolDir)
+	// the spool is in use: the CLI works through the running instance's
+	// admin API, and without it refuses politely with status 1
+	cli := exec.Command(bin, "hooks", "spool", "list", "--dir", spoolDir, "--address", "unix/"+adminSock)
 	cli.Env = p.env()
-	var cliErr bytes.Buffer
+	var cliOut, cliErr bytes.Buffer
+	cli.Stdout, cli.Stderr = &cliOut, &cliErr
+	if err := cli.Run(); err != nil || !strings.Contains(cliOut.String(), "spool "+spoolDir+": ") {
+		t.Errorf("caddy hooks spool list through the admin API: %v, stdout %q, stderr %q", err, cliOut.String(), cliErr.String())
+	}
+	noAdmin := "unix/" + filepath.Join(dir, "no-admin.sock")
+	cli = exec.Command(bin, "hooks", "spool", "list", "--dir", spoolDir, "--address", noAdmin)
+	cli.Env = p.env()
+	cliErr.Reset()
 	cli.Stderr = &cliErr
 	err = cli.Run()
 	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 1 ||
-		!strings.Contains(cliErr.String(), "spool "+spoolDir+" is in use by a running caddyhook (pid unknown); stop it first or inspect via its metrics") {
+		!strings.Contains(cliErr.String(), "spool "+spoolDir+" is in use by a running caddyhook, and no hooks handler of a Caddy admin API at "+noAdmin+" uses it") {
 		t.Errorf("caddy hooks spool list on a running instance's spool: %v, stderr %q; want exit status 1 and the in-use message", err, cliErr.String())
 	}
 
 	// nothing can have been delivered yet: the gateway comes up only now
-	m := scrapeSpoolMetrics(t, metricsURL)
+	m := scrapeSpoolMetrics(t, adminSock)
 	if m["caddy_hooks_spool_deliveries_total"] != 0 || m["caddy_hooks_spool_depth"] == 0 {
 		t.Fatalf("before the gateway is up: %v", m)
 	}
 	gw := devgw.New(devgw.Config{Token: itGatewayToken, Record: true})
-	ln, err := devgw.Listen("unix/" + sock)
+	gwLn, err := devgw.Listen("unix/" + sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := devgw.Server(gw)
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = srv.Serve(gwLn) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	gwUp := time.Now()
-	// wait for every key, or for an empty spool that stays short of them
-	var emptySince time.Time
-	for deadline := gwUp.Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		m = scrapeSpoolMetrics(t, metricsURL)
-		if m["caddy_hooks_spool_depth"] != 0 {
-			emptySince = time.Time{}
-			continue
-		}
-		if emptySince.IsZero() {
-			emptySince = time.Now()
-		}
-		if gw.DistinctKeys() >= len(accepted) || time.Since(emptySince) > time.Second {
-			break
-		}
-	}
+	// wait for an empty spool: every event was then answered by the
+	// gateway (depth counts in-flight events) or dead-lettered
+	eventually(2*pollTimeout, func() bool {
+		m = scrapeSpoolMetrics(t, adminSock)
+		return m["caddy_hooks_spool_depth"] == 0
+	})
 	drain := time.Since(gwUp)
 
 	delivered := map[string]bool{}

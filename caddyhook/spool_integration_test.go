@@ -1,17 +1,21 @@
 package caddyhook
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
 
 // spoolRegistryMetrics reads the caddy_hooks_spool_* series from the running
@@ -111,14 +115,13 @@ func (in *ingress) tryPost(path, body string) (result, error) {
 func awaitSpoolDrain(t *testing.T, in *ingress, want int) map[string]float64 {
 	t.Helper()
 	var m map[string]float64
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	waitFor(t, func() string {
+		return fmt.Sprintf("not drained: gateway has %d of %d keys; metrics %v", in.gw.DistinctKeys(), want, m)
+	}, func() bool {
 		m = spoolRegistryMetrics(t)
-		if in.gw.DistinctKeys() >= want && m["caddy_hooks_spool_depth"] == 0 {
-			return m
-		}
-	}
-	t.Fatalf("not drained: gateway has %d of %d keys; metrics %v", in.gw.DistinctKeys(), want, m)
-	return nil
+		return in.gw.DistinctKeys() >= want && m["caddy_hooks_spool_depth"] == 0
+	})
+	return m
 }
 
 // checkDelivered fails unless the gateway's distinct keys are exactly the
@@ -165,11 +168,9 @@ func TestIntegrationSpoolOutageRetries(t *testing.T) {
 	for id := range postAgentsConcurrently(t, in, 0, perPhase, 16).runIDs {
 		accepted[id] = true
 	}
-	for deadline := time.Now().Add(5 * time.Second); spoolRegistryMetrics(t)["caddy_hooks_spool_retries_total"] == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no retry counted while the gateway answered 503")
-		}
-	}
+	waitFor(t, func() string { return "no retry counted while the gateway answered 503" }, func() bool {
+		return spoolRegistryMetrics(t)["caddy_hooks_spool_retries_total"] > 0
+	})
 
 	// phase 2: the gateway is gone, its socket removed
 	in.stopGateway()
@@ -260,4 +261,31 @@ func TestIntegrationSpoolBackpressure(t *testing.T) {
 	}
 	awaitSpoolDrain(t, in, len(load.runIDs))
 	checkDelivered(t, in, load.runIDs)
+}
+
+// TestSpoolCorruptFileAtStart: a spool file of garbage does not keep Caddy
+// from starting (before, bbolt panicked or the process died of SIGBUS):
+// the file is moved aside, a fresh spool takes events, and the log says
+// what happened and where the file went.
+func TestSpoolCorruptFileAtStart(t *testing.T) {
+	dir := t.TempDir()
+	noise := bytes.Repeat([]byte("not a bbolt page; "), 4096)
+	if err := os.WriteFile(filepath.Join(dir, spool.DBFile), noise, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := startIngress(t, ingressOpts{hooks: `spool ` + dir})
+	if r := in.post("/hooks/wake", `{"text":"after a corrupt spool"}`); r.status != http.StatusOK {
+		t.Fatalf("wake: %d %s", r.status, r.body)
+	}
+	moved, _ := filepath.Glob(filepath.Join(dir, spool.DBFile+".corrupt-*"))
+	if len(moved) != 1 {
+		t.Fatalf("moved files %v", moved)
+	}
+	if got, _ := os.ReadFile(moved[0]); !bytes.Equal(got, noise) {
+		t.Fatal("the moved file differs from the corrupt one")
+	}
+	logs := in.logs()
+	if !strings.Contains(logs, "the spool file was corrupt") || !strings.Contains(logs, moved[0]) {
+		t.Fatalf("log does not report the move:\n%s", logs)
+	}
 }

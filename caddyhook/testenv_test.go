@@ -23,9 +23,17 @@ type testGateway struct {
 	sock string
 }
 
-// startTestGateway starts a gateway that wants utGatewayToken. record
-// keeps every request for inspection (leave it off in benchmarks).
+// startTestGateway starts a gateway that wants utGatewayToken (whatever
+// cfg.Token says). cfg.Record keeps every request for inspection (leave
+// it off in benchmarks).
 func startTestGateway(tb testing.TB, cfg devgw.Config) *testGateway {
+	tb.Helper()
+	cfg.Token = utGatewayToken
+	return serveGateway(tb, cfg)
+}
+
+// serveGateway starts a devgw gateway with cfg on a Unix socket of its own.
+func serveGateway(tb testing.TB, cfg devgw.Config) *testGateway {
 	tb.Helper()
 	dir, err := os.MkdirTemp("", "chku") // short: socket paths are limited to ~100 bytes
 	if err != nil {
@@ -36,7 +44,6 @@ func startTestGateway(tb testing.TB, cfg devgw.Config) *testGateway {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg.Token = utGatewayToken
 	gw := devgw.New(cfg)
 	srv := devgw.Server(gw)
 	go func() { _ = srv.Serve(ln) }()

@@ -14,9 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
 )
 
 // writeModules writes name → source files under dir (creating
@@ -40,14 +37,7 @@ func writeModules(t *testing.T, dir string, files map[string]string) string {
 // when it fails).
 func (in *ingress) reloadHooks(hooks string) error {
 	anchor := "gateway_token " + itGatewayToken
-	cf := strings.Replace(in.currentCaddyfile(in.t), anchor, anchor+"\n"+hooks, 1)
-	cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), map[string]any{"filename": filepath.Join(in.dir, "Caddyfile")})
-	if err != nil {
-		return err
-	}
-	err = caddy.Load(cfgJSON, true)
-	in.client.CloseIdleConnections()
-	return err
+	return in.tryLoad(strings.Replace(in.currentCaddyfile(in.t), anchor, anchor+"\n"+hooks, 1))
 }
 
 // lastAction is the kind and message (agent) or text (wake) of the last
@@ -176,13 +166,8 @@ func TestIntegrationTransformFormats(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
-	logs := in.logs()
-	for _, want := range []string{`"mapping":"process"`, "process is not defined", `"mapping":"require"`} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("log lacks %s (a failed transform is logged with its mapping id and JS error)", want)
-		}
-	}
+	// a failed transform is logged with its mapping id and JS error
+	logs := in.waitLogs(`"mapping":"process"`, "process is not defined", `"mapping":"require"`)
 	if strings.Contains(logs, canary) {
 		t.Error("log contains payload content")
 	}
@@ -190,8 +175,9 @@ func TestIntegrationTransformFormats(t *testing.T) {
 
 // TestIntegrationTransformOverrides: transform fields override the
 // rendered templates; fields it leaves out or sets to null keep the
-// mapping's; kind and allowUnsafeExternalContent switch; null skips with
-// 204; an empty message, a non-object result and a throw are refused.
+// mapping's; kind and allowUnsafeExternalContent switch (any kind but
+// "wake" is agent, as in the gateway); null skips with 204; a non-object
+// result overrides nothing; an empty message and a throw are refused.
 func TestIntegrationTransformOverrides(t *testing.T) {
 	root := writeModules(t, t.TempDir(), map[string]string{
 		"override.js": `export default ({ payload }) => ({ message: "from transform " + payload.m, deliver: false, name: null, thinking: "high" });`,
@@ -236,11 +222,11 @@ func TestIntegrationTransformOverrides(t *testing.T) {
 		{name: "null skips", path: "skip", body: `{"m":"skip"}`, status: 204},
 		{name: "object does not skip", path: "skip", body: `{"m":"k"}`, status: 200, kind: "agent", text: "kept k", wrap: wrapped},
 		{name: "empty message", path: "empty", body: `{}`, status: 400, err: "hook mapping empty requires message"},
-		{name: "non-object result", path: "array", body: `{}`, status: 500, err: "hook transform failed: array"},
+		{name: "non-object result overrides nothing", path: "array", body: `{}`, status: 400, err: "hook mapping array requires message"},
 		{name: "throw", path: "throws", body: `{}`, status: 500, err: "hook transform failed: throws"},
-		{name: "unknown kind", path: "badkind", body: `{"k":"shutdown"}`, status: 500, err: "hook transform failed: badkind"},
-		{name: "kind upper case", path: "badkind", body: `{"k":"WAKE"}`, status: 500, err: "hook transform failed: badkind"},
-		{name: "kind not a string", path: "badkind", body: `{"k":5}`, status: 500, err: "hook transform failed: badkind"},
+		{name: "any kind but wake is agent", path: "badkind", body: `{"k":"shutdown"}`, status: 200, kind: "agent", text: "m", wrap: wrapped},
+		{name: "kind upper case is agent", path: "badkind", body: `{"k":"WAKE"}`, status: 200, kind: "agent", text: "m", wrap: wrapped},
+		{name: "kind not a string is agent", path: "badkind", body: `{"k":5}`, status: 200, kind: "agent", text: "m", wrap: wrapped},
 		{name: "kind null keeps the mapping's", path: "badkind", body: `{"k":null}`, status: 200, kind: "agent", text: "m", wrap: wrapped},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -504,8 +490,26 @@ func TestIntegrationTransformReload(t *testing.T) {
 	in := startIngress(t, ingressOpts{hooks: hooks})
 	check := func(want string) {
 		t.Helper()
-		if r := in.post("/hooks/v", `{}`); r.status != 200 {
-			t.Fatalf("%d %s", r.status, r.body)
+		// Right after a reload, a connection can land on the old
+		// listener as it closes and be reset; a client retries those.
+		var resp *http.Response
+		for deadline := time.Now().Add(15 * time.Second); ; {
+			req, _ := http.NewRequest(http.MethodPost, in.base+"/hooks/v", strings.NewReader(`{}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+itHookToken)
+			var err error
+			if resp, err = in.client.Do(req); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("POST /hooks/v: %v", err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d", resp.StatusCode)
 		}
 		if _, text, _ := lastAction(t, in); !strings.Contains(text, want) {
 			t.Fatalf("message %q, want %q", text, want)
@@ -553,8 +557,9 @@ func TestConfigDir(t *testing.T) {
 	}
 }
 
-// TestIntegrationTransformBudget: an infinite loop is stopped within
-// twice the time budget and answered 500; the server then still serves.
+// TestIntegrationTransformBudget: an infinite loop is stopped by the time
+// budget and answered 500 (the bound only proves it did not hang; how
+// soon it stops is for the benchmarks); the server then still serves.
 func TestIntegrationTransformBudget(t *testing.T) {
 	const budget = 100 * time.Millisecond
 	root := writeModules(t, t.TempDir(), map[string]string{
@@ -577,8 +582,8 @@ func TestIntegrationTransformBudget(t *testing.T) {
 				t.Fatalf("%d %s, want 500 hook transform failed: %s", r.status, r.body, id)
 			}
 			t.Logf("answered after %v (budget %v)", elapsed.Round(time.Millisecond), budget)
-			if elapsed > 2*budget {
-				t.Fatalf("answered after %v, want within 2× the budget %v", elapsed, budget)
+			if elapsed > hangBound {
+				t.Fatalf("answered after %v: the budget %v did not stop the loop", elapsed, budget)
 			}
 		})
 	}
@@ -670,7 +675,9 @@ func TestIntegrationTransformConcurrency(t *testing.T) {
   return { message: "request " + ctx.payload.i + " hash " + h };
 };`,
 	})
-	in := startIngress(t, ingressOpts{hooks: "transforms_root " + root + "\n" + mappingLines("c", "transform c.ts")})
+	// a budget no call reaches however loaded the machine: this test is
+	// about concurrent calls, TestIntegrationTransformBudget about budgets
+	in := startIngress(t, ingressOpts{hooks: "transform_timeout 10s\ntransforms_root " + root + "\n" + mappingLines("c", "transform c.ts")})
 	const n = 200
 	statuses := make([]int, n)
 	var wg sync.WaitGroup
@@ -700,8 +707,7 @@ func TestIntegrationTransformConcurrency(t *testing.T) {
 		}
 	}
 	if failed > 0 {
-		time.Sleep(50 * time.Millisecond)
-		for _, line := range strings.Split(in.logs(), "\n") {
+		for _, line := range strings.Split(in.waitLogs("hook transform failed"), "\n") {
 			if strings.Contains(line, "hook transform failed") {
 				t.Log(line)
 			}

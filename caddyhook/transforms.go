@@ -122,10 +122,21 @@ type mappingTransform struct {
 // run calls the module with ctx = { payload, headers, url, path }. It
 // returns the override fields, or nil when the module returned null.
 func (t *mappingTransform) run(ex *exchange, vars *tmpl.Vars) (map[string]any, error) {
-	return t.prog.Run(ex.r.Context(), transform.Input{
+	return t.prog.Run(ex.r.Context(), transformInput(ex, vars))
+}
+
+// runEach calls the module once per element of items, the for_each list
+// at payload key (see transform.Program.RunEach).
+func (t *mappingTransform) runEach(ex *exchange, vars *tmpl.Vars, key string, items []any) ([]map[string]any, error) {
+	return t.prog.RunEach(ex.r.Context(), transformInput(ex, vars), key, items)
+}
+
+// transformInput is what a transform sees of the request.
+func transformInput(ex *exchange, vars *tmpl.Vars) transform.Input {
+	return transform.Input{
 		Payload: vars.Payload,
 		Headers: vars.Headers, // without the hook token's headers
 		Path:    ex.sub,
 		URL:     ex.r.URL,
-	})
+	}
 }

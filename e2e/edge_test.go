@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,13 +32,16 @@ func buildCaddy(t testing.TB) string {
 	return bin
 }
 
-// edgeSite is one caddyhook site: a loopback port and the hooks block
-// that fronts gateway.
+// edgeSite is one caddyhook site: its listening socket (held by the test,
+// handed to Caddy) and the hooks block that fronts gateway.
 type edgeSite struct {
-	port    int
+	ln      *net.TCPListener
 	gateway string   // host:port of the gateway (or of a tap in front of it)
 	extra   []string // additional hooks subdirectives, one per entry
 }
+
+// addr is the site's loopback host:port.
+func (s edgeSite) addr() string { return s.ln.Addr().String() }
 
 // hooksBlock renders the site's hooks directive.
 func (s edgeSite) hooksBlock(edgeToken, gatewayToken string) string {
@@ -72,12 +74,13 @@ type edgeConfig struct {
 }
 
 // caddyfile renders the whole Caddyfile: no admin endpoint, no automatic
-// HTTPS, each site bound to loopback only.
+// HTTPS, site i served on the loopback socket handed to Caddy as fd 3+i
+// (see startEdge), so Caddy binds nothing itself.
 func (c edgeConfig) caddyfile() string {
 	var b strings.Builder
 	b.WriteString("{\n\tadmin off\n\tauto_https off\n\tpersist_config off\n}\n")
-	for _, s := range c.sites {
-		fmt.Fprintf(&b, "\n:%d {\n\tbind 127.0.0.1\n%s}\n", s.port, s.hooksBlock(c.edgeToken, c.gatewayToken))
+	for i, s := range c.sites {
+		fmt.Fprintf(&b, "\nhttp://%s {\n\tbind fd/%d\n%s}\n", s.addr(), 3+i, s.hooksBlock(c.edgeToken, c.gatewayToken))
 	}
 	return b.String()
 }
@@ -92,30 +95,6 @@ func caddyEnv(dir, marker string) []string {
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		markerEnv + "=" + marker,
 	}
-}
-
-// adapts reports whether bin accepts caddyfile (`caddy adapt`); the error
-// carries Caddy's message. Used to find which optional features exist.
-func adapts(t testing.TB, bin, caddyfile string) error {
-	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "Caddyfile")
-	if err := os.WriteFile(path, []byte(caddyfile), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "adapt", "--config", path, "--adapter", "caddyfile")
-	cmd.Env = caddyEnv(dir, "adapt")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%v: %s", err, lastLine(string(out)))
-	}
-	return nil
-}
-
-// lastLine returns the last non-empty line of s.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
 }
 
 // caddyEdge is a running `caddy run` process serving an edgeConfig.
@@ -148,6 +127,14 @@ func startEdge(t testing.TB, bin string, cfg edgeConfig) *caddyEdge {
 	cmd.Dir = dir
 	cmd.Env = caddyEnv(dir, e.marker)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	for _, s := range cfg.sites {
+		sock, err := s.ln.File() // fd 3+i in the child: `bind fd/N`
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sock.Close()
+		cmd.ExtraFiles = append(cmd.ExtraFiles, sock)
+	}
 	cmd.SysProcAttr = processGroupAttr()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -174,7 +161,7 @@ func startEdge(t testing.TB, bin string, cfg edgeConfig) *caddyEdge {
 func (e *caddyEdge) waitReady(deadline time.Time) error {
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	for _, s := range e.cfg.sites {
-		url := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) + "/hooks/wake"
+		url := "http://" + s.addr() + "/hooks/wake"
 		for {
 			select {
 			case <-e.exited:
@@ -211,6 +198,6 @@ func (e *caddyEdge) stop() {
 
 // client returns a hookClient for site i, sending from sourceIP.
 func (e *caddyEdge) client(i int, sourceIP string) *hookClient {
-	base := "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(e.cfg.sites[i].port)) + "/hooks"
+	base := "http://" + e.cfg.sites[i].addr() + "/hooks"
 	return newHookClient(base, e.cfg.edgeToken, sourceIP)
 }

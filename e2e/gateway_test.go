@@ -22,10 +22,11 @@ import (
 	"time"
 )
 
-// Gateway process limits. Startup is about 6–13 s on a loaded 2-core
-// machine; the bound leaves room for a slow CI host.
+// Gateway process limits. Startup is about 6–13 s on a quiet 2-core
+// machine and took over 90 s with seven other test suites running beside
+// it; the bound only ends the wait for a gateway that never comes up.
 const (
-	gatewayReadyTimeout = 90 * time.Second
+	gatewayReadyTimeout = 5 * time.Minute
 	gatewayStopGrace    = 20 * time.Second
 	markerEnv           = "CADDYHOOK_E2E_MARKER" // tags every process the harness starts
 )
@@ -34,11 +35,19 @@ const (
 // throwaway HOME holding its config and state. Stop and Start are the
 // mid-test outage helpers: they may be called repeatedly, and a Start after
 // a Stop keeps the port, tokens and state.
+//
+// The port is the test's for the whole run: the harness binds 127.0.0.1:0
+// and hands the listening socket to every gateway process (fd 3, through
+// the preload testdata/listen-fd.cjs, since openclaw cannot be told to use
+// an inherited socket). While the gateway is stopped, the harness accepts
+// and resets every connection itself, so callers see the gateway as down
+// (a reset, answered at once) and no other program can take the port.
 type openclawGateway struct {
 	t          testing.TB
 	inst       installation
 	home       string // HOME of the gateway; config in home/.openclaw/openclaw.json
 	logPath    string // stdout+stderr of every run, appended
+	ln         *net.TCPListener
 	port       int
 	hooksToken string // hooks.token: what caddyhook's gateway_token must be
 	authToken  string // gateway.auth.token: deliberately different
@@ -46,6 +55,7 @@ type openclawGateway struct {
 
 	cmd      *exec.Cmd
 	exited   chan struct{}
+	refusing chan struct{} // closed when the refuser (see refuse) has stopped; nil while the gateway runs
 	startups []time.Duration
 }
 
@@ -53,22 +63,36 @@ type openclawGateway struct {
 // is stopped (process group, then any tagged stragglers) in t.Cleanup.
 func newOpenclawGateway(t testing.TB, inst installation) *openclawGateway {
 	t.Helper()
+	return newOpenclawGatewayWith(t, inst, nil)
+}
+
+// newOpenclawGatewayWith is newOpenclawGateway with the config written by
+// write (nil: writeConfig, the harness's own config) once the port and
+// tokens are chosen.
+func newOpenclawGatewayWith(t testing.TB, inst installation, write func(g *openclawGateway) error) *openclawGateway {
+	t.Helper()
+	if write == nil {
+		write = (*openclawGateway).writeConfig
+	}
 	dir := t.TempDir()
+	ln := listenLoopback(t)
 	g := &openclawGateway{
 		t:          t,
 		inst:       inst,
 		home:       filepath.Join(dir, "home"),
 		logPath:    filepath.Join(dir, "gateway.log"),
-		port:       freePort(t),
+		ln:         ln,
+		port:       ln.Addr().(*net.TCPAddr).Port,
 		hooksToken: randomToken(t),
 		authToken:  randomToken(t),
 		marker:     randomToken(t),
 	}
-	if err := g.writeConfig(); err != nil {
+	if err := write(g); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		g.Stop()
+		g.stopRefusing()
 		if t.Failed() {
 			t.Logf("gateway log tail:\n%s", tailFile(g.logPath, 60))
 		}
@@ -97,21 +121,35 @@ func (g *openclawGateway) config() map[string]any {
 			"allowedAgentIds":           []string{"main"},
 			"presets":                   []string{"gmail"},
 		},
-		"logging": map[string]any{"file": filepath.Join(filepath.Dir(g.logPath), "openclaw-file.log")},
+		"logging": map[string]any{"file": g.fileLogPath()},
 	}
 }
 
 // writeConfig writes config() where openclaw reads it ($HOME/.openclaw/openclaw.json).
 func (g *openclawGateway) writeConfig() error {
-	dir := filepath.Join(g.home, ".openclaw")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
 	data, err := json.MarshalIndent(g.config(), "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "openclaw.json"), data, 0o600)
+	return g.writeConfigFile(data)
+}
+
+// configPath is where openclaw reads its config.
+func (g *openclawGateway) configPath() string {
+	return filepath.Join(g.home, ".openclaw", "openclaw.json")
+}
+
+// writeConfigFile writes data (JSON5) as the gateway's config.
+func (g *openclawGateway) writeConfigFile(data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(g.configPath()), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(g.configPath(), data, 0o600)
+}
+
+// fileLogPath is the gateway's JSON-lines file log (logging.file).
+func (g *openclawGateway) fileLogPath() string {
+	return filepath.Join(filepath.Dir(g.logPath), "openclaw-file.log")
 }
 
 // baseURL is the gateway's HTTP root.
@@ -129,22 +167,31 @@ func (g *openclawGateway) Start(t testing.TB) {
 	if g.cmd != nil {
 		t.Fatal("gateway already running")
 	}
+	g.stopRefusing()
 	logf, err := os.OpenFile(g.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(g.inst.node, g.inst.openclaw, "gateway", "run",
-		"--allow-unconfigured", "--bind", "loopback", "--port", strconv.Itoa(g.port))
+	sock, err := g.ln.File() // a duplicate of the listening socket for the child
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	cmd := exec.Command(g.inst.node, "--require", filepath.Join(repoRoot(t), "e2e", "testdata", "listen-fd.cjs"),
+		g.inst.openclaw, "gateway", "run", "--allow-unconfigured", "--bind", "loopback", "--port", strconv.Itoa(g.port))
 	cmd.Dir = g.home
 	cmd.Env = []string{
 		"HOME=" + g.home,
 		"PATH=" + filepath.Dir(g.inst.node) + ":/usr/local/bin:/usr/bin:/bin",
 		"LANG=C.UTF-8",
 		"NO_COLOR=1",
+		"CADDYHOOK_E2E_LISTEN_FD=3",
+		"CADDYHOOK_E2E_LISTEN_PORT=" + strconv.Itoa(g.port),
 		markerEnv + "=" + g.marker,
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = []*os.File{sock}
 	cmd.SysProcAttr = processGroupAttr()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -206,7 +253,8 @@ func probeReady(client *http.Client, base string) error {
 // Stop sends SIGTERM to the gateway's process group, escalates to SIGKILL
 // after a grace period, then ends any process still tagged with this
 // gateway's marker (the gateway starts a helper in its own process group),
-// and waits until the port refuses connections. It is safe to call twice.
+// and from then on resets every connection to the port (see refuse). It is
+// safe to call twice.
 func (g *openclawGateway) Stop() {
 	if g.cmd == nil {
 		return
@@ -217,16 +265,39 @@ func (g *openclawGateway) Stop() {
 	for _, p := range taggedProcesses(markerEnv + "=" + g.marker) {
 		_ = syscall.Kill(p, syscall.SIGKILL)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", g.addr(), 200*time.Millisecond)
-		if err != nil {
-			return
+	g.refuse()
+}
+
+// refuse accepts every connection to the stopped gateway's port and resets
+// it at once (SO_LINGER 0): a caller sees what a closed port gives it, a
+// connection error without delay, while the socket stays the test's.
+func (g *openclawGateway) refuse() {
+	done := make(chan struct{})
+	g.refusing = done
+	_ = g.ln.SetDeadline(time.Time{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := g.ln.AcceptTCP()
+			if err != nil {
+				return // the deadline stopRefusing set, or the socket closed
+			}
+			_ = c.SetLinger(0)
+			_ = c.Close()
 		}
-		c.Close()
-		time.Sleep(50 * time.Millisecond)
+	}()
+}
+
+// stopRefusing ends refuse, leaving connections queued for the next
+// gateway process.
+func (g *openclawGateway) stopRefusing() {
+	if g.refusing == nil {
+		return
 	}
-	g.t.Errorf("gateway port %d still accepts connections after stop", g.port)
+	_ = g.ln.SetDeadline(time.Now()) // wakes the blocked Accept
+	<-g.refusing
+	g.refusing = nil
+	_ = g.ln.SetDeadline(time.Time{})
 }
 
 // processGroupAttr puts a child in its own process group, and asks the
@@ -277,15 +348,18 @@ func taggedProcesses(tag string) []int {
 	return pids
 }
 
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort(t testing.TB) int {
+// listenLoopback returns a listening socket on 127.0.0.1 at a port the
+// kernel picks; it is closed when the test ends. The harness hands such
+// sockets to the processes it starts, so every port in the tests is owned
+// by the test from start to end.
+func listenLoopback(t testing.TB) *net.TCPListener {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Cleanup(func() { ln.Close() })
+	return ln.(*net.TCPListener)
 }
 
 // randomToken returns 32 random bytes as hex (64 characters).

@@ -5,11 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
+	"sort"
 	"time"
 )
 
-// codecVersion is the first byte of every stored record.
-const codecVersion byte = 1
+// Record versions, the first byte of every stored record. Version 2 is
+// version 1 followed by extension fields; a record without any is still
+// written as version 1, so an older build can read it.
+const (
+	codecVersion   byte = 1
+	codecVersionV2 byte = 2
+)
+
+// Extension tags of a version 2 record. A decoder skips tags it does not
+// know, so fields can be added without another version.
+const (
+	extTraceParent uint64 = 1 // W3C traceparent of the accepted request
+	extTraceState  uint64 = 2 // W3C tracestate of the accepted request
+	extHeader      uint64 = 3 // a forwarded event's request headers
+)
 
 // errCorrupt is wrapped by decodeEvent for any malformed record.
 var errCorrupt = errors.New("corrupt spool record")
@@ -20,11 +35,27 @@ var errCorrupt = errors.New("corrupt spool record")
 //	id kind path clientIP lastError body   (each uvarint length + bytes)
 //
 // A zero time is stored as 0. Seq is not stored: it is the record's key.
+// Version 2 appends extension fields to the end of the record, each
+//
+//	tag(uvarint) length(uvarint) bytes
+//
+// and is written only when there is one (empty fields are left out).
 func encodeEvent(ev *Event) []byte {
+	exts := [...]struct {
+		tag uint64
+		val []byte
+	}{{extTraceParent, []byte(ev.TraceParent)}, {extTraceState, []byte(ev.TraceState)}, {extHeader, encodeHeader(ev.Header)}}
+	version, extLen := codecVersion, 0
+	for _, e := range exts {
+		if len(e.val) > 0 {
+			version = codecVersionV2
+			extLen += 2*binary.MaxVarintLen32 + len(e.val)
+		}
+	}
 	n := 1 + 3*binary.MaxVarintLen64 + 6*binary.MaxVarintLen32 +
-		len(ev.ID) + len(ev.Kind) + len(ev.Path) + len(ev.ClientIP) + len(ev.LastError) + len(ev.Body)
+		len(ev.ID) + len(ev.Kind) + len(ev.Path) + len(ev.ClientIP) + len(ev.LastError) + len(ev.Body) + extLen
 	b := make([]byte, 0, n)
-	b = append(b, codecVersion)
+	b = append(b, version)
 	b = binary.AppendVarint(b, timeToNanos(ev.FirstSeen))
 	b = binary.AppendVarint(b, timeToNanos(ev.NextTry))
 	b = binary.AppendUvarint(b, uint64(max(ev.Attempts, 0)))
@@ -33,7 +64,57 @@ func encodeEvent(ev *Event) []byte {
 		b = append(b, s...)
 	}
 	b = binary.AppendUvarint(b, uint64(len(ev.Body)))
-	return append(b, ev.Body...)
+	b = append(b, ev.Body...)
+	for _, e := range exts {
+		if len(e.val) > 0 {
+			b = binary.AppendUvarint(b, e.tag)
+			b = binary.AppendUvarint(b, uint64(len(e.val)))
+			b = append(b, e.val...)
+		}
+	}
+	return b
+}
+
+// encodeHeader serialises a header as name/value pairs in name order,
+// each string a uvarint length and its bytes; nil for no header.
+func encodeHeader(h http.Header) []byte {
+	if h == nil {
+		return nil
+	}
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	b := []byte{0} // a marker, so that an empty header is still stored
+	for _, k := range names {
+		for _, v := range h[k] {
+			b = binary.AppendUvarint(b, uint64(len(k)))
+			b = append(b, k...)
+			b = binary.AppendUvarint(b, uint64(len(v)))
+			b = append(b, v...)
+		}
+	}
+	return b
+}
+
+// decodeHeader parses encodeHeader's output.
+func decodeHeader(b []byte) (http.Header, error) {
+	if len(b) == 0 || b[0] != 0 {
+		return nil, fmt.Errorf("%w: bad header field", errCorrupt)
+	}
+	d := decoder{b: b[1:]}
+	h := http.Header{}
+	for d.err == nil && len(d.b) > 0 {
+		k, v := d.bytes(), d.bytes()
+		if d.err == nil && len(k) == 0 {
+			d.fail("empty header name")
+		}
+		if d.err == nil {
+			h[string(k)] = append(h[string(k)], string(v))
+		}
+	}
+	return h, d.err
 }
 
 // record is a parsed stored record whose byte fields alias the input.
@@ -43,13 +124,17 @@ type record struct {
 	id, kind, path     []byte
 	clientIP, lastErr  []byte
 	body               []byte
+	traceParent        []byte // version 2 extensions
+	traceState         []byte
+	header             []byte
 }
 
 // parseRecord parses a record made by encodeEvent without copying.
 func parseRecord(b []byte) (record, error) {
 	d := decoder{b: b}
-	if v := d.byte(); d.err == nil && v != codecVersion {
-		return record{}, fmt.Errorf("%w: unknown version %d", errCorrupt, v)
+	version := d.byte()
+	if d.err == nil && version != codecVersion && version != codecVersionV2 {
+		return record{}, fmt.Errorf("%w: unknown version %d", errCorrupt, version)
 	}
 	r := record{
 		firstSeen: nanosToTime(d.varint()),
@@ -66,6 +151,12 @@ func parseRecord(b []byte) (record, error) {
 	r.clientIP = d.bytes()
 	r.lastErr = d.bytes()
 	r.body = d.bytes()
+	if version == codecVersionV2 {
+		if d.err == nil && len(d.b) == 0 {
+			d.fail("version 2 record without extensions (truncated)")
+		}
+		r.parseExtensions(&d)
+	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")
 	}
@@ -75,22 +166,48 @@ func parseRecord(b []byte) (record, error) {
 	return r, nil
 }
 
+// parseExtensions reads a version 2 record's extension fields up to the
+// end, skipping unknown tags.
+func (r *record) parseExtensions(d *decoder) {
+	for d.err == nil && len(d.b) > 0 {
+		tag := d.uvarint()
+		val := d.bytes()
+		switch tag {
+		case extTraceParent:
+			r.traceParent = val
+		case extTraceState:
+			r.traceState = val
+		case extHeader:
+			r.header = val
+		}
+	}
+}
+
 // event copies r into a new Event.
-func (r record) event() *Event {
+func (r record) event() (*Event, error) {
 	ev := &Event{
-		ID:        string(r.id),
-		Kind:      string(r.kind),
-		Path:      string(r.path),
-		ClientIP:  string(r.clientIP),
-		FirstSeen: r.firstSeen,
-		Attempts:  r.attempts,
-		NextTry:   r.nextTry,
-		LastError: string(r.lastErr),
+		ID:          string(r.id),
+		Kind:        string(r.kind),
+		Path:        string(r.path),
+		ClientIP:    string(r.clientIP),
+		FirstSeen:   r.firstSeen,
+		Attempts:    r.attempts,
+		NextTry:     r.nextTry,
+		LastError:   string(r.lastErr),
+		TraceParent: string(r.traceParent),
+		TraceState:  string(r.traceState),
 	}
 	if r.body != nil {
 		ev.Body = append([]byte(nil), r.body...)
 	}
-	return ev
+	if r.header != nil {
+		h, err := decodeHeader(r.header)
+		if err != nil {
+			return nil, err
+		}
+		ev.Header = h
+	}
+	return ev, nil
 }
 
 // decodeEvent parses a record made by encodeEvent into a new Event. It
@@ -101,7 +218,7 @@ func decodeEvent(b []byte) (*Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.event(), nil
+	return r.event()
 }
 
 // decoder consumes a record front to back; the first failure sticks.

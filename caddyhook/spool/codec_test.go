@@ -2,8 +2,11 @@ package spool
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
+	"net/http"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -20,6 +23,82 @@ func sameEvent(t *testing.T, got, want *Event) {
 		t.Fatalf("FirstSeen: got %v want %v", got.FirstSeen, want.FirstSeen)
 	case !got.NextTry.Equal(want.NextTry) || got.NextTry.IsZero() != want.NextTry.IsZero():
 		t.Fatalf("NextTry: got %v want %v", got.NextTry, want.NextTry)
+	case got.TraceParent != want.TraceParent || got.TraceState != want.TraceState:
+		t.Fatalf("trace context: got %q %q want %q %q", got.TraceParent, got.TraceState, want.TraceParent, want.TraceState)
+	case (got.Header == nil) != (want.Header == nil) || !reflect.DeepEqual(got.Header, want.Header) && len(want.Header) > 0:
+		t.Fatalf("Header: got %#v want %#v", got.Header, want.Header)
+	}
+}
+
+// forwardedEvent is a forwarded request as the module spools it.
+func forwardedEvent() *Event {
+	return &Event{ID: "f1", Kind: KindAgent, Path: "/hooks/github?event=pr", Body: []byte("\uFEFF{\"action\":\"opened\"}"),
+		FirstSeen: time.Unix(1_760_000_000, 0), Header: http.Header{
+			"Idempotency-Key": {"k-1"}, "Content-Type": {"application/json"}, "X-Github-Event": {"pull_request"},
+			"X-Multi": {"a", "b", ""},
+		}}
+}
+
+func TestCodecForwardedHeader(t *testing.T) {
+	fwd := forwardedEvent()
+	b := encodeEvent(fwd)
+	if b[0] != codecVersionV2 {
+		t.Fatalf("a forwarded event is stored as version %d, want %d", b[0], codecVersionV2)
+	}
+	got, err := decodeEvent(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameEvent(t, got, fwd)
+
+	empty := &Event{ID: "e", Kind: KindWake, Path: "/hooks/wake", Header: http.Header{}}
+	if got, err := decodeEvent(encodeEvent(empty)); err != nil || got.Header == nil || len(got.Header) != 0 {
+		t.Fatalf("an empty forwarded header decodes as %#v, %v: want a non-nil empty header", got.Header, err)
+	}
+	rendered := &Event{ID: "r", Kind: KindAgent, Path: "/hooks/agent", Body: []byte("{}")}
+	if b := encodeEvent(rendered); b[0] != codecVersion {
+		t.Fatalf("a rendered event is stored as version %d, want %d (readable by older builds)", b[0], codecVersion)
+	}
+}
+
+func TestCodecSkipsUnknownExtensions(t *testing.T) {
+	base := encodeEvent(&Event{ID: "x", Kind: KindAgent, Path: "/p", Body: []byte("{}")})
+	rec := append([]byte{codecVersionV2}, base[1:]...)
+	for _, ext := range []struct {
+		tag uint64
+		val string
+	}{{1, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, {2, "k=v"}, {99, "future"}} {
+		rec = binary.AppendUvarint(rec, ext.tag)
+		rec = binary.AppendUvarint(rec, uint64(len(ext.val)))
+		rec = append(rec, ext.val...)
+	}
+	ev, err := decodeEvent(rec)
+	if err != nil || ev.ID != "x" || ev.Header != nil {
+		t.Fatalf("decode with unknown extensions: %+v, %v", ev, err)
+	}
+}
+
+func TestCodecRejectsCorruptHeader(t *testing.T) {
+	base := encodeEvent(&Event{ID: "x", Kind: KindAgent, Path: "/p"})
+	for name, val := range map[string][]byte{
+		"no marker":     []byte("\x01ab"),
+		"empty name":    {0, 0, 1, 'v'},
+		"truncated":     {0, 5, 'a'},
+		"missing value": {0, 1, 'a'},
+	} {
+		rec := append([]byte{codecVersionV2}, base[1:]...)
+		rec = binary.AppendUvarint(rec, extHeader)
+		rec = binary.AppendUvarint(rec, uint64(len(val)))
+		rec = append(rec, val...)
+		if _, err := decodeEvent(rec); !errors.Is(err, errCorrupt) {
+			t.Errorf("%s: decode = %v, want errCorrupt", name, err)
+		}
+	}
+	valid := encodeEvent(forwardedEvent())
+	for i := 1; i < len(valid); i++ {
+		if _, err := decodeEvent(valid[:i]); !errors.Is(err, errCorrupt) {
+			t.Fatalf("truncated at %d: %v, want errCorrupt", i, err)
+		}
 	}
 }
 
@@ -112,8 +191,10 @@ func TestTimeNanosClamp(t *testing.T) {
 func FuzzDecodeEvent(f *testing.F) {
 	f.Add(encodeEvent(&Event{ID: "a", Kind: KindWake, Path: "/w", Body: []byte(`{"text":"x"}`), FirstSeen: time.Unix(9, 9)}))
 	f.Add(encodeEvent(&Event{ID: "b", Kind: KindAgent, Path: "/a", Attempts: 3, LastError: "e", NextTry: time.Unix(1, 0)}))
+	f.Add(encodeEvent(&Event{ID: "c", Kind: KindAgent, Path: "/a", TraceParent: testTraceParent, TraceState: "k=v"}))
 	f.Add([]byte{codecVersion})
 	f.Add([]byte{})
+	f.Add(encodeEvent(forwardedEvent()))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ev, err := decodeEvent(b)
 		if err != nil {

@@ -197,7 +197,8 @@ type errOp struct {
 func (e *errOp) Error() string { return e.err.Error() }
 func (e *errOp) Unwrap() error { return e.err }
 
-// commit writes batch in one transaction. An op whose apply fails is dropped
+// commit writes batch in one transaction, then, when it stored new events,
+// mirrors the meta page (see mirrorMeta) before anyone is told. An op whose apply fails is dropped
 // with its error and the rest are committed without it; a failed commit
 // fails every op of the batch.
 func (s *Store) commit(batch []op) {
@@ -227,6 +228,11 @@ func (s *Store) commit(batch []op) {
 					errs[i] = err
 				}
 			}
+		} else if appends(batch, errs) {
+			if err := s.mirrorMeta(); err != nil {
+				// committed, but only one meta page describes it yet
+				s.log.Error("spool: mirroring the meta page failed", zap.Error(err))
+			}
 		}
 		break
 	}
@@ -255,6 +261,20 @@ func (s *Store) commit(batch []op) {
 			w.notify(errs[i])
 		}
 	}
+}
+
+// appends reports whether batch stored new events. Only those need the
+// mirrored meta page: losing the last commit of deliveries, retries or
+// dead-lettering to a damaged meta page sends an event again, which the
+// gateway's Idempotency-Key absorbs, but losing an append loses an event
+// that was acknowledged.
+func appends(batch []op, errs []error) bool {
+	for i, o := range batch {
+		if _, ok := o.(*appendOp); ok && errs[i] == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // waiter is an op whose submitter waits for its outcome.

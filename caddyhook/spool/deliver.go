@@ -79,6 +79,17 @@ func (s *Store) SetSender(snd Sender) {
 	nudge(s.agentSig)
 }
 
+// SetRate limits deliveries to r (the zero Rate: no limit) from now on.
+// The start times of recent sends are kept, so setting the same rate again
+// (a config reload) does not open a fresh window.
+func (s *Store) SetRate(r Rate) {
+	s.mu.Lock()
+	s.sends.setRate(r)
+	s.mu.Unlock()
+	nudge(s.wakeSig)
+	nudge(s.agentSig)
+}
+
 // work is one delivery goroutine serving l until Close.
 func (s *Store) work(l lane, sig chan struct{}) {
 	defer s.workers.Done()
@@ -113,19 +124,24 @@ func (s *Store) sleep(sig chan struct{}, wait time.Duration) bool {
 }
 
 // next takes an item from l, or says how long to wait: while no sender is
-// installed or the gateway is deemed unreachable, nothing is handed out.
+// installed, delivery is paused or the gateway is deemed unreachable,
+// nothing is handed out, and the rate limit spaces what is.
 func (s *Store) next(l lane, sig chan struct{}) (*item, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sender.Load() == nil {
+	if s.sender.Load() == nil || s.paused {
 		return nil, -1
 	}
 	now := time.Now()
 	if now.Before(s.pauseUntil) {
 		return nil, s.pauseUntil.Sub(now)
 	}
+	if wait := s.sends.wait(now); wait > 0 {
+		return nil, wait
+	}
 	it, wait := l.take(now)
 	if it != nil {
+		s.sends.record(now)
 		s.inFlight++
 		if l.ready(now) {
 			nudge(sig) // more work: wake a sibling

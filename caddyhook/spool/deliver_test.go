@@ -71,20 +71,29 @@ func TestOutageThenRecovery(t *testing.T) {
 	}
 }
 
+// TestUnreachablePausesSending: a send that gets no response pauses all
+// sending. With a pause of about an hour, only the sends already handed
+// out when the first one failed happen (at most one per agent worker);
+// without the pause every one of the 100 events would be tried.
 func TestUnreachablePausesSending(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.RetryInitial, cfg.RetryMax = 40*time.Millisecond, 40*time.Millisecond
+	cfg.RetryInitial, cfg.RetryMax = time.Hour, time.Hour
 	s := openTest(t, cfg)
 	for i := range 100 {
 		mustAppend(t, s, newEvent(KindAgent, fmt.Sprint("a", i)))
 	}
 	snd := &fakeSender{respond: func(*Event, int) (int, string, error) { return 0, "", errRefused }}
 	s.SetSender(snd)
-	time.Sleep(200 * time.Millisecond)
-	// Without the pause every event would be tried about 5 times (500 calls);
-	// with it, a few workers probe once per ~40 ms.
-	if n := snd.callCount(); n == 0 || n > 40 {
-		t.Fatalf("%d sends to an unreachable gateway in 200ms; want a few probes", n)
+	// settled: some send failed and was rescheduled, and none is in flight
+	waitFor(t, "the first failures to settle", func() bool {
+		st := s.Stats()
+		return snd.callCount() > 0 && st.InFlight == 0 && st.Retries == uint64(snd.callCount())
+	})
+	if n, max := snd.callCount(), cfg.withDefaults().agentWorkers(); n > max {
+		t.Fatalf("%d sends to an unreachable gateway; want at most %d (the sends in flight when it failed)", n, max)
+	}
+	if st := s.Stats(); st.Depth != 100 {
+		t.Fatalf("depth %d, want all 100 events kept", st.Depth)
 	}
 }
 
@@ -247,14 +256,14 @@ func TestDeadLetterOnMaxAge(t *testing.T) {
 	s := openTest(t, cfg)
 	snd := &fakeSender{respond: func(*Event, int) (int, string, error) { return 503, "down", nil }}
 
+	start := time.Now() // no earlier than the fresh events' FirstSeen
 	stale := newEvent(KindWake, "stale")
 	stale.FirstSeen = time.Now().Add(-time.Hour)
 	mustAppend(t, s, stale, newEvent(KindWake, "w"), newEvent(KindAgent, "a"))
-	start := time.Now()
 	s.SetSender(snd)
 	waitFor(t, "expiry", func() bool { return s.Stats().Depth == 0 })
-	if d := time.Since(start); d < 100*time.Millisecond {
-		t.Fatalf("fresh events expired after %v, before max_age", d)
+	if d := time.Since(start); d < cfg.MaxAge {
+		t.Fatalf("fresh events expired after %v, before max_age %v", d, cfg.MaxAge)
 	}
 	dead, err := s.DeadLetters()
 	if err != nil {
@@ -381,15 +390,26 @@ func TestSetSenderReplaces(t *testing.T) {
 		t.Fatalf("old sender delivered %d", n)
 	}
 
-	// nil pauses delivery.
+	// nil pauses delivery: nothing may reach a sender before the resume
+	var paused atomic.Bool
+	paused.Store(true)
+	resumed := &fakeSender{respond: func(ev *Event, _ int) (int, string, error) {
+		if paused.Load() {
+			t.Errorf("%s delivered while no sender was installed", ev.ID)
+		}
+		return 200, "", nil
+	}}
 	s.SetSender(nil)
 	mustAppend(t, s, newEvent(KindAgent, "held"))
-	time.Sleep(30 * time.Millisecond)
-	if st := s.Stats(); st.Depth != 1 {
-		t.Fatalf("depth %d while paused, want 1", st.Depth)
+	if st := s.Stats(); st.Depth != 1 || st.InFlight != 0 {
+		t.Fatalf("stats %+v while paused, want the event queued and idle", st)
 	}
-	s.SetSender(repl)
+	paused.Store(false)
+	s.SetSender(resumed)
 	waitFor(t, "resume", func() bool { return s.Stats().Depth == 0 })
+	if got := resumed.delivered(""); len(got) != 1 || got[0] != "held" {
+		t.Fatalf("delivered after the resume: %v", got)
+	}
 }
 
 func TestSenderPanicRetries(t *testing.T) {

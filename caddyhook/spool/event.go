@@ -2,6 +2,7 @@ package spool
 
 import (
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -23,6 +24,14 @@ type Event struct {
 	NextTry   time.Time // zero = ready
 	LastError string    // for dead letters: the reason; for queued events: the last failure
 	Seq       uint64    // store key (acceptance order); set by the store, ignored by Append
+
+	// TraceParent and TraceState are the W3C trace context of the accepted
+	// request ("" when none), sent with every delivery attempt.
+	TraceParent, TraceState string
+	// Header, when not nil, marks a forwarded event: it is sent to Path
+	// (which then carries the query) with these headers, the Idempotency-Key
+	// among them.
+	Header http.Header
 }
 
 // maxIDLen bounds an event id (the gateway's Idempotency-Key limit).

@@ -50,15 +50,19 @@ func mustAppend(t *testing.T, s *Store, evs ...*Event) {
 	}
 }
 
-// waitFor polls cond until it holds or 10 s pass.
+// waitTimeout bounds waitFor: generous, since a condition that holds
+// ends the wait at once and only a broken one waits this long.
+const waitTimeout = 30 * time.Second
+
+// waitFor polls cond until it holds, failing the test after waitTimeout.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
+	deadline := time.Now().Add(waitTimeout)
+	for wait := time.Millisecond; !cond(); wait = min(2*wait, 20*time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(wait)
 	}
 }
 

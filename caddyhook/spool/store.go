@@ -43,6 +43,8 @@ type Store struct {
 	pauseUntil  time.Time // no new sends before this (gateway unreachable)
 	netFailures int       // consecutive sends that got no response
 	started     bool
+	paused      bool    // by the operator (Pause/Resume)
+	sends       sendLog // the delivery rate limit (SetRate)
 
 	sender   atomic.Pointer[senderBox]
 	ctx      context.Context // cancelled by Close; in-flight sends see it
@@ -55,15 +57,25 @@ type Store struct {
 }
 
 // Open opens (creating) <dir>/spool.db and indexes the queued events. A file
-// lock held by another process yields ErrLocked after cfg.LockTimeout.
-// Delivery starts with the first SetSender.
+// lock held by another process yields ErrLocked after cfg.LockTimeout. The
+// file is checked before bbolt maps it: a damaged one yields a
+// *CorruptError (errors.Is ErrCorrupt) and is left untouched (Recover
+// moves it aside and salvages it); one damaged meta page is repaired from
+// the other. Delivery starts with the first SetSender.
 func Open(cfg Config, logger *zap.Logger) (*Store, error) {
-	return open(cfg, logger, nil)
+	return open(cfg, logger, openOptions{})
 }
 
-// open is Open with a hook to adjust the bbolt options (tests use it to
-// simulate a full disk).
-func open(cfg Config, logger *zap.Logger, tune func(*bolt.Options)) (*Store, error) {
+// openOptions adjust open: tune changes the bbolt options (tests use it to
+// simulate a full disk), seed is written into a fresh file before the
+// index is built (Recover's salvage).
+type openOptions struct {
+	tune func(*bolt.Options)
+	seed []salvaged
+}
+
+// open is Open with options.
+func open(cfg Config, logger *zap.Logger, o openOptions) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -75,14 +87,26 @@ func open(cfg Config, logger *zap.Logger, tune func(*bolt.Options)) (*Store, err
 		return nil, fmt.Errorf("spool: creating %s: %w", cfg.Dir, err)
 	}
 	path := filepath.Join(cfg.Dir, DBFile)
+	lk, in, err := lockAndInspect(path, cfg.LockTimeout)
+	if err != nil {
+		return nil, err
+	}
+	lk.release()
+	if in.problem != nil {
+		return nil, &CorruptError{Path: path, Reason: in.problem}
+	}
+	for _, page := range in.repaired {
+		logger.Warn("spool: a meta page of the spool file is damaged; using the other copy, which holds every acknowledged event, and rewriting it",
+			zap.String("path", path), zap.Int("meta_page", page))
+	}
 	opts := &bolt.Options{
 		Timeout:         cfg.LockTimeout,
 		NoFreelistSync:  true,
 		FreelistType:    bolt.FreelistMapType,
 		InitialMmapSize: initialMmapSize(),
 	}
-	if tune != nil {
-		tune(opts)
+	if o.tune != nil {
+		o.tune(opts)
 	}
 	db, err := bolt.Open(path, 0o600, opts)
 	if errors.Is(err, berrors.ErrTimeout) {
@@ -106,9 +130,21 @@ func open(cfg Config, logger *zap.Logger, tune func(*bolt.Options)) (*Store, err
 		wakeSig:       make(chan struct{}, 1),
 		agentSig:      make(chan struct{}, 1),
 	}
-	if err := s.load(); err != nil {
+	err = guarded(path, func() error {
+		if err := s.seed(o.seed); err != nil {
+			return err
+		}
+		if err := s.load(); err != nil {
+			return err
+		}
+		return s.mirrorMeta()
+	})
+	if err != nil {
 		cancel()
 		_ = db.Close()
+		if errors.Is(err, ErrCorrupt) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("spool: loading %s: %w", path, err)
 	}
 	go s.commitLoop()
@@ -127,17 +163,24 @@ func initialMmapSize() int {
 	return 1 << 30
 }
 
+// createBuckets returns the store's buckets, creating them in a new file.
+func createBuckets(tx *bolt.Tx) (buckets, error) {
+	q, err := tx.CreateBucketIfNotExists(queueBucket)
+	if err != nil {
+		return buckets{}, err
+	}
+	d, err := tx.CreateBucketIfNotExists(deadBucket)
+	return buckets{queue: q, dead: d}, err
+}
+
 // load creates the buckets and rebuilds the in-memory index and byte count.
 func (s *Store) load() error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		q, err := tx.CreateBucketIfNotExists(queueBucket)
+		b, err := createBuckets(tx)
 		if err != nil {
 			return err
 		}
-		d, err := tx.CreateBucketIfNotExists(deadBucket)
-		if err != nil {
-			return err
-		}
+		q, d := b.queue, b.dead
 		err = q.ForEach(func(k, v []byte) error {
 			s.bytes += recordSize(v)
 			r, err := parseRecord(v)
@@ -289,6 +332,8 @@ type Stats struct {
 	Delivered   uint64        // events delivered since open
 	Retries     uint64        // failed attempts rescheduled since open
 	DeadLetters uint64        // events dead-lettered since open
+	Paused      bool          // delivery paused by the operator
+	Rate        Rate          // the delivery rate limit in force (zero: none)
 }
 
 // Stats returns a snapshot of the store.
@@ -300,6 +345,8 @@ func (s *Store) Stats() Stats {
 		Dead:     s.deadDepth,
 		Bytes:    s.bytes,
 		MaxBytes: s.cfg.MaxBytes,
+		Paused:   s.paused,
+		Rate:     s.sends.rate,
 	}
 	if it := s.idx.oldest(); it != nil {
 		st.OldestAge = max(0, time.Since(it.firstSeen))

@@ -1,11 +1,13 @@
 package tmpl
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"cel.dev/cel-go/cel"
-	"cel.dev/cel-go/common/overloads"
+	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/ext"
@@ -14,10 +16,10 @@ import (
 
 // DefaultCostLimit is the per-evaluation cost limit NewEnv applies when
 // given 0. CEL cost units track operations (a comparison or a
-// comprehension step is about 1, a string scan one per 10 bytes). Typical
-// match expressions cost under 100; the worst case, nested comprehensions
-// over a large payload list, runs at roughly a microsecond per unit, so
-// this bounds one evaluation to about a tenth of a second of CPU.
+// comprehension step is about 1) and data: reading or building strings
+// costs 1 per 10 bytes (bounds.go). Typical match expressions cost under
+// 100. The same limit sets the evaluation's output and time bounds
+// (boundsFor): at the default, 1 MB built and 1 s.
 const DefaultCostLimit uint64 = 100_000
 
 // Env is a compiled CEL environment shared by all expressions of a config;
@@ -25,6 +27,8 @@ const DefaultCostLimit uint64 = 100_000
 type Env struct {
 	env       *cel.Env
 	costLimit uint64
+	maxOutput int
+	timeout   time.Duration
 }
 
 // NewEnv builds the environment with the variables payload, headers, query,
@@ -34,7 +38,12 @@ func NewEnv(costLimit uint64) (*Env, error) {
 	if costLimit == 0 {
 		costLimit = DefaultCostLimit
 	}
-	env, err := cel.NewEnv(
+	maxOutput, timeout := boundsFor(costLimit)
+	bounded, err := boundedStrings(maxOutput)
+	if err != nil {
+		return nil, fmt.Errorf("building CEL environment: %w", err)
+	}
+	opts := append([]cel.EnvOption{
 		cel.Variable(varPayload, cel.DynType),
 		cel.Variable(varHeaders, cel.MapType(cel.StringType, cel.StringType)),
 		cel.Variable(varQuery, cel.MapType(cel.StringType, cel.StringType)),
@@ -43,19 +52,37 @@ func NewEnv(costLimit uint64) (*Env, error) {
 		cel.OptionalTypes(),
 		cel.CrossTypeNumericComparisons(true),
 		ext.Strings(),
-	)
+	}, bounded...)
+	env, err := cel.NewEnv(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("building CEL environment: %w", err)
 	}
-	return &Env{env: env, costLimit: costLimit}, nil
+	return &Env{env: env, costLimit: costLimit, maxOutput: maxOutput, timeout: timeout}, nil
 }
 
 // CostLimit reports the per-evaluation cost limit in force.
 func (e *Env) CostLimit() uint64 { return e.costLimit }
 
+// MaxOutput reports the per-evaluation output bound in bytes.
+func (e *Env) MaxOutput() int { return e.maxOutput }
+
+// Timeout reports the per-evaluation wall-time bound.
+func (e *Env) Timeout() time.Duration { return e.timeout }
+
+// program is a planned CEL expression with its environment's bounds.
+type program struct {
+	prg       cel.Program
+	maxOutput int
+	// timeout is the wall-time bound; 0 for an expression without a
+	// comprehension, the only place an evaluation can be interrupted
+	// (everything else it does is bounded by the cost checks made before
+	// each call), which then skips the cost of a context.
+	timeout time.Duration
+}
+
 // program parses, type-checks and plans src. A compile error is an *Error
 // positioned within src.
-func (e *Env) program(src string) (cel.Program, *cel.Type, error) {
+func (e *Env) program(src string) (*program, *cel.Type, error) {
 	ast, iss := e.env.Compile(src)
 	if iss.Err() != nil {
 		return nil, nil, issueError(iss)
@@ -63,6 +90,8 @@ func (e *Env) program(src string) (cel.Program, *cel.Type, error) {
 	prg, err := e.env.Program(ast,
 		cel.CostLimit(e.costLimit),
 		cel.CostTracking(sizeCost{}),
+		cel.InterruptCheckFrequency(interruptEvery),
+		cel.CustomDecoratorV2(boundedMatches(e.costLimit)),
 		cel.EvalOptions(cel.OptOptimize),
 	)
 	if err != nil {
@@ -70,27 +99,11 @@ func (e *Env) program(src string) (cel.Program, *cel.Type, error) {
 		// has no source position.
 		return nil, nil, &Error{Line: 1, Column: 1, Msg: "cel: " + err.Error()}
 	}
-	return prg, ast.OutputType(), nil
-}
-
-// sizeCost charges size() of a string for the characters it counts, which
-// CEL's default cost model treats as constant: 1 plus one per 10 bytes. It
-// matches by function name because a call on a dyn value (payload.s.size())
-// is dispatched at runtime and carries no overload id.
-type sizeCost struct{}
-
-// CallCost implements interpreter.ActualCostEstimator; nil leaves every
-// other call to CEL's own model.
-func (sizeCost) CallCost(function, _ string, args []ref.Val, _ ref.Val) *uint64 {
-	if function != overloads.Size || len(args) != 1 {
-		return nil
+	p := &program{prg: prg, maxOutput: e.maxOutput}
+	if len(celast.MatchDescendants(celast.NavigateAST(ast.NativeRep()), celast.KindMatcher(celast.ComprehensionKind))) > 0 {
+		p.timeout = e.timeout
 	}
-	s, ok := args[0].(types.String)
-	if !ok {
-		return nil
-	}
-	c := 1 + uint64(len(s))/10
-	return &c
+	return p, ast.OutputType(), nil
 }
 
 // issueError turns the first CEL issue into an *Error with a 1-based column.
@@ -113,15 +126,29 @@ func issueError(iss *cel.Issues) *Error {
 	return &Error{Line: line, Column: col, Msg: msg}
 }
 
-// eval runs prg over v, classifying any failure without exposing it.
-func eval(prg cel.Program, v *Vars) (ref.Val, error) {
-	out, _, err := prg.Eval((*activation)(v))
+// eval runs p over v within its bounds, classifying any failure without
+// exposing it.
+func (p *program) eval(v *Vars) (ref.Val, error) {
+	var out ref.Val
+	var err error
+	if p.timeout > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+		out, _, err = p.prg.ContextEval(ctx, (*activation)(v))
+		cancel()
+	} else {
+		out, _, err = p.prg.Eval((*activation)(v))
+	}
 	if err == nil {
 		return out, nil
 	}
 	var cancelled interpreter.EvalCancelledError
-	if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
+	switch {
+	case errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded, errors.Is(err, errWorkLimit):
 		return nil, &EvalError{Kind: ErrCostLimit}
+	case errors.Is(err, errOutputLimit):
+		return nil, &EvalError{Kind: ErrOutputLimit}
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &cancelled):
+		return nil, &EvalError{Kind: ErrTimeLimit}
 	}
 	return nil, &EvalError{Kind: ErrEval}
 }
@@ -129,7 +156,7 @@ func eval(prg cel.Program, v *Vars) (ref.Val, error) {
 // Expr is a compiled boolean CEL expression (a mapping's match_expr). It is
 // safe for concurrent use.
 type Expr struct {
-	prg cel.Program
+	prg *program
 	src string
 }
 
@@ -151,7 +178,7 @@ func (e *Env) CompileBool(src string) (*Expr, error) {
 // Match evaluates the expression for one request. Failures, a cost overrun
 // and a non-bool result are *EvalError.
 func (x *Expr) Match(v *Vars) (bool, error) {
-	out, err := eval(x.prg, v)
+	out, err := x.prg.eval(v)
 	if err != nil {
 		return false, err
 	}

@@ -13,8 +13,13 @@ import (
 
 // appendCEL renders a CEL result like the equivalent reference value. At
 // the top level strings are raw and null is empty; nested (inside a list
-// or map) values are JSON. An unrenderable value is an *EvalError.
-func appendCEL(dst []byte, v ref.Val, nested bool) ([]byte, error) {
+// or map) values are JSON. An unrenderable value is an *EvalError, and so
+// is a list or map built by the expression whose rendering passes limit
+// bytes of dst (a list of a million references to one long payload
+// string is small in memory but not when rendered). Decoded payload data
+// renders whole: the body limit bounds it, and strings the expression
+// built are bounded by the output bound of the calls that built them.
+func appendCEL(dst []byte, v ref.Val, nested bool, limit int) ([]byte, error) {
 	switch x := v.(type) {
 	case types.String:
 		if nested {
@@ -50,16 +55,16 @@ func appendCEL(dst []byte, v ref.Val, nested bool) ([]byte, error) {
 		if !ok {
 			return nil, resultTypeError(v)
 		}
-		return appendCEL(dst, s, nested)
+		return appendCEL(dst, s, nested, limit)
 	case *types.Optional:
 		if !x.HasValue() {
-			return appendCEL(dst, types.NullValue, nested)
+			return appendCEL(dst, types.NullValue, nested, limit)
 		}
-		return appendCEL(dst, x.GetValue(), nested)
+		return appendCEL(dst, x.GetValue(), nested, limit)
 	case traits.Lister:
-		return appendCELList(dst, x)
+		return appendCELList(dst, x, limit)
 	case traits.Mapper:
-		return appendCELMap(dst, x)
+		return appendCELMap(dst, x, limit)
 	}
 	return nil, resultTypeError(v)
 }
@@ -74,19 +79,22 @@ func appendMaybeQuoted(dst []byte, nested bool, fn func([]byte) []byte) []byte {
 }
 
 // appendCELList appends a CEL list as a JSON array. A list that wraps
-// decoded JSON is written directly.
-func appendCELList(dst []byte, l traits.Lister) ([]byte, error) {
+// decoded JSON is written directly; any other list stops at limit.
+func appendCELList(dst []byte, l traits.Lister, limit int) ([]byte, error) {
 	if native, ok := l.Value().([]any); ok {
 		return appendJSON(dst, native), nil
 	}
 	dst = append(dst, '[')
 	n, _ := l.Size().(types.Int)
 	for i := types.Int(0); i < n; i++ {
+		if len(dst) > limit {
+			return nil, &EvalError{Kind: ErrOutputLimit}
+		}
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		var err error
-		if dst, err = appendCEL(dst, l.Get(i), true); err != nil {
+		if dst, err = appendCEL(dst, l.Get(i), true, limit); err != nil {
 			return nil, err
 		}
 	}
@@ -101,8 +109,8 @@ type celEntry struct {
 
 // appendCELMap appends a CEL map as a JSON object with sorted keys; keys of
 // any type are rendered as their top-level text. A map that wraps decoded
-// JSON is written directly.
-func appendCELMap(dst []byte, m traits.Mapper) ([]byte, error) {
+// JSON is written directly; any other map stops at limit.
+func appendCELMap(dst []byte, m traits.Mapper, limit int) ([]byte, error) {
 	switch native := m.Value().(type) {
 	case map[string]any:
 		return appendJSON(dst, native), nil
@@ -112,7 +120,7 @@ func appendCELMap(dst []byte, m traits.Mapper) ([]byte, error) {
 	var entries []celEntry
 	for it := m.Iterator(); it.HasNext() == types.True; {
 		k := it.Next()
-		key, err := appendCEL(nil, k, false)
+		key, err := appendCEL(nil, k, false, limit)
 		if err != nil {
 			return nil, err
 		}
@@ -121,13 +129,16 @@ func appendCELMap(dst []byte, m traits.Mapper) ([]byte, error) {
 	slices.SortFunc(entries, func(a, b celEntry) int { return cmp.Compare(a.key, b.key) })
 	dst = append(dst, '{')
 	for i, e := range entries {
+		if len(dst) > limit {
+			return nil, &EvalError{Kind: ErrOutputLimit}
+		}
 		if i > 0 {
 			dst = append(dst, ',')
 		}
 		dst = appendJSONString(dst, e.key)
 		dst = append(dst, ':')
 		var err error
-		if dst, err = appendCEL(dst, e.val, true); err != nil {
+		if dst, err = appendCEL(dst, e.val, true, limit); err != nil {
 			return nil, err
 		}
 	}

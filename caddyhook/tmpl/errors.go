@@ -31,12 +31,18 @@ var (
 	// ErrResultType reports a result that cannot be used: not a bool for a
 	// match expression, or a value with no rendering for a placeholder.
 	ErrResultType = errors.New("cel: unusable result type")
+	// ErrOutputLimit reports a call or a rendering that would exceed the
+	// evaluation's output bound.
+	ErrOutputLimit = errors.New("cel: output size limit exceeded")
+	// ErrTimeLimit reports an evaluation that ran past its wall-time bound.
+	ErrTimeLimit = errors.New("cel: evaluation time limit exceeded")
 )
 
 // EvalError is a failed CEL evaluation. Its message deliberately carries no
 // payload content and no expression text.
 type EvalError struct {
-	// Kind is ErrCostLimit, ErrEval or ErrResultType.
+	// Kind is ErrCostLimit, ErrOutputLimit, ErrTimeLimit, ErrEval or
+	// ErrResultType.
 	Kind error
 	// Line and Column locate the placeholder in its template (1-based);
 	// both are 0 for a match expression.

@@ -51,23 +51,21 @@ func (p Path) Lookup(root any) (any, bool) {
 	return cur, true
 }
 
-// Lookup resolves a reference path (e.g. "messages[0].subject") against a
-// value; ok is false when the value is missing or the path is blocked. It
-// walks path in place and does not allocate; use [ParsePath] to resolve the
-// same path many times.
-func Lookup(root any, path string) (any, bool) {
-	cur, walked := root, false
-	for seg, rest, ok := nextSegment(path); ok; seg, rest, ok = nextSegment(rest) {
-		if isBlockedKey(seg) {
-			return nil, false
-		}
-		if cur, ok = step(cur, seg, arrayIndex(seg)); !ok {
-			return nil, false
-		}
-		walked = true
+// lookupVars resolves p against v's payload, seen through v.Element.
+func (p Path) lookupVars(v *Vars) (any, bool) {
+	if v.Element.Key == "" || p.blocked || len(p.segs) == 0 || p.segs[0].key != v.Element.Key {
+		return p.Lookup(v.Payload)
 	}
-	if !walked {
-		return nil, false
+	return Path{segs: p.segs[1:]}.lookupFrom(v.Element.Value)
+}
+
+// lookupFrom walks every segment of p from cur (none: cur itself).
+func (p Path) lookupFrom(cur any) (any, bool) {
+	for i := range p.segs {
+		var ok bool
+		if cur, ok = step(cur, p.segs[i].key, p.segs[i].index); !ok {
+			return nil, false
+		}
 	}
 	return cur, true
 }

@@ -2,8 +2,6 @@ package tmpl
 
 import (
 	"sync"
-
-	"cel.dev/cel-go/cel"
 )
 
 // partKind says what one compiled piece of a template renders.
@@ -23,10 +21,10 @@ const (
 // part is one compiled piece of a template.
 type part struct {
 	kind partKind
-	text string      // literal text, or the header or query name
-	path Path        // partPayload
-	prg  cel.Program // partCEL
-	line int         // partCEL: placeholder position, for *EvalError
+	text string   // literal text, or the header or query name
+	path Path     // partPayload
+	prg  *program // partCEL
+	line int      // partCEL: placeholder position, for *EvalError
 	col  int
 }
 
@@ -60,7 +58,7 @@ func (t *Template) Render(dst []byte, v *Vars) ([]byte, error) {
 		case partQuery:
 			dst = append(dst, v.Query[p.text]...)
 		case partPayload:
-			if val, ok := p.path.Lookup(v.Payload); ok {
+			if val, ok := p.path.lookupVars(v); ok {
 				dst = AppendValue(dst, val)
 			}
 		case partCEL:
@@ -73,12 +71,13 @@ func (t *Template) Render(dst []byte, v *Vars) ([]byte, error) {
 	return dst, nil
 }
 
-// renderCEL evaluates a CEL part and appends its value.
+// renderCEL evaluates a CEL part and appends its value, at most the
+// program's output bound of it.
 func (p *part) renderCEL(dst []byte, v *Vars) ([]byte, error) {
-	out, err := eval(p.prg, v)
+	out, err := p.prg.eval(v)
 	if err == nil {
 		var b []byte
-		if b, err = appendCEL(dst, out, false); err == nil {
+		if b, err = appendCEL(dst, out, false, len(dst)+p.prg.maxOutput); err == nil {
 			return b, nil
 		}
 	}

@@ -177,6 +177,9 @@ func TestRenderZeroNow(t *testing.T) {
 }
 
 func TestRenderAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts do not hold under the race detector")
+	}
 	tp, err := Compile("From {{messages[0].from}} via {{headers.x-github-event}} at {{path}}", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +189,8 @@ func TestRenderAllocs(t *testing.T) {
 	if n := testing.AllocsPerRun(200, func() { _, _ = tp.Render(buf[:0], v) }); n != 0 {
 		t.Errorf("Render into a sized buffer allocates %v times, want 0", n)
 	}
-	if n := testing.AllocsPerRun(200, func() { _, _ = tp.RenderString(v) }); n > 1 {
+	if n := testing.AllocsPerRun(200, func() { _, _ = tp.RenderString(v) }); n > 1 && !raceEnabled {
+		// (-race makes sync.Pool drop buffers at random)
 		t.Errorf("RenderString allocates %v times, want at most 1 (the result)", n)
 	}
 	static, err := Compile("no placeholders", nil)

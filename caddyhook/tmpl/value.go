@@ -6,7 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/caddyhook/caddyhook/internal/jsonenc"
 )
 
 // isoMillis is the layout of JavaScript's Date.prototype.toISOString.
@@ -122,52 +123,5 @@ func appendMarshalled(dst []byte, v any) []byte {
 	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s quoted as JSON.stringify does: '"', '\\' and
-// control characters escaped (short forms where they exist), nothing else;
-// invalid UTF-8 is replaced by U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				dst = append(dst, s[start:i]...)
-				dst = append(dst, "\ufffd"...)
-				i++
-				start = i
-				continue
-			}
-			i += size
-			continue
-		}
-		if c >= 0x20 && c != '"' && c != '\\' {
-			i++
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		i++
-		start = i
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendJSONString appends s quoted as JSON.stringify quotes it.
+func appendJSONString(dst []byte, s string) []byte { return jsonenc.AppendString(dst, s) }

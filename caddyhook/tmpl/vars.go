@@ -20,6 +20,16 @@ type Vars struct {
 	Path string
 	// Now is the request time; the zero time means time.Now() at use.
 	Now time.Time
+	// Element, when its Key is set, shows Payload with that top-level key
+	// holding Element.Value instead: one element of a for_each list,
+	// without copying the payload.
+	Element Element
+}
+
+// Element replaces one top-level key of a payload.
+type Element struct {
+	Key   string
+	Value any
 }
 
 // now returns the time `now` stands for.
@@ -48,6 +58,9 @@ func (a *activation) ResolveName(name string) (any, bool) {
 	switch name {
 	// A nil map is typed here, so CEL sees an empty map.
 	case varPayload:
+		if a.Element.Key != "" {
+			return newElementMap(a.Payload, a.Element), true
+		}
 		return a.Payload, true
 	case varHeaders:
 		return a.Headers, true

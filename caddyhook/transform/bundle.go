@@ -46,8 +46,12 @@ func bundle(file, root string) (*bundled, error) {
 		// esbuild lowers to generators.
 		Target: api.ES2022,
 		// Dynamic import() becomes a require() call, which the sandbox
-		// does not have, so a computed import fails at run time.
-		Supported:      map[string]bool{"async-generator": false, "for-await": false, "dynamic-import": false},
+		// does not have, so a computed import fails at run time. Object
+		// spread and rest are lowered to helper loops: goja copies them in
+		// one native step the interrupt cannot stop ({..."x".repeat(1e6)}
+		// runs for many seconds), while the loops run step by step.
+		Supported: map[string]bool{"async-generator": false, "for-await": false, "dynamic-import": false,
+			"object-rest-spread": false},
 		Sourcemap:      api.SourceMapExternal,
 		SourcesContent: api.SourcesContentExclude,
 		TsconfigRaw:    "{}",

@@ -26,11 +26,11 @@ func TestCacheRecompiles(t *testing.T) {
 		}
 		return out["v"]
 	}
-	p1, err := c.Program(file, "", Options{})
+	p1, err := c.Program(file, "", Options{Timeout: hangBound})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p2, err := c.Program(file, "", Options{})
+	p2, err := c.Program(file, "", Options{Timeout: hangBound})
 	if err != nil || p2 != p1 {
 		t.Fatalf("second Program = %p, %v; want the cached %p", p2, err, p1)
 	}
@@ -39,7 +39,7 @@ func TestCacheRecompiles(t *testing.T) {
 	if err := os.Chtimes(lib, future, future); err != nil {
 		t.Fatal(err)
 	}
-	if p3, _ := c.Program(file, "", Options{}); p3 != p1 {
+	if p3, _ := c.Program(file, "", Options{Timeout: hangBound}); p3 != p1 {
 		t.Fatal("touching an import recompiled")
 	}
 	// Same size, same mtime, different content: still detected.
@@ -48,7 +48,7 @@ func TestCacheRecompiles(t *testing.T) {
 	if err := os.Chtimes(lib, st.ModTime(), st.ModTime()); err != nil {
 		t.Fatal(err)
 	}
-	p4, err := c.Program(file, "", Options{})
+	p4, err := c.Program(file, "", Options{Timeout: hangBound})
 	if err != nil || p4 == p1 || value(p4) != "two" {
 		t.Fatalf("after editing the import: %p (old %p), %v", p4, p1, err)
 	}
@@ -57,27 +57,27 @@ func TestCacheRecompiles(t *testing.T) {
 	}
 	// The entry changes.
 	writeFile(t, dir, "m.ts", `import { v } from "./lib"; export default () => ({ v: v + "!" });`)
-	p5, err := c.Program(file, "", Options{})
+	p5, err := c.Program(file, "", Options{Timeout: hangBound})
 	if err != nil || value(p5) != "two!" {
 		t.Fatalf("after editing the entry: %v", err)
 	}
 	// A broken edit fails; the old program still runs; fixing it recovers.
 	writeFile(t, dir, "lib.ts", `export const v = ;`)
-	if _, err := c.Program(file, "", Options{}); err == nil {
+	if _, err := c.Program(file, "", Options{Timeout: hangBound}); err == nil {
 		t.Fatal("broken import compiled")
 	}
 	if value(p5) != "two!" {
 		t.Fatal("old program broken by a failed recompile")
 	}
 	writeFile(t, dir, "lib.ts", `export const v = "three";`)
-	if p6, err := c.Program(file, "", Options{}); err != nil || value(p6) != "three!" {
+	if p6, err := c.Program(file, "", Options{Timeout: hangBound}); err != nil || value(p6) != "three!" {
 		t.Fatalf("after fixing: %v", err)
 	}
 	// A deleted import forces a recompile, which fails.
 	if err := os.Remove(lib); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Program(file, "", Options{}); err == nil {
+	if _, err := c.Program(file, "", Options{Timeout: hangBound}); err == nil {
 		t.Fatal("compiled with a missing import")
 	}
 }
@@ -87,11 +87,11 @@ func TestCacheKeys(t *testing.T) {
 	dir := t.TempDir()
 	file := writeFile(t, dir, "m.js", `export const a = () => ({ w: "a" }); export default () => ({ w: "d" });`)
 	c := NewCache()
-	pa, err := c.Program(file, "a", Options{})
+	pa, err := c.Program(file, "a", Options{Timeout: hangBound})
 	if err != nil {
 		t.Fatal(err)
 	}
-	pd, err := c.Program(file, "", Options{})
+	pd, err := c.Program(file, "", Options{Timeout: hangBound})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestCacheConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			p, err := c.Program(file, "", Options{})
+			p, err := c.Program(file, "", Options{Timeout: hangBound})
 			if err != nil {
 				t.Error(err)
 			}
@@ -159,14 +159,10 @@ func TestProgramCleanup(t *testing.T) {
 		runtime.KeepAlive(p)
 	}()
 	// Every program of this test binary is unreachable by now.
-	deadline := time.Now().Add(10 * time.Second)
-	for workers() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d runtime workers remain after their programs became unreachable", workers())
-		}
+	waitUntil(t, "the runtime workers of unreachable programs to end", func() bool {
 		runtime.GC()
-		time.Sleep(20 * time.Millisecond)
-	}
+		return workers() == 0
+	})
 }
 
 // workers counts the goroutines parked in or running vm.serve.

@@ -23,7 +23,7 @@ type Program struct {
 	watch  *watchdog
 }
 
-// Compile bundles file with esbuild (imports restricted to relative files
+// compile bundles file with esbuild (imports restricted to relative files
 // inside the confinement root opts.Root, "" → filepath.Dir(file), which
 // must also hold file itself), compiles it for goja and checks that the
 // export exists and is a function. Syntax errors name file:line:column,
@@ -33,11 +33,7 @@ type Program struct {
 // time budget, so a throwing module or a missing export fails now rather
 // than on the first request. TypeScript is transpiled, not type-checked:
 // a type error that is not a syntax error does not fail compilation.
-func Compile(file, export string, opts Options) (*Program, error) {
-	return compile(file, export, opts, newWatchdog())
-}
-
-// compile is Compile with a watchdog shared by the caller (a Cache).
+// w is the watchdog of the caller (a Cache).
 func compile(file, export string, opts Options, w *watchdog) (*Program, error) {
 	abs, err := filepath.Abs(file)
 	if err != nil {

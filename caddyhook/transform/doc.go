@@ -15,17 +15,27 @@
 //
 //	ctx = { payload, headers, path, url: { href, pathname, search, searchParams } }
 //
-// where searchParams offers the URLSearchParams read API. It returns null
-// or undefined to skip, or an object (a partial action); a returned
-// promise is awaited. The object is converted with JSON semantics.
+// where searchParams offers the URLSearchParams read API. As in the
+// reference gateway, it returns null to skip, or an object whose own
+// enumerable properties override the mapping's fields; undefined, a
+// primitive, an array or a function overrides nothing. A returned promise
+// is awaited.
 //
 // Each call runs on a pooled, sandboxed runtime: pure ECMAScript only (no
-// require, process, console, timers, fetch or binary buffers), a per-call
-// time budget enforced with the runtime's interrupt, and a memory guard
-// made of size-checked built-ins (guard.go), a heap-allocation watchdog
-// (watchdog.go) and a capped result conversion (result.go). Should a
-// built-in the interrupt cannot reach keep running, Run still returns
-// after twice the time budget.
+// require, process, console, timers, fetch, binary buffers, eval or
+// Function constructors), a per-call time budget enforced with the
+// runtime's interrupt, and a memory guard made of size-checked built-ins
+// (guard.go), a heap-allocation watchdog (watchdog.go) and a capped result
+// conversion (result.go). Work the interrupt cannot reach is bounded too:
+// built-in iterators (spread, destructuring, Array.from) stop once the
+// call is stopped, object spread and rest are compiled to script loops,
+// matches of the backtracking regexp engine time out (regexp.go), and
+// patterns compiled at run time are size-checked. Should anything still
+// keep a worker busy, Run returns after twice the time budget and the
+// runtime's slot is given back at once (pool.go). Once the module is
+// loaded the realm is frozen (harden.go), so nothing a call does to the
+// built-ins reaches the next call. Error messages are sanitized: no
+// payload string, key or number reaches them (errors.go).
 //
 // Paths are confined: ResolveDir and ResolveModule refuse anything that
 // leaves the transforms directory, whether by "..", percent-encoding or

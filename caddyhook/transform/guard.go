@@ -33,19 +33,19 @@ const maxNesting = 1000
 // JSON.stringify (size and nesting) and JSON.parse (nesting). Binary
 // buffers are removed from the sandbox (sandbox.go).
 //
-// Not guarded, because they are syntax rather than callable built-ins:
-// spreading a huge sparse array ([...Array(1e9)]) or a long string into
-// an object ({..."x".repeat(n)}). A module doing that on purpose can
-// allocate in one step before the watchdog stops it; modules are operator
-// configuration, and payload-driven sizes go through the guarded calls.
+// Syntax that loops natively is covered elsewhere: spreads and
+// destructuring drive the built-in iterators, whose next methods throw
+// once the call is stopped (stoppableIterators), and object spread and
+// rest are compiled to script loops by the bundler (bundle.go).
 type guard struct {
-	rt         *goja.Runtime
-	maxChars   int64
-	maxElems   int64
-	call       *call          // the running call; set before any script runs
-	joining    []*goja.Object // arrays being joined, for cycle detection
-	rangeError *goja.Object
-	regExp     *goja.Object
+	rt          *goja.Runtime
+	maxChars    int64
+	maxElems    int64
+	call        *call          // the running call; set before any script runs
+	joining     []*goja.Object // arrays being joined, for cycle detection
+	rangeError  *goja.Object
+	syntaxError *goja.Object
+	regExp      *goja.Object
 }
 
 // fail refuses an operation that would exceed a cap.
@@ -141,11 +141,19 @@ func (g *guard) contain(name string) {
 func (g *guard) install() {
 	rt := g.rt
 	g.rangeError = rt.Get("RangeError").ToObject(rt)
+	g.syntaxError = rt.Get("SyntaxError").ToObject(rt)
 	g.regExp = rt.Get("RegExp").ToObject(rt)
 	proto := func(ctor string) *goja.Object {
 		return rt.Get(ctor).ToObject(rt).Get("prototype").ToObject(rt)
 	}
 	str, arr := proto("String"), proto("Array")
+
+	g.timeMatch(proto("RegExp"), "exec")
+	g.timeMatch(proto("RegExp"), "test")
+	g.wrap(str, "match", g.stringPattern(goja.SymMatch))
+	g.wrap(str, "matchAll", g.stringPattern(goja.SymMatchAll))
+	g.wrap(str, "search", g.stringPattern(goja.SymSearch))
+	g.stoppableIterators()
 
 	g.wrap(str, "repeat", g.repeat)
 	g.wrap(str, "padStart", g.pad)
@@ -154,7 +162,7 @@ func (g *guard) install() {
 	g.wrap(str, "replace", g.replace(false))
 	g.wrap(str, "replaceAll", g.replace(true))
 	g.wrap(str, "split", g.split)
-	g.wrap(str, "match", g.match)
+	g.wrap(str, "match", g.match) // wraps the pattern check above
 	g.define(rt.Get("String").ToObject(rt), "raw", rt.ToValue(1), g.raw)
 
 	g.define(arr, "join", rt.ToValue(1), func(fc goja.FunctionCall) goja.Value { return g.join(fc, false) })
@@ -590,4 +598,40 @@ func jsonDepth(s string) int {
 		}
 	}
 	return deepest
+}
+
+// iteratorProtos evaluates to the prototypes of the built-in iterators.
+// Their next methods are what spread, destructuring, Array.from and the
+// collection constructors call in a native loop that never returns to
+// the interpreter (so never sees an interrupt): [...Array(1e9)] would
+// allocate for minutes.
+var iteratorProtos = goja.MustCompile("caddyhook:iterators", `[
+  Object.getPrototypeOf([][Symbol.iterator]()),
+  Object.getPrototypeOf(""[Symbol.iterator]()),
+  Object.getPrototypeOf(new Map()[Symbol.iterator]()),
+  Object.getPrototypeOf(new Set()[Symbol.iterator]()),
+  Object.getPrototypeOf(/x/[Symbol.matchAll]("")),
+]`, true)
+
+// stoppableIterators makes every built-in iterator step throw once the
+// call has been stopped (time, memory or cancellation), so that a native
+// loop driving it ends at the next element; the pending interrupt then
+// ends the call even if the script catches the exception.
+func (g *guard) stoppableIterators() {
+	v, err := g.rt.RunProgram(iteratorProtos)
+	if err != nil {
+		panic(fmt.Errorf("transform sandbox: reaching the iterator prototypes: %w", err))
+	}
+	arr := v.ToObject(g.rt)
+	for i := range int(toLength(arr.Get("length"))) {
+		g.wrap(arr.Get(strconv.Itoa(i)).ToObject(g.rt), "next", g.notStopped)
+	}
+}
+
+// notStopped throws into a call that has been stopped.
+func (g *guard) notStopped(goja.FunctionCall) []goja.Value {
+	if g.call != nil && g.call.reason.Load() != reasonNone {
+		g.throwRange("the call was stopped")
+	}
+	return nil
 }

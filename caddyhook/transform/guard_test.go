@@ -41,10 +41,34 @@ func TestGuardParity(t *testing.T) {
 		`(() => { try { return Array.prototype.join.call(null); } catch (e) { return e.name; } })()`,
 		`(() => { try { return String.prototype.repeat.call("x", -1); } catch (e) { return e.name; } })()`,
 		`[String.prototype.repeat.name, String.prototype.repeat.length, Array.prototype.join.length, JSON.stringify.length, Object.keys(String.prototype).length]`,
+		// regular expressions go through the timed exec and the checked constructor
+		`"a1b22c333".replace(/\d+/g, (m) => "<" + m + ">")`, `"a1b22c333".replace(/(\d)(?=\d)/g, "$1_")`, `"x-y_z".split(/[-_]/)`,
+		`"a1b22".match(/\d+/g)`, `"a1b22".match(/(?<d>\d+)/).groups.d`, `[..."a1b22".matchAll(/\d+/g)].map((m) => m[0] + "@" + m.index)`,
+		`"abc".search(/c/)`, `/b+/.exec("abbbc").index`, `/B/i.test("abc")`, `(() => { const r = /a/g; r.test("aa"); return r.lastIndex; })()`,
+		`"a.b".match(".")[0]`, `"a+b".search("\\+")`, `[..."a1a2".matchAll("a.")].length`, `new RegExp("(\\w)\\1").test("xx")`,
+		`RegExp("a", "g").flags`, `(() => { const r = /x/; return RegExp(r) === r; })()`, `new RegExp(/a/g, "i").flags`,
+		`[/a/ instanceof RegExp, new RegExp("a") instanceof RegExp, /a/.constructor === RegExp, RegExp.prototype.constructor === RegExp]`,
+		`(() => { class R extends RegExp { exec(s) { return super.exec(s); } } const r = new R("b"); return [r instanceof R, r.test("abc"), "abc".replace(r, "X")]; })()`,
+		`(() => { const r = /a/; r.compile("b"); return r.test("b"); })()`, `String(/[/]\//)`, `RegExp.name + RegExp.length`,
+		// iterators
+		`[...[1, 2, 3], ..."ab", ...new Set([4]), ...new Map([[5, 6]])]`, `Array.from(new Set([1, 1, 2]))`, `(() => { const [a, ...r] = [1, 2, 3]; return r; })()`,
+		`Math.max(...[1, 5, 3])`, `(() => { const out = []; for (const [k, v] of Object.entries({ a: 1 })) out.push(k + v); return out; })()`,
+		// shadowing inherited built-in properties by assignment still works
+		`(() => { class E extends Error { constructor(m) { super(m); this.name = "E"; } } return String(new E("x")); })()`,
+		`(() => { const o = {}; o.toString = () => "custom"; o.constructor = 1; o.valueOf = () => 7; return [String(o), o.constructor, o + 1]; })()`,
+		`(() => { function F() {} F.prototype.toString = function () { return "F"; }; return String(new F()); })()`,
+		`(() => { const e = new Error(); e.message = "m"; return e.message; })()`,
+		`(() => { class A { toString() { return "A"; } } return "" + new A(); })()`,
 	}
 	plain := goja.New()
-	v := newVM(Options{}.normalize("/x"))
+	v, err := newVM(Options{}.normalize("/x"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	v.guard.call = &call{rt: v.rt, ctx: context.Background()}
+	if _, err := v.harden(goja.Undefined()); err != nil {
+		t.Fatal(err)
+	}
 	for _, expr := range exprs {
 		src := "JSON.stringify(" + expr + ")"
 		// goja's own replaceAll("") never ends on a non-ASCII subject (the
@@ -86,7 +110,10 @@ func FuzzGuardParity(f *testing.F) {
 	f.Add("", "", "x", 0)
 	f.Add("ééé", "é", "$'", 5)
 	plain := goja.New()
-	v := newVM(Options{}.normalize("/x"))
+	v, err := newVM(Options{}.normalize("/x"))
+	if err != nil {
+		f.Fatal(err)
+	}
 	v.guard.call = &call{rt: v.rt, ctx: context.Background()}
 	exprs := []string{
 		`s.split(p)`, `s.split(p, n)`, `s.replaceAll(p, r)`, `s.replace(p, r)`, `s.concat(p, r)`, `s.padStart(n * 3, p)`,

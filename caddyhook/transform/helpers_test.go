@@ -21,7 +21,8 @@ func writeFile(t testing.TB, dir, name, src string) string {
 	return path
 }
 
-// compileSource writes src as name in a fresh directory and compiles it.
+// compileSource writes src as name in a fresh directory and compiles it
+// (see Compile for the budget).
 func compileSource(t testing.TB, name, src, export string, opts Options) *Program {
 	t.Helper()
 	dir := t.TempDir()
@@ -44,4 +45,15 @@ func runErr(t testing.TB, p *Program, in Input, kind string) *Error {
 		t.Fatalf("Run error kind = %q (%s), want %q", te.Kind, te.Message, kind)
 	}
 	return te
+}
+
+// Compile compiles file outside any Cache, with a watchdog of its own.
+// Without a Timeout in opts, the tests' programs get hangBound instead of
+// the 100ms default: a test that is not about the budget must not fail
+// because a loaded machine (or the race detector) ran a call slowly.
+func Compile(file, export string, opts Options) (*Program, error) {
+	if opts.Timeout == 0 {
+		opts.Timeout = hangBound
+	}
+	return compile(file, export, opts, newWatchdog())
 }

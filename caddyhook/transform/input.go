@@ -2,6 +2,7 @@ package transform
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -19,8 +20,9 @@ type Input struct {
 	URL     *url.URL          // request URL: ctx.url.pathname, ctx.url.searchParams.get(k)/getAll/has, ctx.url.search, ctx.url.href
 }
 
-// preludeSource builds ctx inside the runtime. It returns a closure, so
-// nothing is added to the global scope. searchParams follows the
+// preludeSource builds ctx inside the runtime. It returns the ctx factory
+// (a closure, so nothing is added to the global scope) and the classes
+// ctx.url exposes, which harden freezes. searchParams follows the
 // URLSearchParams read API over the query pairs in request order.
 const preludeSource = `(function () {
   "use strict";
@@ -53,23 +55,92 @@ const preludeSource = `(function () {
     toString() { return this.href; }
     toJSON() { return this.href; }
   }
-  return function makeCtx(payload, headers, path, href, pathname, search, pairs) {
+  const makeCtx = function makeCtx(payload, headers, path, href, pathname, search, pairs) {
     return { payload, headers, path, url: new RequestURL(href, pathname, search, pairs) };
   };
+  // eachView is what the reference gateway builds per forEach element,
+  // {...payload, [key]: list}, without copying the payload: a proxy that
+  // reads through to it, shows list under key, and keeps the element's own
+  // top-level changes to itself (nested objects are shared, as with a
+  // shallow copy).
+  const eachView = function eachView(base, key, list) {
+    const proto = Object.getPrototypeOf(base);
+    const own = new Map([[key, { value: list, writable: true, enumerable: true, configurable: true }]]);
+    const gone = new Set();
+    const desc = (p) => own.has(p) ? own.get(p) : gone.has(p) ? undefined : Reflect.getOwnPropertyDescriptor(base, p);
+    const define = (p, d) => { own.set(p, d); gone.delete(p); return true; };
+    return new Proxy(base, {
+      get(t, p, r) {
+        const d = desc(p);
+        if (d === undefined) return Reflect.get(proto, p, r);
+        return "value" in d ? d.value : d.get === undefined ? undefined : Reflect.apply(d.get, r, []);
+      },
+      set(t, p, v, r) {
+        const d = desc(p);
+        if (d === undefined) return Reflect.set(proto, p, v, r);
+        if (!("value" in d)) {
+          if (d.set === undefined) return false;
+          Reflect.apply(d.set, r, [v]);
+          return true;
+        }
+        return d.writable && define(p, { value: v, writable: true, enumerable: d.enumerable, configurable: true });
+      },
+      has(t, p) { return desc(p) !== undefined || p in proto; },
+      ownKeys() {
+        const keys = Reflect.ownKeys(base).filter((k) => !gone.has(k) || own.has(k));
+        for (const k of own.keys()) if (!keys.includes(k)) keys.push(k);
+        return keys;
+      },
+      getOwnPropertyDescriptor(t, p) {
+        const d = desc(p);
+        return d === undefined ? undefined : Object.assign({}, d, { configurable: true });
+      },
+      defineProperty(t, p, d) {
+        if (d.configurable === false) return false;
+        const full = Object.assign({ value: undefined, writable: false, enumerable: false }, desc(p), d, { configurable: true });
+        if ("get" in d || "set" in d) { delete full.value; delete full.writable; }
+        else if ("value" in d || "writable" in d) { delete full.get; delete full.set; }
+        return define(p, full);
+      },
+      deleteProperty(t, p) {
+        own.delete(p);
+        if (Reflect.getOwnPropertyDescriptor(base, p) !== undefined) gone.add(p);
+        return true;
+      },
+      preventExtensions() { return false; },
+      setPrototypeOf() { return false; },
+    });
+  };
+  return [makeCtx, URLSearchParams, RequestURL, eachView];
 })()`
 
 // preludeProgram is compiled once; a goja.Program is immutable and may be
 // run by many runtimes at once.
 var preludeProgram = goja.MustCompile("caddyhook:prelude", preludeSource, true)
 
+// ctxParts are the converted pieces of ctx, the arguments of makeCtx.
+type ctxParts [7]goja.Value
+
 // ctxValue converts in into a fresh JavaScript ctx object; a payload it
 // cannot convert is an *Error of KindInput. Everything is
 // copied into native JavaScript values, so a script can neither mutate the
 // caller's maps nor race with other calls sharing them.
 func (v *vm) ctxValue(in Input) (goja.Value, error) {
-	payload, err := v.jsValue(in.Payload, 0)
+	parts, err := v.ctxParts(in)
 	if err != nil {
-		return nil, newError(KindInput, err.Error())
+		return nil, err
+	}
+	return v.makeCtx(goja.Undefined(), parts[:]...)
+}
+
+// ctxParts converts in into the arguments of makeCtx.
+func (v *vm) ctxParts(in Input) (ctxParts, error) {
+	payload, err := v.jsValue(in.Payload, 0)
+	if errors.Is(err, errStopped) {
+		return ctxParts{}, err
+	}
+	if err != nil {
+		return ctxParts{}, newError(KindInput, err.Error())
 	}
 	headers := v.rt.NewObject()
 	for _, k := range slices.Sorted(maps.Keys(in.Headers)) {
@@ -89,9 +160,18 @@ func (v *vm) ctxValue(in Input) (goja.Value, error) {
 			pairs = v.rt.NewArray(items...)
 		}
 	}
-	return v.makeCtx(goja.Undefined(), payload, headers, v.rt.ToValue(in.Path),
-		v.rt.ToValue(href), v.rt.ToValue(pathname), v.rt.ToValue(search), pairs)
+	return ctxParts{payload, headers, v.rt.ToValue(in.Path), v.rt.ToValue(href), v.rt.ToValue(pathname), v.rt.ToValue(search), pairs}, nil
 }
+
+// errStopped ends a conversion the watchdog stopped; the call's stop
+// reason replaces it.
+var errStopped = errors.New("stopped")
+
+// stopCheckEvery is how many converted values pass between two looks at
+// the call's stop reason: the conversion is Go code, which the runtime's
+// interrupt does not reach, and a padded payload can hold millions of
+// values.
+const stopCheckEvery = 1024
 
 // jsValue converts a decoded-JSON Go value into a native JavaScript value.
 // Object keys are defined as own data properties in sorted order, so a
@@ -99,6 +179,9 @@ func (v *vm) ctxValue(in Input) (goja.Value, error) {
 func (v *vm) jsValue(x any, depth int) (goja.Value, error) {
 	if depth > maxNesting {
 		return nil, fmt.Errorf("payload nested deeper than %d", maxNesting)
+	}
+	if v.converted++; v.converted%stopCheckEvery == 0 && v.guard.call != nil && v.guard.call.reason.Load() != reasonNone {
+		return nil, errStopped
 	}
 	switch t := x.(type) {
 	case nil:
@@ -108,7 +191,7 @@ func (v *vm) jsValue(x any, depth int) (goja.Value, error) {
 	case json.Number:
 		f, err := t.Float64()
 		if err != nil {
-			return nil, fmt.Errorf("payload number %q is not representable", truncate(t.String(), 32))
+			return nil, fmt.Errorf("payload holds a number that is not representable")
 		}
 		return v.rt.ToValue(f), nil
 	case map[string]any:

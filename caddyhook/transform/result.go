@@ -33,29 +33,24 @@ func (e *errResultMemory) Error() string {
 	return fmt.Sprintf("memory limit: result larger than %d bytes", e.limit)
 }
 
-// top converts the value the export produced (after awaiting it): null or
-// undefined means skip (nil map, nil error); anything but a plain object
-// is a KindResult error.
+// top converts the value the export produced (after awaiting it) the way
+// the reference gateway reads it: null means skip (nil map, nil error);
+// an object's own enumerable properties are the overrides (its toJSON is
+// not consulted, as the gateway reads the fields directly); anything else
+// (undefined, a primitive, an array, a function) overrides nothing, which
+// is an empty, non-nil map.
 func (e *exporter) top(v goja.Value) (map[string]any, error) {
-	if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
+	if v != nil && goja.IsNull(v) {
 		return nil, nil
 	}
 	obj, ok := v.(*goja.Object)
 	if !ok || obj.ClassName() == "Array" {
-		return nil, newError(KindResult, "transform must return an object or null, got "+typeOf(v))
+		return map[string]any{}, nil
 	}
 	if _, fn := goja.AssertFunction(obj); fn {
-		return nil, newError(KindResult, "transform must return an object or null, got a function")
+		return map[string]any{}, nil
 	}
-	out, _, err := e.value(obj, 0)
-	if err != nil {
-		return nil, err
-	}
-	m, ok := out.(map[string]any)
-	if !ok {
-		return nil, newError(KindResult, "transform must return an object or null (its toJSON returned something else)")
-	}
-	return m, nil
+	return e.properties(obj, 0)
 }
 
 // charge adds n bytes and fails past the budget.
@@ -147,20 +142,26 @@ func (e *exporter) object(o *goja.Object, depth int) (any, bool, error) {
 			return b, false, e.charge(scalarCost)
 		}
 	}
+	m, err := e.properties(o, depth)
+	return m, false, err
+}
+
+// properties converts o's own enumerable properties.
+func (e *exporter) properties(o *goja.Object, depth int) (map[string]any, error) {
 	keys := o.Keys()
 	m := make(map[string]any, len(keys))
 	for _, k := range keys {
 		ev, omit, err := e.value(o.Get(k), depth+1)
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		if omit {
 			continue
 		}
 		if err := e.charge(len(k) + entryCost); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		m[k] = ev
 	}
-	return m, false, nil
+	return m, nil
 }

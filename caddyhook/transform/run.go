@@ -19,10 +19,11 @@ const queueFactor = 10
 // errNoRuntime is returned by pool.acquire when no runtime became free.
 var errNoRuntime = errors.New("no runtime free")
 
-// Run calls the exported function with ctx and awaits a returned Promise. It returns (nil, nil) when
-// the function returns null or undefined (skip). Otherwise the result must be a plain object; it is
-// returned converted to Go values (map[string]any with string/float64/bool/nil/[]any/map[string]any),
-// capped by MaxBytes. Errors are *Error.
+// Run calls the exported function with ctx and awaits a returned Promise. As in the reference
+// gateway, null means skip and returns (nil, nil); an object's own enumerable properties are the
+// overrides, converted to Go values (map[string]any with string/float64/bool/nil/[]any/map[string]any)
+// and capped by MaxBytes; anything else, undefined included, overrides nothing and returns an empty
+// map. Errors are *Error.
 //
 // The call waits at most ten time budgets (or until ctx is done) for a
 // free runtime, then runs on that runtime's worker goroutine; Run returns
@@ -42,7 +43,7 @@ type outcome struct {
 }
 
 // supervise runs job on a pooled runtime under the watchdog. payload is
-// only used to redact error messages.
+// only used to sanitize error messages.
 func (p *Program) supervise(ctx context.Context, payload map[string]any, job func(*vm) (map[string]any, error)) (map[string]any, error) {
 	wait := queueFactor * p.opts.Timeout
 	if err := p.pool.acquire(ctx, wait); err != nil {
@@ -51,34 +52,72 @@ func (p *Program) supervise(ctx context.Context, payload map[string]any, job fun
 		}
 		return nil, newError(KindTimeout, "canceled while waiting for a runtime: "+err.Error())
 	}
-	now := time.Now()
-	c := &call{
-		ctx:       ctx,
-		deadline:  now.Add(p.opts.Timeout),
-		hard:      now.Add(2 * p.opts.Timeout),
-		budget:    p.opts.allocBudget(),
-		abandoned: make(chan struct{}),
-	}
+	t := p.pool.newTask()
 	done := make(chan outcome, 1)
 	v := p.pool.take()
 	if v == nil {
-		v = newVM(p.opts)
+		var err error
+		if v, err = newVM(p.opts); err != nil {
+			t.finish()
+			return nil, newError(KindThrow, "internal error in the transform engine: "+err.Error())
+		}
 		go v.serve()
 	}
-	v.jobs <- func() bool { return p.work(v, c, payload, job, done) }
+	v.jobs <- func() bool { return p.work(ctx, v, t, payload, job, done) }
 	select {
 	case o := <-done:
 		return o.out, o.err
-	case <-c.abandoned:
+	case <-t.abandoned:
 		return nil, newError(KindTimeout, fmt.Sprintf("exceeded the %v time budget and did not stop within %v", p.opts.Timeout, 2*p.opts.Timeout))
 	case <-ctx.Done():
 		return nil, newError(KindTimeout, "canceled: "+ctx.Err().Error())
 	}
 }
 
-// work runs one call on v's worker goroutine and reports whether v may be
-// reused.
-func (p *Program) work(v *vm, c *call, payload map[string]any, job func(*vm) (map[string]any, error), done chan<- outcome) bool {
+// newCall returns a call of task t with the given time budget, starting now.
+func (p *Program) newCall(ctx context.Context, t *task, budget time.Duration) *call {
+	now := time.Now()
+	return &call{ctx: ctx, task: t, deadline: now.Add(budget), hard: now.Add(2 * budget), budget: p.opts.allocBudget()}
+}
+
+// loadBudget is the time a new runtime may take to run the module's top
+// level and freeze its realm: operator code and setup, not request
+// content, so it is not held to the per-call budget.
+func (p *Program) loadBudget() time.Duration {
+	return max(loadFactor*p.opts.Timeout, minLoadBudget)
+}
+
+// Load budget: loadFactor time budgets, at least minLoadBudget.
+const (
+	loadFactor    = 10
+	minLoadBudget = 5 * time.Second
+)
+
+// work runs one task on v's worker goroutine (loading v first when it is
+// new) and reports whether v may be reused.
+func (p *Program) work(ctx context.Context, v *vm, t *task, payload map[string]any, job func(*vm) (map[string]any, error), done chan<- outcome) bool {
+	var out map[string]any
+	var err error
+	keep := true
+	if !v.ready {
+		_, keep, err = p.run(v, p.newCall(ctx, t, p.loadBudget()), payload, func(v *vm) (map[string]any, error) {
+			return nil, v.load(p.code, p.export)
+		})
+	}
+	if err == nil {
+		out, keep, err = p.run(v, p.newCall(ctx, t, p.opts.Timeout), payload, job)
+	}
+	if keep {
+		keep = p.pool.put(v)
+	}
+	t.finish()
+	done <- outcome{out: out, err: err}
+	return keep
+}
+
+// run executes f as one supervised call on v and reports whether v is
+// still fit for reuse.
+func (p *Program) run(v *vm, c *call, payload map[string]any, f func(*vm) (map[string]any, error)) (map[string]any, bool, error) {
 	c.rt = v.rt
 	v.guard.call = c
 	p.watch.add(c)
@@ -93,12 +132,7 @@ func (p *Program) work(v *vm, c *call, payload map[string]any, job func(*vm) (ma
 				err = newError(KindThrow, "internal error in the transform engine")
 			}
 		}()
-		if !v.ready {
-			if err := v.load(p.code, p.export); err != nil {
-				return err
-			}
-		}
-		out, err = job(v)
+		out, err = f(v)
 		return err
 	}()
 	var overflow *goja.StackOverflowError
@@ -113,21 +147,21 @@ func (p *Program) work(v *vm, c *call, payload map[string]any, job func(*vm) (ma
 		out, err = nil, p.stopError(c, r)
 	}
 	v.guard.call = nil
-	keep := c.reason.Load() == reasonNone && v.ready && !crashed
+	keep := c.reason.Load() == reasonNone && !crashed && (v.ready || err == nil)
 	if keep {
 		v.rt.ClearInterrupt()
-		keep = p.pool.put(v)
 	}
-	p.pool.release()
-	done <- outcome{out: out, err: err}
-	return keep
+	return out, keep, err
 }
 
 // stopError is the error of a call the watchdog or a guard stopped.
 func (p *Program) stopError(c *call, reason int32) *Error {
 	switch reason {
 	case reasonTimeout:
-		return newError(KindTimeout, fmt.Sprintf("exceeded the %v time budget", p.opts.Timeout))
+		if c.detail != "" {
+			return newError(KindTimeout, c.detail)
+		}
+		return newError(KindTimeout, fmt.Sprintf("exceeded the %v time budget", c.hard.Sub(c.deadline)))
 	case reasonCanceled:
 		return newError(KindTimeout, "canceled: "+context.Cause(c.ctx).Error())
 	default:
@@ -136,6 +170,60 @@ func (p *Program) stopError(c *call, reason int32) *Error {
 		}
 		return newError(KindMemory, fmt.Sprintf("memory limit: the heap grew by more than %d bytes during the call", c.budget))
 	}
+}
+
+// RunEach calls the exported function once per element of items, the
+// list at the top-level payload key: each call sees ctx.payload as the
+// reference gateway's forEach builds it, {...payload, [key]: [item]}. The
+// payload is converted once and each element's view costs what the element
+// costs, whatever the size of the rest of the payload. All calls run on one
+// runtime, each with its own time and memory budget. It returns one result
+// per element (as Run does: nil to skip, else the overrides) and stops at
+// the first failure, which it returns with the results before it; the
+// failing element is the one at index len(results).
+func (p *Program) RunEach(ctx context.Context, in Input, key string, items []any) ([]map[string]any, error) {
+	results := make([]map[string]any, 0, len(items))
+	_, err := p.supervise(ctx, in.Payload, func(v *vm) (map[string]any, error) {
+		var parts ctxParts
+		if err := v.protect(func() (err error) {
+			parts, err = v.ctxParts(in)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		for _, item := range items {
+			// every element (the first too: the payload conversion
+			// had its own) gets a fresh time and memory budget
+			p.watch.renew(v.guard.call, p.opts.Timeout)
+			var ctxVal goja.Value
+			if err := v.protect(func() error {
+				jsItem, err := v.jsValue(item, 2)
+				if err != nil {
+					if errors.Is(err, errStopped) {
+						return err
+					}
+					return newError(KindInput, err.Error())
+				}
+				view, err := v.eachView(goja.Undefined(), parts[0], v.rt.ToValue(key), v.rt.NewArray(jsItem))
+				if err != nil {
+					return err
+				}
+				each := parts
+				each[0] = view
+				ctxVal, err = v.makeCtx(goja.Undefined(), each[:]...)
+				return err
+			}); err != nil {
+				return nil, err
+			}
+			out, err := v.call(ctxVal, p.opts.MaxBytes)
+			if err != nil {
+				return nil, err
+			}
+			results = append(results, out)
+		}
+		return nil, nil
+	})
+	return results, err
 }
 
 // invoke builds ctx, calls the export, awaits a promise and converts the
@@ -148,6 +236,12 @@ func (v *vm) invoke(in Input, maxBytes int64) (map[string]any, error) {
 	}); err != nil {
 		return nil, err
 	}
+	return v.call(ctxVal, maxBytes)
+}
+
+// call calls the export with ctxVal, awaits a promise and converts the
+// result.
+func (v *vm) call(ctxVal goja.Value, maxBytes int64) (map[string]any, error) {
 	res, err := v.fn(goja.Undefined(), ctxVal)
 	if err != nil {
 		return nil, err
@@ -191,7 +285,7 @@ type rejection struct{ value goja.Value }
 func (r *rejection) Error() string { return "promise rejected" }
 
 // describe turns a failure that was not a watchdog/guard stop into an
-// *Error, reading script error messages safely and redacting payload text.
+// *Error, reading script error messages safely and sanitizing their text.
 func (v *vm) describe(err error, payload map[string]any) *Error {
 	var te *Error
 	var rm *errResultMemory
@@ -203,35 +297,38 @@ func (v *vm) describe(err error, payload map[string]any) *Error {
 	case errors.As(err, &te):
 		return te
 	case errors.As(err, &so):
-		return newError(KindThrow, v.thrownMessage(v.rt.ToValue(fmt.Sprintf("RangeError: maximum call stack size (%d) exceeded", maxCallStack)), so.Stack()))
+		_, loc := v.thrownMessage(nil, so.Stack())
+		return newError(KindThrow, fmt.Sprintf("RangeError: maximum call stack size (%d) exceeded", maxCallStack)+loc)
 	case errors.As(err, &rm):
 		return newError(KindMemory, rm.Error())
 	case errors.As(err, &xe):
 		return newError(KindResult, xe.msg)
 	case errors.As(err, &ex):
-		return newError(KindThrow, redact(v.thrownMessage(ex.Value(), ex.Stack()), payload))
+		text, loc := v.thrownMessage(ex.Value(), ex.Stack())
+		return newError(KindThrow, sanitize(text, payload)+loc)
 	case errors.As(err, &rj):
-		return newError(KindThrow, redact("promise rejected: "+v.thrownMessage(rj.value, nil), payload))
+		text, loc := v.thrownMessage(rj.value, nil)
+		return newError(KindThrow, "promise rejected: "+sanitize(text, payload)+loc)
 	default:
-		return newError(KindThrow, redact(err.Error(), payload))
+		return newError(KindThrow, sanitize(err.Error(), payload))
 	}
 }
 
-// thrownMessage renders a thrown value ("TypeError: …" for errors) with
-// the first script location of the stack, mapped to the original source.
-func (v *vm) thrownMessage(val goja.Value, stack []goja.StackFrame) string {
-	msg := "uncaught exception (its message could not be read)"
+// thrownMessage renders a thrown value ("TypeError: …" for errors) and,
+// apart, " (at file:line:col)" for the first script location of the stack,
+// mapped to the original source.
+func (v *vm) thrownMessage(val goja.Value, stack []goja.StackFrame) (text, loc string) {
+	text = "uncaught exception (its message could not be read)"
 	_ = v.protect(func() error {
 		if val == nil {
-			msg = "uncaught exception"
+			text = "uncaught exception"
 			return nil
 		}
-		msg = val.String()
+		text = val.String()
 		if o, ok := val.(*goja.Object); ok && len(stack) == 0 {
 			if st, ok := o.Get("stack").(goja.String); ok {
-				stack = nil
-				if loc := firstStackLocation(st.String()); loc != "" {
-					msg += " (at " + loc + ")"
+				if l := firstStackLocation(st.String()); l != "" {
+					loc = " (at " + l + ")"
 				}
 			}
 		}
@@ -240,10 +337,10 @@ func (v *vm) thrownMessage(val goja.Value, stack []goja.StackFrame) string {
 	for _, f := range stack {
 		pos := f.Position()
 		if pos.Line > 0 && pos.Filename != "" && !strings.HasPrefix(pos.Filename, "caddyhook:") {
-			return msg + " (at " + pos.Filename + ":" + strconv.Itoa(pos.Line) + ":" + strconv.Itoa(pos.Column) + ")"
+			return text, " (at " + pos.Filename + ":" + strconv.Itoa(pos.Line) + ":" + strconv.Itoa(pos.Column) + ")"
 		}
 	}
-	return msg
+	return text, loc
 }
 
 // firstStackLocation extracts "file:line:col" from the first frame line of

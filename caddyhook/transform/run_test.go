@@ -20,8 +20,14 @@ func TestRunResults(t *testing.T) {
 		want map[string]any // nil means skip
 	}{
 		{"null skips", `export default () => null;`, nil},
-		{"undefined skips", `export default () => {};`, nil},
+		{"undefined overrides nothing", `export default () => {};`, map[string]any{}},
 		{"async null skips", `export default async () => { await null; return null; };`, nil},
+		{"async undefined overrides nothing", `export default async () => { await null; };`, map[string]any{}},
+		{"number overrides nothing", `export default () => 42;`, map[string]any{}},
+		{"string overrides nothing", `export default () => "text";`, map[string]any{}},
+		{"array overrides nothing", `export default () => [1];`, map[string]any{}},
+		{"function overrides nothing", `export default () => () => 1;`, map[string]any{}},
+		{"false overrides nothing", `export default async () => false;`, map[string]any{}},
 		{"async object", `export default async (ctx) => { const v = await Promise.resolve(ctx.path); await new Promise((r) => r()); return { text: v }; };`, map[string]any{"text": "p"}},
 		{"then chain", `export default (ctx) => Promise.resolve(1).then((n) => ({ n: n + 1 }));`, map[string]any{"n": 2.0}},
 		{"json semantics", `export default () => ({
@@ -39,7 +45,8 @@ func TestRunResults(t *testing.T) {
 			map[string]any{"kind": "agent", "message": "m", "name": "N", "agentId": "a", "wakeMode": "now", "sessionKey": "hook:x",
 				"deliver": false, "allowUnsafeExternalContent": true, "channel": "last", "to": "+1", "model": "m1", "thinking": "low", "timeoutSeconds": 30.0}},
 		{"getter runs", `export default () => ({ get g() { return "got"; } });`, map[string]any{"g": "got"}},
-		{"toJSON object", `export default () => ({ toJSON() { return { via: "toJSON" }; } });`, map[string]any{"via": "toJSON"}},
+		{"top-level toJSON not consulted", `export default () => ({ text: "own", toJSON() { return { via: "toJSON" }; } });`, map[string]any{"text": "own"}},
+		{"date overrides nothing", `export default () => new Date(0);`, map[string]any{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,13 +74,8 @@ func TestRunFailures(t *testing.T) {
 		{"throw string", `export default () => { throw "plain"; };`, KindThrow, "plain"},
 		{"type error", `export default (ctx) => ctx.payload.missing.deeper;`, KindThrow, "TypeError"},
 		{"async reject", `export default async () => { await null; throw new TypeError("late"); };`, KindThrow, "promise rejected: TypeError: late"},
-		{"reject value", `export default () => Promise.reject(42);`, KindThrow, "promise rejected: 42"},
+		{"reject value", `export default () => Promise.reject(42);`, KindThrow, "promise rejected: ##"},
 		{"never settles", `export default () => new Promise(() => {});`, KindResult, "never settled"},
-		{"number", `export default () => 42;`, KindResult, "got a number"},
-		{"string", `export default () => "text";`, KindResult, "got a string"},
-		{"array", `export default () => [1];`, KindResult, "got an array"},
-		{"function", `export default () => () => 1;`, KindResult, "got a function"},
-		{"bool", `export default async () => true;`, KindResult, "got a boolean"},
 		{"bigint", `export default () => ({ n: 1n });`, KindResult, "BigInt"},
 		{"circular", `export default () => { const o = {}; o.self = o; return o; };`, KindResult, "nested deeper"},
 		{"throwing getter", `export default () => ({ get g() { throw new Error("getter"); } });`, KindThrow, "getter"},
@@ -84,7 +86,9 @@ func TestRunFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := compileSource(t, "m.js", tc.src, "", Options{MaxBytes: 4096})
+			// a budget no case reaches, however slow the machine: these
+			// fail for other reasons (TestTimeBudget is about the budget)
+			p := compileSource(t, "m.js", tc.src, "", Options{MaxBytes: 4096, Timeout: hangBound})
 			e := runErr(t, p, Input{Payload: map[string]any{}}, tc.kind)
 			if !strings.Contains(e.Message, tc.msg) {
 				t.Fatalf("message %q does not contain %q", e.Message, tc.msg)
@@ -97,29 +101,50 @@ func TestRunFailures(t *testing.T) {
 	}
 }
 
-// TestErrorsKeepPayloadOut: runtime-generated messages that quote values
-// are redacted, so payload content does not reach the log.
+// TestErrorsKeepPayloadOut reproduces issue 17 item 10: error messages
+// that quote payload numbers, object keys, short strings or strings with
+// escapes (whether the runtime quotes them or the script throws them)
+// reach the log without any of them, but with the error type and the
+// script location.
 func TestErrorsKeepPayloadOut(t *testing.T) {
-	const secret = "s3cr3t-token-value"
-	tests := []struct {
-		name, src string
-		redacted  bool // the raw message would have quoted the secret
-	}{
-		{"runtime quotes value", `export default (ctx) => [1].map(ctx.payload.cb);`, true},
-		{"thrown payload field", `export default (ctx) => { throw new Error("bad: " + ctx.payload.cb); };`, true},
-		{"json parse", `export default (ctx) => JSON.parse(ctx.payload.cb);`, false},
-		{"nested", `export default (ctx) => { throw new Error(JSON.stringify(ctx.payload)); };`, true},
+	payload := map[string]any{
+		"cb": "s3cr3t-token-value", "n": 987654321.0, "f": 0.0625, "short": "xq", "esc": "q\"u\not\\e", "uni": "Zürich—ü",
+		"secretKeyName": map[string]any{"deep": "s3cr3t-2"}, "list": []any{"s3cr3t-3", 31337.0},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := compileSource(t, "m.js", tc.src, "", Options{})
-			e := runErr(t, p, Input{Payload: map[string]any{"cb": secret, "list": []any{map[string]any{"deep": secret + "-2"}}}}, KindThrow)
-			if strings.Contains(e.Message, "s3cr3t") || strings.Contains(e.Error(), "s3cr3t") {
-				t.Fatalf("message leaks payload: %q", e.Message)
+	secrets := []string{"s3cr3t", "987654321", "9876", "0.0625", "625", "xq", `q"u`, "u\nqt", `q\"u`, "Zürich", "ürich", "secretKeyName", "31337"}
+	tests := map[string]string{
+		"runtime quotes value":  `(ctx) => [1].map(ctx.payload.cb)`,
+		"runtime quotes number": `(ctx) => ctx.payload.n()`,
+		"runtime quotes key":    `(ctx) => ctx.payload[Object.keys(ctx.payload).sort().pop()].deep.x.y`,
+		"missing member by key": `(ctx) => { const k = Object.keys(ctx.payload)[5]; return ctx.payload.nothing[k]; }`,
+		"thrown field":          `(ctx) => { throw new Error("bad: " + ctx.payload.cb + " " + ctx.payload.n + " " + ctx.payload.short); }`,
+		"thrown escapes":        `(ctx) => { throw new Error(JSON.stringify(ctx.payload.esc) + ctx.payload.esc + ctx.payload.uni); }`,
+		"thrown whole payload":  `(ctx) => { throw new Error(JSON.stringify(ctx.payload)); }`,
+		"thrown keys":           `(ctx) => { throw new TypeError("keys " + Object.keys(ctx.payload).join(",")); }`,
+		"thrown number fixed":   `(ctx) => { throw ctx.payload.n.toFixed(2) + " " + ctx.payload.f * 2; }`,
+		"thrown short word":     `(ctx) => { throw "value xq rejected"; }`,
+		"json parse":            `(ctx) => JSON.parse(ctx.payload.esc)`,
+		"rejected with value":   `async (ctx) => { await null; throw ctx.payload.list; }`,
+		"error name from data":  `(ctx) => { const e = new Error("m"); e.name = ctx.payload.short; throw e; }`,
+		"control characters":    "(ctx) => { throw new Error(\"a\\u0000b\\u001bc\\u202ed\\nx\"); }",
+	}
+	for name, fn := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := compileSource(t, "m.js", "export default "+fn+";", "", Options{})
+			e := runErr(t, p, Input{Payload: payload}, KindThrow)
+			for _, s := range secrets {
+				if strings.Contains(e.Message, s) || strings.Contains(e.Error(), s) {
+					t.Fatalf("message leaks %q: %q", s, e.Message)
+				}
 			}
-			if tc.redacted != strings.Contains(e.Message, "[payload]") {
-				t.Fatalf("message %q: redacted = %v, want %v", e.Message, !tc.redacted, tc.redacted)
+			hasLoc := strings.Contains(e.Message, "(at m.js:1:") || name == "rejected with value" // a rejected non-Error has no stack
+			if !hasLoc || strings.ContainsAny(e.Message, "\x00\x1b\n\u202e") {
+				t.Fatalf("message %q: want the location and no control characters", e.Message)
 			}
+			if len(e.Message) > maxScriptText+64 {
+				t.Fatalf("message of %d bytes", len(e.Message))
+			}
+			t.Log(e.Message)
 		})
 	}
 }
@@ -216,7 +241,7 @@ func TestInputIsolation(t *testing.T) {
 
 // TestInputErrors: values a JSON decoder never produces are refused.
 func TestInputErrors(t *testing.T) {
-	p := compileSource(t, "m.js", `export default () => ({})`, "", Options{})
+	p := compileSource(t, "m.js", `export default () => ({})`, "", Options{Timeout: 10 * time.Second})
 	deep := map[string]any{}
 	cur := deep
 	for i := 0; i < maxNesting+5; i++ {
@@ -235,13 +260,11 @@ func TestInputErrors(t *testing.T) {
 	}
 }
 
-// TestConcurrentRuns: 200 concurrent calls through one program with the
-// default options all succeed, each seeing its own input.
+// TestConcurrentRuns: 200 concurrent calls through one program all
+// succeed, each seeing its own input (with a budget no call reaches on a
+// loaded machine: the budget is TestTimeBudget's subject).
 func TestConcurrentRuns(t *testing.T) {
-	opts := Options{}
-	if raceEnabled {
-		opts.Timeout = time.Second
-	}
+	opts := Options{Timeout: hangBound}
 	p := compileSource(t, "m.ts", `
 let calls = 0;
 export default async (ctx: any) => {
@@ -284,7 +307,7 @@ export default async (ctx: any) => {
 // TestContextCanceled: a canceled context stops a running call and is
 // reported as a timeout-kind error.
 func TestContextCanceled(t *testing.T) {
-	p := compileSource(t, "m.js", `export default () => { for (;;) {} }`, "", Options{Timeout: 5 * time.Second})
+	p := compileSource(t, "m.js", `export default () => { for (;;) {} }`, "", Options{Timeout: time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -293,7 +316,7 @@ func TestContextCanceled(t *testing.T) {
 	if !errors.As(err, &te) || te.Kind != KindTimeout || !strings.Contains(te.Message, "canceled") {
 		t.Fatalf("Run = %v, want a canceled timeout error", err)
 	}
-	if d := time.Since(start); d > time.Second {
+	if d := time.Since(start); d > hangBound { // the budget is a minute: the cancel stopped it
 		t.Fatalf("cancel took %v", d)
 	}
 	done, cancel2 := context.WithCancel(context.Background())
@@ -304,9 +327,10 @@ func TestContextCanceled(t *testing.T) {
 }
 
 // TestRuntimeReuse: a healthy runtime is reused (module state persists
-// per runtime); one that was interrupted is dropped.
+// per runtime); one that was interrupted is dropped. The budget is long
+// enough that the quick calls never reach it on a loaded machine.
 func TestRuntimeReuse(t *testing.T) {
-	p := compileSource(t, "m.js", `let n = 0; export default (ctx) => { if (ctx.payload.spin) for (;;) {} return { n: ++n }; }`, "", Options{Timeout: 20 * time.Millisecond})
+	p := compileSource(t, "m.js", `let n = 0; export default (ctx) => { if (ctx.payload.spin) for (;;) {} return { n: ++n }; }`, "", Options{Timeout: 3 * time.Second})
 	run := func(spin bool) (map[string]any, error) {
 		return p.Run(context.Background(), Input{Payload: map[string]any{"spin": spin}})
 	}

@@ -23,10 +23,11 @@ var removedGlobals = []string{
 
 // newSandbox returns a fresh runtime holding only pure ECMAScript built-ins
 // (no require, process, console, timers or fetch exist in goja to begin
-// with), with bounded recursion, guarded built-ins, and source maps
-// disabled for code parsed at run time: a "//# sourceMappingURL=" comment
-// in eval'd code would otherwise make the parser read a file.
-func newSandbox(opts Options) (*goja.Runtime, *guard) {
+// with), with bounded recursion, guarded built-ins, no code generation
+// from strings and a checked RegExp constructor (harden.go), and source
+// maps disabled for code parsed at run time. It also returns the function
+// that freezes the realm once the module is loaded.
+func newSandbox(opts Options) (*goja.Runtime, *guard, goja.Callable, error) {
 	rt := goja.New()
 	rt.SetParserOptions(parser.WithDisableSourceMaps)
 	rt.SetMaxCallStackSize(maxCallStack)
@@ -36,5 +37,9 @@ func newSandbox(opts Options) (*goja.Runtime, *guard) {
 	}
 	g := &guard{rt: rt, maxChars: opts.MaxBytes, maxElems: opts.maxElems()}
 	g.install()
-	return rt, g
+	harden, err := confine(rt, g)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return rt, g, harden, nil
 }

@@ -22,9 +22,15 @@ func TestSandboxGlobals(t *testing.T) {
   for (const n of names) types[n] = typeof globalThis[n];
   let viaEval;
   try { viaEval = typeof eval("require"); } catch (e) { viaEval = e.name; }
-  const fnThis = Function("return typeof this.process")();
+  const refused = [];
+  for (const make of [() => Function("return typeof this.process"), () => new Function("return 1"),
+    () => (() => {}).constructor("return 1"), () => Object.getPrototypeOf(function* () {}).constructor("yield 1"),
+    () => Object.getPrototypeOf(async function () {}).constructor("return 1")]) {
+    try { make(); refused.push("made"); } catch (e) { refused.push(e.name); }
+  }
   const r = Math.random();
-  return { types, viaEval, fnThis, now: typeof Date.now(), dateOK: new Date(86400000).toISOString(), random: r >= 0 && r < 1 };
+  return { types, viaEval, refused: refused.join(","), isFn: (() => 1) instanceof Function && typeof Function.prototype.call,
+    now: typeof Date.now(), dateOK: new Date(86400000).toISOString(), random: r >= 0 && r < 1 };
 };`, "", Options{})
 	out, err := p.Run(context.Background(), Input{})
 	if err != nil {
@@ -36,7 +42,8 @@ func TestSandboxGlobals(t *testing.T) {
 			t.Errorf("typeof %s = %v, want undefined", name, typ)
 		}
 	}
-	want := map[string]any{"viaEval": "ReferenceError", "fnThis": "undefined", "now": "number", "dateOK": "1970-01-02T00:00:00.000Z", "random": true}
+	want := map[string]any{"viaEval": "ReferenceError", "refused": "EvalError,EvalError,EvalError,EvalError,EvalError", "isFn": "function",
+		"now": "number", "dateOK": "1970-01-02T00:00:00.000Z", "random": true}
 	for k, v := range want {
 		if !reflect.DeepEqual(out[k], v) {
 			t.Errorf("%s = %v, want %v", k, out[k], v)
@@ -61,17 +68,26 @@ func TestSandboxRequire(t *testing.T) {
 	runErr(t, p, Input{Payload: map[string]any{"m": "fs"}}, KindThrow)
 }
 
-// TestSandboxSourceMapComment: code evaluated at run time cannot make the
-// parser open a file through a sourceMappingURL comment (a FIFO would
-// block the read forever; /dev/zero would exhaust memory).
+// TestSandboxSourceMapComment: code cannot be generated from strings at
+// run time, so no "//# sourceMappingURL=" comment can make the parser open
+// a file (a FIFO would block the read forever; /dev/zero would exhaust
+// memory), and a string nested deeply enough to overflow the parser's Go
+// stack (which would kill the process) is never parsed.
 func TestSandboxSourceMapComment(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "map.fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("mkfifo: %v", err)
 	}
-	p := compileSource(t, "m.js", "export default (ctx) => ({ v: eval(\"1 + 1\\n//# sourceMappingURL=\" + ctx.payload.path), f: Function(\"return 3\\n//# sourceMappingURL=\" + ctx.payload.path)() });", "", Options{Timeout: 200 * time.Millisecond})
+	p := compileSource(t, "m.js", `export default (ctx) => {
+  const out = {};
+  const tries = { eval: () => eval("1 + 1\n//# sourceMappingURL=" + ctx.payload.path),
+    fn: () => Function("return 3\n//# sourceMappingURL=" + ctx.payload.path)(),
+    deep: () => Function("return " + "[".repeat(1e6))() };
+  for (const [k, f] of Object.entries(tries)) { try { out[k] = f(); } catch (e) { out[k] = e.name; } }
+  return out;
+};`, "", Options{Timeout: hangBound})
 	out, err := p.Run(context.Background(), Input{Payload: map[string]any{"path": fifo}})
-	if err != nil || out["v"] != 2.0 || out["f"] != 3.0 {
+	if err != nil || out["eval"] != "ReferenceError" || out["fn"] != "EvalError" || out["deep"] != "EvalError" {
 		t.Fatalf("Run = %v, %v", out, err)
 	}
 	if _, err := os.Stat(fifo); err != nil {

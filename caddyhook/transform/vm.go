@@ -12,11 +12,15 @@ import (
 // vm is one sandboxed runtime with the module loaded. It is used by one
 // call at a time.
 type vm struct {
-	rt      *goja.Runtime
-	guard   *guard
-	fn      goja.Callable // the selected export
-	makeCtx goja.Callable // builds ctx, from the prelude
-	ready   bool
+	rt       *goja.Runtime
+	guard    *guard
+	fn       goja.Callable // the selected export
+	makeCtx  goja.Callable // builds ctx, from the prelude
+	eachView goja.Callable // the payload of one forEach element, from the prelude
+	harden   goja.Callable // freezes the realm once the module is loaded
+	ready    bool
+
+	converted int // payload values converted, for stop checks (input.go)
 
 	// jobs feeds the runtime's own worker goroutine (see serve).
 	jobs chan func() bool
@@ -31,14 +35,17 @@ type vm struct {
 
 // newVM returns a sandboxed runtime with nothing loaded yet; load runs
 // script code and so must happen under the watchdog.
-func newVM(opts Options) *vm {
-	rt, g := newSandbox(opts)
-	v := &vm{rt: rt, guard: g, jobs: make(chan func() bool)}
+func newVM(opts Options) (*vm, error) {
+	rt, g, harden, err := newSandbox(opts)
+	if err != nil {
+		return nil, err
+	}
+	v := &vm{rt: rt, guard: g, harden: harden, jobs: make(chan func() bool)}
 	v.trampoline, _ = goja.AssertFunction(rt.ToValue(func(goja.FunctionCall) goja.Value {
 		v.pendingErr = v.pending()
 		return goja.Undefined()
 	}))
-	return v
+	return v, nil
 }
 
 // serve is the runtime's worker goroutine: it runs the calls handed to
@@ -67,13 +74,16 @@ func (v *vm) protect(f func() error) error {
 	return ferr
 }
 
-// load runs the prelude and the module's top level, and selects the export.
+// load runs the prelude and the module's top level, selects the export
+// and freezes the realm (harden.go).
 func (v *vm) load(prog *goja.Program, export string) error {
-	mk, err := v.rt.RunProgram(preludeProgram)
+	prelude, err := v.rt.RunProgram(preludeProgram)
 	if err != nil {
 		return err
 	}
-	v.makeCtx, _ = goja.AssertFunction(mk)
+	parts := prelude.ToObject(v.rt)
+	v.makeCtx, _ = goja.AssertFunction(parts.Get("0"))
+	v.eachView, _ = goja.AssertFunction(parts.Get("3"))
 	wrapper, err := v.rt.RunProgram(prog)
 	if err != nil {
 		return err
@@ -88,6 +98,10 @@ func (v *vm) load(prog *goja.Program, export string) error {
 	}
 	v.fn, err = pickExport(v.rt, exports, export)
 	if err != nil {
+		return err
+	}
+	// the prelude's classes are reachable from every ctx
+	if _, err := v.harden(goja.Undefined(), parts.Get("1"), parts.Get("2")); err != nil {
 		return err
 	}
 	v.ready = true

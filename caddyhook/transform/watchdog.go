@@ -30,13 +30,13 @@ const (
 type call struct {
 	rt       *goja.Runtime
 	ctx      context.Context
+	task     *task     // the Run this call belongs to; nil in tests
 	deadline time.Time // interrupt after this
 	hard     time.Time // give up waiting for the worker after this
 	budget   uint64    // heap bytes the process may allocate during the call
 
-	reason    atomic.Int32
-	abandoned chan struct{} // closed once hard has passed
-	detail    string        // guard message for reasonMemory, set on the worker goroutine
+	reason atomic.Int32
+	detail string // guard message for reasonMemory or a regexp timeout, set on the worker goroutine
 
 	// Owned by the watchdog goroutine.
 	startAllocs uint64
@@ -90,6 +90,15 @@ func (w *watchdog) add(c *call) {
 	w.mu.Unlock()
 }
 
+// renew gives the registered call c a fresh time and allocation budget
+// from now, for the next of several calls made under one registration.
+func (w *watchdog) renew(c *call, budget time.Duration) {
+	w.mu.Lock()
+	now := time.Now()
+	c.deadline, c.hard, c.started = now.Add(budget), now.Add(2*budget), false
+	w.mu.Unlock()
+}
+
 // remove unregisters c. Once it returns, c.rt is never interrupted again
 // by the watchdog, so ClearInterrupt is safe.
 func (w *watchdog) remove(c *call) {
@@ -135,6 +144,8 @@ func (w *watchdog) check(c *call, now time.Time, allocs uint64) {
 	}
 	if !c.gaveUp && now.After(c.hard) {
 		c.gaveUp = true
-		close(c.abandoned)
+		if c.task != nil {
+			c.task.abandon()
+		}
 	}
 }

@@ -23,10 +23,13 @@ const (
 // the caller; Layout is not a Caddy placeholder string and must be passed
 // through unexpanded.
 //
-// Formatting a Config with %v, %+v, %#v or encoding it as JSON never shows
-// a secret: literal secrets become "[REDACTED]", and only a value that is a
-// single {env.*} or {file.*} placeholder (which names, but does not hold,
-// a secret) is kept, so an adapted Caddyfile still round-trips.
+// Formatting a Config with %v, %+v, %#v never shows a secret: literal
+// secrets become "[REDACTED]", and only a value that is a single {env.*}
+// or {file.*} placeholder (which names, but does not hold, a secret) is
+// kept. Its JSON encoding is the config itself (what the Caddyfile adapter
+// writes) and keeps the secrets as written: a literal is stored, and shown
+// by Caddy's admin endpoint, in clear, so configs should name secrets by
+// placeholder (the hooks handler warns about literals at provision).
 type Config struct {
 	// Scheme is github, stripe, slack, standard or hmac.
 	Scheme string `json:"scheme"`
@@ -70,12 +73,10 @@ const redacted = "[REDACTED]"
 // configFields is Config without its methods, for the JSON codec.
 type configFields Config
 
-// MarshalJSON encodes c with every literal secret redacted (see [Config]).
+// MarshalJSON encodes c as configured (secrets as written: see [Config]).
 // Tolerance is encoded as integer nanoseconds, like caddy.Duration.
 func (c Config) MarshalJSON() ([]byte, error) {
-	out := configFields(c)
-	out.Secrets = redactSecrets(c.Secrets)
-	return json.Marshal(out)
+	return json.Marshal(configFields(c))
 }
 
 // UnmarshalJSON decodes c strictly (unknown fields are errors), accepting

@@ -43,6 +43,9 @@ type Verifier struct {
 	name   string
 	scheme scheme
 	macs   *macSet
+	// offered names the headers whose presence means a signature is
+	// offered (canonical forms).
+	offered []string
 }
 
 // New validates cfg and builds its Verifier. Errors name the offending
@@ -79,7 +82,11 @@ func New(cfg Config) (*Verifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", cfg.Scheme, err)
 	}
-	return &Verifier{name: cfg.Scheme, scheme: s, macs: newMACSet(alg, keys)}, nil
+	offered := SignatureHeaders(cfg)
+	if cfg.Scheme == SchemeGitHub {
+		offered = offered[:1] // X-Hub-Signature (SHA-1) is never verified
+	}
+	return &Verifier{name: cfg.Scheme, scheme: s, macs: newMACSet(alg, keys), offered: offered}, nil
 }
 
 // Verify checks the request headers h and raw body at time now. A failure
@@ -98,3 +105,15 @@ func (v Verifier) String() string {
 
 // GoString describes v for %#v without any secret.
 func (v Verifier) GoString() string { return v.String() }
+
+// Offered reports, from the headers alone, whether h carries a signature
+// for v's scheme: nil when it does, else the *Error Verify would return. A
+// request without one can be refused before its body is read.
+func (v *Verifier) Offered(h http.Header) error {
+	for _, name := range v.offered {
+		if vals := h[name]; len(vals) > 0 && trimOWS(vals[0]) != "" {
+			return nil
+		}
+	}
+	return fail(ReasonMissingSignature, v.offered[0])
+}

@@ -29,10 +29,12 @@ type bench struct {
 	accepted uint64           // expected answers of sink-bound rows, warm-up included
 	in       *ingress
 	sink     *sinkProc
-	clock    cpuClock
-	spread   spreadAddrs
-	fwd      atomic.Uint64
-	progress io.Writer
+	// listeners are the rows' sockets, handed to Caddy
+	listeners []net.Listener
+	clock     cpuClock
+	spread    spreadAddrs
+	fwd       atomic.Uint64
+	progress  io.Writer
 }
 
 // run performs a whole hookbench run and writes the report to out.
@@ -59,6 +61,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
+	defer func() {
+		for _, ln := range b.listeners {
+			ln.Close()
+		}
+	}()
 	if err := b.setup(dir); err != nil {
 		return err
 	}
@@ -119,16 +126,9 @@ func (b *bench) setup(dir string) error {
 			return err
 		}
 	}
-	ports, err := freePorts(len(b.rows))
-	if err != nil {
-		return err
-	}
 	b.env = &benchEnv{dir: dir, sink: filepath.Join(dir, "sink.sock"), admin: filepath.Join(dir, "admin.sock"),
-		token: randomToken(), gwToken: randomToken(), ports: map[string]int{},
+		token: randomToken(), gwToken: randomToken(), ports: map[string]int{}, fds: map[string]int{},
 		accessLog: b.o.accessLog, forwarded: b.o.spread == "xff"}
-	for i, r := range b.rows {
-		b.env.ports[r.id] = ports[i]
-	}
 	if err := b.env.writeFiles(); err != nil {
 		return err
 	}
@@ -143,20 +143,35 @@ func (b *bench) setup(dir string) error {
 		run = append(run, r)
 	}
 	b.rows = run
+	// hookbench holds every row's listening socket for the whole run and
+	// hands them to Caddy, so no other program can take a port meanwhile
+	files := make([]*os.File, len(b.rows))
+	for i, r := range b.rows {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		b.listeners = append(b.listeners, ln)
+		if files[i], err = ln.(*net.TCPListener).File(); err != nil {
+			return err
+		}
+		defer files[i].Close()
+		b.env.ports[r.id] = ln.Addr().(*net.TCPAddr).Port
+		b.env.fds[r.id] = 3 + i // ExtraFiles[i]
+	}
 	cfPath := filepath.Join(dir, "Caddyfile")
 	if err := os.WriteFile(cfPath, []byte(b.env.caddyfile(b.rows)), 0o600); err != nil {
 		return err
 	}
+	var err error
 	if b.sink, err = startSink(b.env.sink); err != nil {
 		return err
 	}
-	addrs := make([]string, len(b.rows))
-	for i, r := range b.rows {
-		addrs[i] = b.env.hostFor(r.id)
+	for _, r := range b.rows {
 		b.specs[r.id] = b.spec(r)
 		b.results[r.id] = new(result)
 	}
-	if b.in, err = startIngress(b.bin, cfPath, b.env.admin, addrs); err != nil {
+	if b.in, err = startIngress(b.bin, cfPath, b.env.admin, files); err != nil {
 		b.sink.stop()
 		return err
 	}
@@ -199,7 +214,7 @@ func (b *bench) measure(ctx context.Context) error {
 	seg := b.o.duration / time.Duration(b.o.rounds)
 	for round := 1; round <= b.o.rounds; round++ {
 		fmt.Fprintf(b.progress, "round %d/%d:", round, b.o.rounds)
-		for _, r := range b.rows {
+		for _, r := range roundOrder(b.rows, round) {
 			fmt.Fprintf(b.progress, " %s", r.id)
 			if err := b.segment(ctx, r, seg, b.results[r.id]); err != nil {
 				fmt.Fprintln(b.progress)
@@ -209,6 +224,17 @@ func (b *bench) measure(ctx context.Context) error {
 		fmt.Fprintln(b.progress)
 	}
 	return nil
+}
+
+// roundOrder is the order of the rows in round (1-based): rotated by one
+// row per round, so that no row always runs first or last (a row right
+// after a given other one measured consistently a few per cent lower).
+func roundOrder(rows []rowDef, round int) []rowDef {
+	if len(rows) == 0 {
+		return rows
+	}
+	k := (round - 1) % len(rows)
+	return append(append(make([]rowDef, 0, len(rows)), rows[k:]...), rows[:k]...)
 }
 
 // segment runs row r for d, sampling the ingress RSS, and merges the
@@ -358,26 +384,6 @@ func (s *rssSampler) stop() *rssSampler {
 	close(s.done)
 	<-s.stopped
 	return s
-}
-
-// freePorts returns n loopback TCP ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	lns := make([]net.Listener, 0, n)
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // randomToken returns 64 random hex characters.

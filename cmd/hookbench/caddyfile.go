@@ -18,7 +18,8 @@ type benchEnv struct {
 	admin     string // Caddy's admin Unix socket ("" = admin off)
 	token     string
 	gwToken   string
-	ports     map[string]int // row id → loopback port
+	ports     map[string]int // row id → loopback port (of a socket hookbench holds)
+	fds       map[string]int // row id → the descriptor Caddy gets that socket as
 	accessLog bool           // every site gets an access log
 	forwarded bool           // row (e) varies X-Forwarded-For from a trusted proxy
 }
@@ -34,7 +35,8 @@ func (e *benchEnv) expand(s string) string {
 }
 
 // caddyfile returns a Caddyfile with one site per row, each on its own
-// loopback port, all with the same server settings.
+// loopback socket (handed to Caddy: `bind fd/N`), all with the same server
+// settings.
 func (e *benchEnv) caddyfile(rows []rowDef) string {
 	var b strings.Builder
 	b.WriteString("{\n")
@@ -45,11 +47,11 @@ func (e *benchEnv) caddyfile(rows []rowDef) string {
 	}
 	b.WriteString("\tauto_https off\n\tpersist_config off\n")
 	if _, ok := findRow(rows, "e"); ok && e.forwarded {
-		fmt.Fprintf(&b, "\tservers 127.0.0.1:%d {\n\t\ttrusted_proxies static 127.0.0.0/8\n\t}\n", e.ports["e"])
+		fmt.Fprintf(&b, "\tservers fd/%d {\n\t\ttrusted_proxies static 127.0.0.0/8\n\t\ttrusted_proxies_strict\n\t}\n", e.fds["e"])
 	}
 	b.WriteString("}\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "\n# (%s) %s\nhttp://:%d {\n\tbind 127.0.0.1\n", r.id, r.title, e.ports[r.id])
+		fmt.Fprintf(&b, "\n# (%s) %s\nhttp://:%d {\n\tbind fd/%d\n", r.id, r.title, e.ports[r.id], e.fds[r.id])
 		if e.accessLog {
 			b.WriteString("\tlog {\n\t\toutput discard\n\t}\n")
 		}

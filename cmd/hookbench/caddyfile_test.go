@@ -14,14 +14,17 @@ import (
 )
 
 // TestCaddyfileAdapts adapts the generated Caddyfile with the real
-// adapter and checks one server per row, with the same settings each.
+// adapter and checks one server per row, on its handed-over socket, with
+// the same settings each.
 func TestCaddyfileAdapts(t *testing.T) {
 	rows, _ := selectRows("a,b,c,d,e,f,i")
 	for _, forwarded := range []bool{false, true} {
 		env := &benchEnv{dir: "/tmp/hb", sink: "/tmp/hb/sink.sock", admin: "/tmp/hb/admin.sock",
 			token: randomToken(), gwToken: randomToken(), ports: map[string]int{}, accessLog: forwarded, forwarded: forwarded}
+		env.fds = map[string]int{}
 		for i, r := range rows {
 			env.ports[r.id] = 20000 + i
+			env.fds[r.id] = 3 + i
 		}
 		cf := env.caddyfile(rows)
 		out, warn, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), map[string]any{"filename": "Caddyfile"})
@@ -38,6 +41,7 @@ func TestCaddyfileAdapts(t *testing.T) {
 					Servers map[string]struct {
 						Listen         []string
 						TrustedProxies json.RawMessage `json:"trusted_proxies"`
+						Strict         int             `json:"trusted_proxies_strict"`
 						Logs           json.RawMessage
 					}
 				}
@@ -54,12 +58,15 @@ func TestCaddyfileAdapts(t *testing.T) {
 			t.Fatalf("%d servers for %d rows", len(servers), len(rows))
 		}
 		for _, srv := range servers {
-			if len(srv.Listen) != 1 || !strings.HasPrefix(srv.Listen[0], "127.0.0.1:") {
-				t.Fatalf("server listens on %v, want one loopback port", srv.Listen)
+			if len(srv.Listen) != 1 || !strings.HasPrefix(srv.Listen[0], "fd/") {
+				t.Fatalf("server listens on %v, want one handed-over socket", srv.Listen)
 			}
-			isE := srv.Listen[0] == "127.0.0.1:"+strconv.Itoa(env.ports["e"])
+			isE := srv.Listen[0] == "fd/"+strconv.Itoa(env.fds["e"])
 			if got := srv.TrustedProxies != nil; got != (forwarded && isE) {
 				t.Errorf("forwarded=%v: %s has trusted_proxies %v", forwarded, srv.Listen[0], got)
+			}
+			if srv.TrustedProxies != nil && srv.Strict <= 0 {
+				t.Errorf("%s trusts proxies without trusted_proxies_strict", srv.Listen[0])
 			}
 			if got := srv.Logs != nil; got != env.accessLog {
 				t.Errorf("%s: access log %v, want %v", srv.Listen[0], got, env.accessLog)

@@ -36,9 +36,10 @@ type ingress struct {
 	exited  chan struct{}
 }
 
-// startIngress runs `caddy run` on the Caddyfile at path and waits until
-// every address in addrs accepts connections.
-func startIngress(bin, path, admin string, addrs []string) (*ingress, error) {
+// startIngress runs `caddy run` on the Caddyfile at path, handing it the
+// listening sockets files (fd 3, 4, …), and waits until its admin
+// endpoint answers: Caddy starts that after every server.
+func startIngress(bin, path, admin string, files []*os.File) (*ingress, error) {
 	logPath := filepath.Join(filepath.Dir(path), "caddy.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -47,41 +48,43 @@ func startIngress(bin, path, admin string, addrs []string) (*ingress, error) {
 	defer logf.Close()
 	cmd := exec.Command(bin, "run", "--config", path, "--adapter", "caddyfile")
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = files
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	in := &ingress{cmd: cmd, admin: admin, logPath: logPath, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(in.exited) }()
-	if err := waitListening(addrs, in.exited, 60*time.Second); err != nil {
+	if err := waitAdmin(admin, in.exited, 60*time.Second); err != nil {
 		in.stop()
 		return nil, fmt.Errorf("caddy did not start: %w\n%s", err, tail(logPath, 20))
 	}
 	return in, nil
 }
 
-// waitListening polls addrs until all accept TCP connections, the process
-// exits or the timeout passes.
-func waitListening(addrs []string, exited <-chan struct{}, timeout time.Duration) error {
+// waitAdmin polls the admin endpoint on the Unix socket until it answers,
+// the process exits or the timeout passes.
+func waitAdmin(sock string, exited <-chan struct{}, timeout time.Duration) error {
+	c := unixClient(sock, time.Second)
 	end := time.Now().Add(timeout)
-	for _, a := range addrs {
-		for {
-			c, err := net.DialTimeout("tcp", a, time.Second)
-			if err == nil {
-				c.Close()
-				break
+	for {
+		resp, err := c.Get("http://admin/config/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
 			}
-			select {
-			case <-exited:
-				return errors.New("process exited")
-			case <-time.After(50 * time.Millisecond):
-			}
-			if time.Now().After(end) {
-				return fmt.Errorf("%s: %w", a, err)
-			}
+			err = fmt.Errorf("admin answered %s", resp.Status)
+		}
+		select {
+		case <-exited:
+			return errors.New("process exited")
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("admin endpoint %s: %w", sock, err)
 		}
 	}
-	return nil
 }
 
 // stop interrupts Caddy and waits for it (killing it after 10 s).

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -72,6 +73,21 @@ func (s *countingServer) spec(src sourceKind) *loadSpec {
 	return sp
 }
 
+// loadAtLeast runs spec in 200ms slices until at least n requests were
+// answered (at most a minute) and returns the merged result, so a test
+// gets the traffic it needs however slow the machine is.
+func loadAtLeast(t *testing.T, spec *loadSpec, conns int, n uint64) *result {
+	t.Helper()
+	total := new(result)
+	for deadline := time.Now().Add(time.Minute); total.requests < n; {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d requests answered in a minute", total.requests, n)
+		}
+		total.merge(runLoad(context.Background(), spec, conns, 200*time.Millisecond))
+	}
+	return total
+}
+
 func TestRunLoadKeepAlive(t *testing.T) {
 	s := startCountingServer(t, http.StatusOK, false)
 	res := runLoad(context.Background(), s.spec(srcLoopback), 4, 300*time.Millisecond)
@@ -86,14 +102,15 @@ func TestRunLoadKeepAlive(t *testing.T) {
 	if s.conns != 4 || res.dials != 0 {
 		t.Fatalf("server saw %d connections, client re-dialled %d times; want 4 and 0", s.conns, res.dials)
 	}
-	if res.elapsed < 300*time.Millisecond || res.elapsed > 2*time.Second {
+	// at least the run's length; the upper bound only says it stopped
+	if res.elapsed < 300*time.Millisecond || res.elapsed > 30*time.Second {
 		t.Fatalf("elapsed %v for a 300ms run", res.elapsed)
 	}
 }
 
 func TestRunLoadSpreadsSourceAddresses(t *testing.T) {
 	s := startCountingServer(t, http.StatusOK, false)
-	res := runLoad(context.Background(), s.spec(srcSpread), 2, 200*time.Millisecond)
+	res := loadAtLeast(t, s.spec(srcSpread), 2, 30)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.remotes) < 10 {
@@ -104,8 +121,8 @@ func TestRunLoadSpreadsSourceAddresses(t *testing.T) {
 			t.Fatalf("%s sent %d requests (want ≤ 3 from a spread address)", ip, n)
 		}
 	}
-	if res.dials < res.requests/3-2 {
-		t.Fatalf("%d connections for %d requests at 3 per address", res.dials, res.requests)
+	if s.conns*3 < s.requests {
+		t.Fatalf("%d connections for %d requests at 3 per address", s.conns, s.requests)
 	}
 }
 
@@ -123,22 +140,39 @@ func TestRunLoadReconnectsWhenServerCloses(t *testing.T) {
 	s := startCountingServer(t, http.StatusUnauthorized, true)
 	sp := s.spec(srcLoopback)
 	sp.expect = http.StatusUnauthorized
-	res := runLoad(context.Background(), sp, 2, 200*time.Millisecond)
-	if res.requests < 10 || res.netErrs != 0 || res.errors(http.StatusUnauthorized) != 0 {
+	res := loadAtLeast(t, sp, 2, 10)
+	if res.netErrs != 0 || res.errors(http.StatusUnauthorized) != 0 {
 		t.Fatalf("%d requests, %d connection errors, %d errors", res.requests, res.netErrs, res.errors(http.StatusUnauthorized))
 	}
-	if res.dials+2 < res.requests {
-		t.Fatalf("%d connections for %d requests that each closed theirs", res.dials+2, res.requests)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns < s.requests {
+		t.Fatalf("%d connections for %d requests that each closed theirs", s.conns, s.requests)
 	}
 }
 
-func TestRunLoadCountsDeadServer(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// boundNotListening returns a loopback address whose port this test holds
+// (bound, so no other program can take it) without listening on it:
+// connections to it are refused.
+func boundNotListening(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens any more
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(sa.(*syscall.SockaddrInet4).Port)).String()
+}
+
+func TestRunLoadCountsDeadServer(t *testing.T) {
+	addr := boundNotListening(t) // nothing listens there
 	r, _ := findRow(rowCatalogue(), "a")
 	sp := &loadSpec{addr: addr, expect: 200}
 	sp.request, _ = buildRequest(r, addr, "tok", false)
@@ -154,7 +188,7 @@ func TestRunLoadStopsOnCancel(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	runLoad(ctx, s.spec(srcLoopback), 2, time.Minute)
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 30*time.Second { // the run is a minute: the cancel stopped it
 		t.Fatalf("cancelled run took %v", d)
 	}
 }
@@ -169,16 +203,13 @@ func TestRunLoadLeavesNoClientTimeWait(t *testing.T) {
 	}
 	for _, src := range []sourceKind{srcLoopback, srcSpread} {
 		s := startCountingServer(t, http.StatusOK, false)
-		res := runLoad(context.Background(), s.spec(src), 4, 200*time.Millisecond)
-		if res.requests < 10 {
-			t.Fatalf("only %d requests", res.requests)
-		}
+		res := loadAtLeast(t, s.spec(src), 4, 10)
 		s.mu.Lock()
 		n := timeWaits(t, s.peers)
 		s.mu.Unlock()
 		// a rare one may still race the server's FIN; without the
 		// precautions every connection ends in TIME_WAIT
-		if uint64(n) > res.dials/100 {
+		if uint64(n) > max(1, res.dials/100) {
 			t.Errorf("source %d: %d of %d client sockets in TIME_WAIT", src, n, len(s.peers))
 		}
 	}

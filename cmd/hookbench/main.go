@@ -5,7 +5,8 @@
 // socket (internal/devgw in its lean mode, in a child process) and one
 // Caddy with a site per row on its own loopback port, then drives the rows
 // from an in-process generator with keep-alive connections, interleaved
-// in rounds so machine drift cancels out:
+// in rounds (each round's order rotated by one row) so machine drift and
+// position cancel out:
 //
 //	a  respond                      the static ceiling
 //	b  reverse_proxy to the sink    the forwarding ceiling
@@ -18,6 +19,7 @@
 //	i  spool (durable accept)       ratio to c, target ≥ 0.5, p99 < 25 ms
 //	j  respond with e's churn       a new connection every 19 requests, as e
 //	                                pays: what e costs beyond that churn
+//	k  hooks wake, forward mode     ratio to c, target ≥ 1.0
 //
 // Rows whose directives this build does not accept yet are skipped.
 //

@@ -123,6 +123,8 @@ func rowCatalogue() []rowDef {
 			site: hooksSite(spoolLines)}),
 		wake(rowDef{id: "j", title: "respond, with (e)'s connection churn", base: "a",
 			site: "respond `{\"ok\":true,\"mode\":\"now\"}` 200", source: srcSpread, bindOnly: true}),
+		wake(rowDef{id: "k", title: "hooks wake, forward mode", base: "c", target: 1.0, sinkBound: true, probe: true,
+			site: hooksSite("mode forward")}),
 	}
 }
 

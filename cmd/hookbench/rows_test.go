@@ -16,7 +16,8 @@ func TestSelectRows(t *testing.T) {
 		want      []string // after withBases
 		wantError bool
 	}{
-		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}},
+		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"}},
+		{list: "k", want: []string{"b", "c", "k"}},
 		{list: "c", want: []string{"b", "c"}},
 		{list: "i", want: []string{"b", "c", "i"}},
 		{list: "f, e", want: []string{"a", "e", "f"}},
@@ -79,5 +80,21 @@ func TestWrongToken(t *testing.T) {
 				t.Fatalf("%q and %q agree at %d", tok, w, i)
 			}
 		}
+	}
+}
+
+func TestRoundOrder(t *testing.T) {
+	rows := []rowDef{{id: "b"}, {id: "c"}, {id: "k"}}
+	for round, want := range map[int]string{1: "bck", 2: "ckb", 3: "kbc", 4: "bck"} {
+		got := ""
+		for _, r := range roundOrder(rows, round) {
+			got += r.id
+		}
+		if got != want {
+			t.Errorf("round %d: %s, want %s", round, got, want)
+		}
+	}
+	if rows[0].id != "b" {
+		t.Fatal("roundOrder changed its input")
 	}
 }

@@ -6,6 +6,7 @@
 package devgw
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
@@ -21,14 +22,28 @@ import (
 
 // Received is one request the gateway accepted or refused.
 type Received struct {
-	Time           time.Time      `json:"time"`
+	Time time.Time `json:"time"`
+	// Kind is wake, agent, or hook for any other name (a request forwarded
+	// to {prefix}/<name>, which Path names).
 	Kind           string         `json:"kind"`
+	Path           string         `json:"path,omitempty"`
+	Query          string         `json:"query,omitempty"`
 	IdempotencyKey string         `json:"idempotencyKey,omitempty"`
 	ForwardedFor   string         `json:"forwardedFor,omitempty"`
+	TraceParent    string         `json:"traceparent,omitempty"`
+	TraceState     string         `json:"tracestate,omitempty"`
 	Body           map[string]any `json:"body"`
 	RunID          string         `json:"runId,omitempty"`
 	Status         int            `json:"status"`
+	// Raw is the body as received and Header the request headers (tests).
+	Raw    []byte      `json:"-"`
+	Header http.Header `json:"-"`
 }
+
+// KindHook is the Kind of a request to a hook name other than wake and
+// agent: a hook the edge forwarded for the gateway's own mappings. The
+// stand-in accepts any such name and answers {"ok":true,"runId":…}.
+const KindHook = "hook"
 
 // Config tunes a Gateway.
 type Config struct {
@@ -86,7 +101,7 @@ func (g *Gateway) Count(kind string) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if kind == "" {
-		return g.counts["wake"] + g.counts["agent"]
+		return g.counts["wake"] + g.counts["agent"] + g.counts[KindHook]
 	}
 	return g.counts[kind]
 }
@@ -103,10 +118,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g.cfg.Delay > 0 {
 		time.Sleep(g.cfg.Delay)
 	}
-	kind, ok := strings.CutPrefix(r.URL.Path, g.cfg.Prefix+"/")
-	if !ok || (kind != "wake" && kind != "agent") {
+	name, ok := strings.CutPrefix(r.URL.Path, g.cfg.Prefix+"/")
+	if !ok || strings.Trim(name, "/") == "" {
 		reply(w, http.StatusNotFound, map[string]any{"ok": false, "error": "not found"})
 		return
+	}
+	kind := name
+	if kind != "wake" && kind != "agent" {
+		kind = KindHook
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -121,8 +140,18 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveLean(w, r, kind)
 		return
 	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
 	var body map[string]any
-	if err := json.NewDecoder(io.LimitReader(r.Body, 4<<20)).Decode(&body); err != nil {
+	if err == nil {
+		// the real gateway ignores surrounding white space and a byte order mark
+		trimmed := bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(raw), []byte("\uFEFF")))
+		if len(trimmed) == 0 {
+			body = map[string]any{}
+		} else {
+			err = json.Unmarshal(trimmed, &body)
+		}
+	}
+	if err != nil || body == nil {
 		reply(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid JSON"})
 		return
 	}
@@ -136,14 +165,19 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(w, forced, map[string]any{"ok": false, "error": fmt.Sprintf("forced status %d", forced)})
 		return
 	}
-	status, resp := g.handle(kind, r, body)
+	status, resp := g.handle(kind, r, body, raw)
 	reply(w, status, resp)
 }
 
 // handle validates and records one action.
-func (g *Gateway) handle(kind string, r *http.Request, body map[string]any) (int, map[string]any) {
-	rec := Received{Time: time.Now(), Kind: kind, IdempotencyKey: r.Header.Get("Idempotency-Key"),
-		ForwardedFor: r.Header.Get("X-Forwarded-For"), Body: body}
+func (g *Gateway) handle(kind string, r *http.Request, body map[string]any, raw []byte) (int, map[string]any) {
+	rec := Received{Time: time.Now(), Kind: kind, Path: strings.TrimPrefix(r.URL.Path, g.cfg.Prefix+"/"),
+		Query: r.URL.RawQuery, IdempotencyKey: r.Header.Get("Idempotency-Key"),
+		ForwardedFor: r.Header.Get("X-Forwarded-For"), TraceParent: r.Header.Get("Traceparent"),
+		TraceState: r.Header.Get("Tracestate"), Body: body}
+	if g.cfg.Record {
+		rec.Raw, rec.Header = raw, r.Header.Clone()
+	}
 	if errMsg := validate(kind, body); errMsg != "" {
 		rec.Status = http.StatusBadRequest
 		g.record(rec, false)
@@ -171,7 +205,10 @@ func (g *Gateway) handle(kind string, r *http.Request, body map[string]any) (int
 
 // validate applies the gateway-side checks the real gateway makes.
 func validate(kind string, body map[string]any) string {
-	if kind == "wake" {
+	switch kind {
+	case KindHook:
+		return "" // the stand-in has no mappings: any forwarded hook is accepted
+	case "wake":
 		if s, _ := body["text"].(string); strings.TrimSpace(s) == "" {
 			return "text required"
 		}
@@ -224,8 +261,11 @@ func (g *Gateway) record(rec Received, fresh bool) {
 
 // summary is a one-line description of an action for the console.
 func summary(rec Received) string {
-	if rec.Kind == "wake" {
+	switch rec.Kind {
+	case "wake":
 		return fmt.Sprintf("text=%q mode=%v", clip(rec.Body["text"]), rec.Body["mode"])
+	case KindHook:
+		return fmt.Sprintf("path=%s runId=%s (forwarded; the stand-in has no mappings)", rec.Path, rec.RunID)
 	}
 	return fmt.Sprintf("name=%v agentId=%v sessionKey=%v runId=%s message=%q", rec.Body["name"], rec.Body["agentId"], rec.Body["sessionKey"], rec.RunID, clip(rec.Body["message"]))
 }

@@ -42,7 +42,7 @@ func (g *Gateway) serveLean(w http.ResponseWriter, r *http.Request, kind string)
 	g.counts[kind]++
 	g.mu.Unlock()
 	switch {
-	case kind == "agent":
+	case kind != "wake":
 		b := make([]byte, 0, 64)
 		b = append(b, `{"ok":true,"runId":"`...)
 		b = append(b, uuid.NewString()...)

@@ -25,7 +25,11 @@ func TestLeanMode(t *testing.T) {
 			want: map[string]any{"ok": false, "error": "invalid JSON"}},
 		{name: "token still checked", path: "/hooks/wake", auth: "Bearer nope", body: `{"text":"hi"}`, status: 401,
 			want: map[string]any{"ok": false}},
-		{name: "unknown kind", path: "/hooks/other", auth: "Bearer gw", body: `{}`, status: 404,
+		{name: "forwarded hook", path: "/hooks/github", auth: "Bearer gw", body: `{"action":"opened"}`, status: 200,
+			want: map[string]any{"ok": true}, counted: KindHook},
+		{name: "no hook name", path: "/hooks/", auth: "Bearer gw", body: `{}`, status: 404,
+			want: map[string]any{"ok": false}},
+		{name: "outside the prefix", path: "/other", auth: "Bearer gw", body: `{}`, status: 404,
 			want: map[string]any{"ok": false}},
 	}
 	for _, tt := range tests {
@@ -47,7 +51,7 @@ func TestLeanMode(t *testing.T) {
 					t.Errorf("%s = %v, want %v (reply %s)", k, got[k], v, w.Body)
 				}
 			}
-			if tt.name == "agent" {
+			if tt.name == "agent" || tt.name == "forwarded hook" {
 				if id, _ := got["runId"].(string); len(id) != 36 {
 					t.Errorf("runId %q is not a UUID", got["runId"])
 				}

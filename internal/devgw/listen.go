@@ -9,11 +9,16 @@ import (
 	"time"
 )
 
-// Listen opens addr: unix//path (a stale socket file is replaced) or a
-// loopback host:port.
+// Listen opens addr: unix//path or a loopback host:port. A socket file
+// nothing listens on any more is replaced; one a running gateway serves is
+// left alone (an error), so a second instance cannot cut the first off.
 func Listen(addr string) (net.Listener, error) {
 	if path, ok := strings.CutPrefix(addr, "unix/"); ok {
 		if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			if conn, err := net.DialTimeout("unix", path, time.Second); err == nil {
+				_ = conn.Close()
+				return nil, fmt.Errorf("%s is in use by a running gateway; stop it first or choose another socket", path)
+			}
 			_ = os.Remove(path)
 		}
 		return net.Listen("unix", path)

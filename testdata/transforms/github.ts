@@ -1,5 +1,6 @@
 // GitHub pull-request transform: wakes an agent when a pull request is
-// opened, skips every other event and action.
+// opened, skips every other event and action (204), the "ping" of a new
+// webhook included.
 
 interface User {
   login: string;

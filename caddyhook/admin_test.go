@@ -1,0 +1,81 @@
+package caddyhook
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLockoutLocksAndLift lists locked addresses (IPv6 by prefix) with
+// their release time and lifts them.
+func TestLockoutLocksAndLift(t *testing.T) {
+	tbl := newLockoutTable(lockoutPolicy{maxFailures: 2, window: time.Minute, v6Bits: 64, slots: lockoutShards * lockoutWays})
+	now := time.Unix(1_800_000_000, 0)
+	v4 := netip.MustParseAddr("203.0.113.7")
+	v6 := netip.MustParseAddr("2001:db8:1:2::5")
+	once := netip.MustParseAddr("198.51.100.1")
+	for _, ip := range []netip.Addr{v4, v4, v6, v6, once} {
+		tbl.Fail(ip, now)
+	}
+	got := map[string]time.Time{}
+	for _, l := range tbl.Locks(now, 10) {
+		got[l.addr] = l.until
+	}
+	want := map[string]time.Time{"203.0.113.7": now.Add(time.Minute), "2001:db8:1:2::/64": now.Add(time.Minute)}
+	if len(got) != len(want) || !got["203.0.113.7"].Equal(want["203.0.113.7"]) || !got["2001:db8:1:2::/64"].Equal(want["2001:db8:1:2::/64"]) {
+		t.Fatalf("Locks = %v, want %v", got, want)
+	}
+	if n := len(tbl.Locks(now, 1)); n != 1 {
+		t.Fatalf("Locks with limit 1: %d entries", n)
+	}
+	if tbl.Lift(once, now) {
+		t.Fatal("lifted an address that was not locked")
+	}
+	// any address of the prefix lifts it
+	if !tbl.Lift(netip.MustParseAddr("2001:db8:1:2::99"), now) || !tbl.Lift(v4, now) {
+		t.Fatal("Lift of a locked address reported false")
+	}
+	if _, locked := tbl.Locked(v6, now); locked {
+		t.Fatal("still locked after Lift")
+	}
+	if tbl.Fail(v4, now) {
+		t.Fatal("a lifted address locked again on its next failure: its failures were not forgotten")
+	}
+	if n := len(tbl.Locks(now, 10)); n != 0 {
+		t.Fatalf("%d locks after lifting", n)
+	}
+}
+
+// TestPickSpooled: which running handler's spool a spool command works on.
+func TestPickSpooled(t *testing.T) {
+	a := handlerStatus{Path: "/a", Spool: &spoolSummary{Dir: "/var/spool/a"}}
+	b := handlerStatus{Path: "/b", Spool: &spoolSummary{Dir: "/var/spool/b"}}
+	none := handlerStatus{Path: "/n"}
+	tests := []struct {
+		name      string
+		handlers  []handlerStatus
+		dir, path string
+		want      string // base path picked; "" = none (use the file)
+		wantErr   string
+	}{
+		{"only spool", []handlerStatus{none, a}, "", "", "/a", ""},
+		{"by dir", []handlerStatus{a, b}, "/var/spool/b", "", "/b", ""},
+		{"dir not running: the file", []handlerStatus{a, b}, "/var/spool/c", "", "", ""},
+		{"by path", []handlerStatus{a, b}, "", "/b/", "/b", ""},
+		{"path without spool", []handlerStatus{a, none}, "", "/n", "", "no hooks handler with a spool at --path /n"},
+		{"several", []handlerStatus{a, b}, "", "", "", "several spools; choose one with --path or --dir"},
+		{"no spool at all", []handlerStatus{none}, "", "", "", "has no hooks handler with a spool"},
+	}
+	for _, tt := range tests {
+		c := &spoolCLI{admin: "localhost:2019"}
+		h, err := c.pickSpooled(tt.handlers, tt.dir, tt.path)
+		got := ""
+		if h != nil {
+			got = h.Path
+		}
+		if got != tt.want || (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("%s: picked %q, error %v; want %q, error %q", tt.name, got, err, tt.want, tt.wantErr)
+		}
+	}
+}

@@ -1,0 +1,370 @@
+package caddyhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddyhook/caddyhook/caddyhook/verify"
+)
+
+// TestScanTarget covers the URL shapes of issue 17 item 9: which carry the
+// token (refused with 400) and which only need redacting in the access log.
+func TestScanTarget(t *testing.T) {
+	h := newTestHandler(t, nil, func(h *Handler) { h.Tokens = []string{utHookToken + "-second"} })
+	tok := utHookToken
+	for _, tc := range []struct {
+		target         string
+		refuse, redact bool
+		redacted       string // "" = unchanged
+	}{
+		{target: "/hooks/wake"},
+		{target: "/hooks/wake?a=1&b=2"},
+		{target: "/hooks/wake?tokens=1", redact: true, redacted: "/hooks/wake?tokens=REDACTED"},
+		{target: "/hooks/wake?token=x", refuse: true, redact: true, redacted: "/hooks/wake?token=REDACTED"},
+		{target: "/hooks/wake?TOKEN=x&a=1", refuse: true, redact: true, redacted: "/hooks/wake?TOKEN=REDACTED&a=1"},
+		{target: "/hooks/wake;token=" + tok, refuse: true, redact: true, redacted: "/hooks/wake;token=REDACTED"},
+		{target: "/hooks/wake?a=1;token=x", refuse: true, redact: true, redacted: "/hooks/wake?a=1;token=REDACTED"},
+		{target: "/hooks/wake?a=1#token=" + tok, refuse: true, redact: true, redacted: "/hooks/wake?a=1#token=REDACTED"},
+		{target: "/hooks/wake#token=x", refuse: true, redact: true, redacted: "/hooks/wake#token=REDACTED"},
+		{target: "/hooks/wake?token+=x", refuse: true, redact: true, redacted: "/hooks/wake?token+=REDACTED"},
+		{target: "/hooks/wake?+token%20=x", refuse: true, redact: true, redacted: "/hooks/wake?+token%20=REDACTED"},
+		{target: "/hooks/wake?t%6Fken=x", refuse: true, redact: true, redacted: "/hooks/wake?t%6Fken=REDACTED"},
+		{target: "/hooks/wake?access_token=other", redact: true, redacted: "/hooks/wake?access_token=REDACTED"},
+		{target: "/hooks/wake?access%5Ftoken=other", redact: true, redacted: "/hooks/wake?access%5Ftoken=REDACTED"},
+		{target: "/hooks/wake?access_token=" + tok, refuse: true, redact: true, redacted: "/hooks/wake?access_token=REDACTED"},
+		{target: "/hooks/wake?x=" + tok, refuse: true, redact: true, redacted: "/hooks/wake?x=REDACTED"},
+		{target: "/hooks/wake?x=" + tok + "-second", refuse: true, redact: true, redacted: "/hooks/wake?x=REDACTED"},
+		{target: "/hooks/wake?x=" + url.QueryEscape(" "+tok+" "), refuse: true, redact: true, redacted: "/hooks/wake?x=REDACTED"},
+		{target: "/hooks/wake?x=" + strings.ReplaceAll(tok, "-", "%2d"), refuse: true, redact: true, redacted: "/hooks/wake?x=REDACTED"},
+		{target: "/hooks/wake?" + tok, refuse: true, redact: true, redacted: "/hooks/wake?REDACTED"},
+		{target: "/hooks/" + tok, refuse: true, redact: true, redacted: "/hooks/REDACTED"},
+		{target: "/hooks/" + tok + "/x?y=1", refuse: true, redact: true, redacted: "/hooks/REDACTED/x?y=1"},
+		{target: "/hooks/x?y=" + tok + "x"},
+		{target: "/hooks/wake?&&;#", redacted: ""},
+	} {
+		refuse, redact := h.scanTarget(tc.target)
+		if refuse != tc.refuse || redact != tc.redact {
+			t.Errorf("scanTarget(%q) = %v, %v; want %v, %v", tc.target, refuse, redact, tc.refuse, tc.redact)
+		}
+		want := tc.redacted
+		if want == "" {
+			want = tc.target
+		}
+		if got := h.redactTarget(tc.target); got != want {
+			t.Errorf("redactTarget(%q) = %q, want %q", tc.target, got, want)
+		}
+	}
+}
+
+// TestScanTargetNoAlloc: the check runs on every request.
+func TestScanTargetNoAlloc(t *testing.T) {
+	h := newTestHandler(t, nil, nil)
+	for _, target := range []string{"/hooks/wake", "/hooks/github?a=1&b=2&page=3"} {
+		if n := testing.AllocsPerRun(100, func() { h.scanTarget(target) }); n != 0 {
+			t.Errorf("scanTarget(%q) allocates %v times", target, n)
+		}
+	}
+}
+
+// FuzzRedactTarget: redacting never panics, never leaves the token in, and
+// keeps every target that needs no redacting unchanged.
+func FuzzRedactTarget(f *testing.F) {
+	for _, s := range []string{"/hooks/wake?token=x", "/hooks/a;b#c?d&e=f", "/%zz?%zz=%zz", "?+=+", "/hooks/" + utHookToken, "#;?&="} {
+		f.Add(s)
+	}
+	h := newTestHandler(f, nil, nil)
+	f.Fuzz(func(t *testing.T, target string) {
+		refuse, redact := h.scanTarget(target)
+		out := h.redactTarget(target)
+		if strings.Contains(out, utHookToken) {
+			t.Fatalf("redactTarget(%q) = %q keeps the token", target, out)
+		}
+		if refuse && !redact {
+			t.Fatalf("refused but not redacted: %q", target)
+		}
+		if !redact && out != target && utf8.ValidString(target) {
+			t.Fatalf("redactTarget changed %q to %q though nothing needs redacting", target, out)
+		}
+	})
+}
+
+func TestPublicReason(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"channel and to must be set together for hook delivery", "channel and to must be set together for hook delivery"},
+		{"  two\r\n lines\t\tand tabs ", "two lines and tabs"},
+		{"bidi\u202eoverride\u200bzero width\u2066isolate", "bidi override zero width isolate"},
+		{"bell\x07 and \x1b[31mescape", "bell and [31mescape"},
+		{"bad \xff\xfe utf8", "bad utf8"},
+		{"\n\r\t\u202e", ""},
+		{strings.Repeat("a", 200), strings.Repeat("a", 200)},
+		{strings.Repeat("a", 201), strings.Repeat("a", 200) + "…"},
+		{strings.Repeat("é", 150), strings.Repeat("é", 100) + "…"},
+	} {
+		got := publicReason(tc.in)
+		if got != tc.want {
+			t.Errorf("publicReason(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if !utf8.ValidString(got) || len(got) > maxPublicReason+len("…") {
+			t.Errorf("publicReason(%q) = %q: invalid or too long", tc.in, got)
+		}
+	}
+}
+
+// TestGatewayOutcomeSanitised (issue 17 item 13): the gateway's 4xx text
+// is passed on sanitised and capped; one with nothing left is a 502.
+func TestGatewayOutcomeSanitised(t *testing.T) {
+	body := func(msg string) []byte { b, _ := json.Marshal(map[string]any{"ok": false, "error": msg}); return b }
+	for _, tc := range []struct {
+		msg    string
+		status int
+		reason string
+	}{
+		{"sessionKey is invalid", 400, "gateway: sessionKey is invalid"},
+		{"forged\n{\"level\":\"error\"}", 400, `gateway: forged {"level":"error"}`},
+		{strings.Repeat("x", 5000), 400, "gateway: " + strings.Repeat("x", 200) + "…"},
+		{"\r\n", 502, "gateway error (status 400)"},
+	} {
+		herr := gatewayReply{status: 400, body: body(tc.msg)}.outcome(nil)
+		if herr == nil || herr.status != tc.status || herr.reason != tc.reason {
+			t.Errorf("outcome(%q) = %+v, want %d %q", tc.msg, herr, tc.status, tc.reason)
+		}
+	}
+}
+
+// TestVerifierOffered: a request without its scheme's signature header is
+// refused from the headers alone, with the reason Verify would give.
+func TestVerifierOffered(t *testing.T) {
+	for _, tc := range []struct {
+		cfg    verify.Config
+		hdr    http.Header
+		offers bool
+	}{
+		{*githubConfig(sigGitHubSecret), http.Header{"X-Hub-Signature-256": {"sha256=00"}}, true},
+		{*githubConfig(sigGitHubSecret), http.Header{"X-Hub-Signature": {"sha1=00"}}, false},
+		{*githubConfig(sigGitHubSecret), http.Header{"X-Hub-Signature-256": {"  "}}, false},
+		{*githubConfig(sigGitHubSecret), http.Header{}, false},
+		{verify.Config{Scheme: "stripe", Secrets: []string{sigStripeSecret}}, http.Header{"Stripe-Signature": {"t=1,v1=00"}}, true},
+		{verify.Config{Scheme: "standard", Secrets: []string{sigStandardSecret}}, http.Header{"Svix-Signature": {"v1,AA=="}}, true},
+		{verify.Config{Scheme: "hmac", Secrets: []string{sigHMACSecret}, Header: "x-acme-signature"}, http.Header{"X-Acme-Signature": {"00"}}, true},
+	} {
+		v, err := verify.New(tc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = v.Offered(tc.hdr)
+		if (err == nil) != tc.offers {
+			t.Errorf("%s %v: Offered = %v, want offered %v", tc.cfg.Scheme, tc.hdr, err, tc.offers)
+		}
+		if _, verr := v.Verify(tc.hdr, nil, lockT0); err != nil && (verr == nil || verr.Error() != err.Error()) {
+			t.Errorf("%s %v: Offered says %v, Verify %v", tc.cfg.Scheme, tc.hdr, err, verr)
+		}
+	}
+}
+
+// TestClientAddressProblem (issue 17 items 3, 4): the server settings the
+// lockout cannot key on are refused. trusted_proxies and the listener
+// wrappers are read from the provisioned server (their raw JSON is gone by
+// then): the test runs real servers, so a Caddy upgrade that hides them
+// fails here.
+func TestClientAddressProblem(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		server   string // JSON
+		want     error
+		leftmost bool
+	}{
+		{name: "plain", server: `{"listen":["127.0.0.1:0"]}`},
+		{name: "trusted strict", server: `{"listen":["127.0.0.1:0"],"trusted_proxies":{"source":"static","ranges":["10.0.0.0/8"]},"trusted_proxies_strict":1}`},
+		{name: "trusted not strict", server: `{"listen":["127.0.0.1:0"],"trusted_proxies":{"source":"static","ranges":["10.0.0.0/8"]}}`, want: errLeftmostForwarded},
+		{name: "unix", server: `{"listen":["unix/%s/c.sock"]}`, want: errUnixNoProxy},
+		{name: "unix and tcp", server: `{"listen":["127.0.0.1:0","unix/%s/c.sock"]}`, want: errUnixNoProxy},
+		{name: "unix trusted not strict", server: `{"listen":["unix/%s/c.sock"],"trusted_proxies_unix":true}`, want: errLeftmostForwarded},
+		{name: "unix trusted strict", server: `{"listen":["unix/%s/c.sock"],"trusted_proxies_unix":true,"trusted_proxies_strict":1}`},
+		{name: "unix behind proxy_protocol", server: `{"listen":["unix/%s/c.sock"],"listener_wrappers":[{"wrapper":"proxy_protocol","allow":["127.0.0.1/32"]}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := provisionedServer(t, tc.server)
+			c, err := clientAddressProblem(srv)
+			if tc.want == nil && err != nil || tc.want != nil && (err == nil || !strings.Contains(err.Error(), tc.want.Error())) {
+				t.Fatalf("error %v, want %v", err, tc.want)
+			}
+			if c.leftmostUnknown {
+				t.Fatal("this Caddy hides trusted_proxies from handlers: the provision check cannot work")
+			}
+		})
+	}
+}
+
+// serverProbe is a test handler that keeps the server its Provision sees.
+type serverProbe struct{}
+
+// probedServer is the server the last serverProbe was provisioned in.
+var probedServer *caddyhttp.Server
+
+func init() { caddy.RegisterModule(serverProbe{}) }
+
+// CaddyModule implements caddy.Module.
+func (serverProbe) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.hooks_test_server_probe", New: func() caddy.Module { return new(serverProbe) }}
+}
+
+// Provision records the server.
+func (*serverProbe) Provision(ctx caddy.Context) error {
+	probedServer, _ = ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	return nil
+}
+
+// ServeHTTP implements caddyhttp.MiddlewareHandler.
+func (*serverProbe) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	return next.ServeHTTP(w, r)
+}
+
+// provisionedServer runs a Caddy with one server from JSON (its listen
+// addresses with %s for a temp dir) and returns that server as a
+// handler's Provision sees it.
+func provisionedServer(t *testing.T, server string) *caddyhttp.Server {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "chkp") // short: socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	server = strings.ReplaceAll(server, "%s", dir)
+	var s map[string]any
+	if err := json.Unmarshal([]byte(server), &s); err != nil {
+		t.Fatal(err)
+	}
+	s["routes"] = []any{map[string]any{"handle": []any{map[string]any{"handler": "hooks_test_server_probe"}}}}
+	cfg, _ := json.Marshal(map[string]any{"admin": map[string]any{"disabled": true},
+		"apps": map[string]any{"http": map[string]any{"servers": map[string]any{"s": s}}}})
+	probedServer = nil
+	if err := caddy.Load(cfg, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = caddy.Stop() })
+	if probedServer == nil {
+		t.Fatal("the probe saw no server")
+	}
+	return probedServer
+}
+
+// TestEmptySecretNamesTheVariable (issue 16 item 7): an empty token says
+// which variable or file is empty.
+func TestEmptySecretNamesTheVariable(t *testing.T) {
+	t.Setenv("CADDYHOOK_UNIT_EMPTY", "")
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ raw, want string }{
+		{"", "required (set it, e.g. token {env.HOOK_TOKEN})"},
+		{"{env.CADDYHOOK_UNIT_NOT_SET}", "{env.CADDYHOOK_UNIT_NOT_SET} is empty: CADDYHOOK_UNIT_NOT_SET is not set in Caddy's environment (Caddy reads its environment when it starts"},
+		{"{env.CADDYHOOK_UNIT_EMPTY}", "CADDYHOOK_UNIT_EMPTY is empty in Caddy's environment"},
+		{"{file." + empty + "}", "file " + empty + " is empty"},
+		{"{file./nonexistent/x}", "file /nonexistent/x cannot be read (no such file or directory)"},
+		{"{env.CADDYHOOK_UNIT_NOT_SET}{file." + empty + "}", "CADDYHOOK_UNIT_NOT_SET is not set in Caddy's environment; file " + empty + " is empty"},
+	} {
+		if got := emptySecret(tc.raw, "token {env.HOOK_TOKEN}"); !strings.Contains(got, tc.want) {
+			t.Errorf("emptySecret(%q) = %q, want it to contain %q", tc.raw, got, tc.want)
+		}
+	}
+}
+
+// TestTemplateHeadersWithoutTokens: no template or transform sees a token
+// header, aliases included.
+func TestTemplateHeadersWithoutTokens(t *testing.T) {
+	h := newTestHandler(t, nil, func(h *Handler) { h.TokenHeaders = []string{"x-openclaw-token"} })
+	got := h.templateHeaders(http.Header{"Authorization": {"Bearer t"}, "X-Service-Token": {"t"}, "X-Openclaw-Token": {"t"},
+		"x-openclaw-token": {"t"}, "X-Github-Event": {"push"}})
+	if len(got) != 1 || got["x-github-event"] != "push" {
+		t.Fatalf("template headers %v", got)
+	}
+}
+
+// TestSettleUnreadBody: an answer given before the body is read keeps the
+// connection only when the body has already arrived in full.
+func TestSettleUnreadBody(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		req    func() *http.Request
+		closes bool
+	}{
+		{"no body", func() *http.Request { r, _ := http.NewRequest("POST", "/", nil); return r }, false},
+		{"HTTP/2", func() *http.Request {
+			r, _ := http.NewRequest("POST", "/", strings.NewReader("x"))
+			r.ProtoMajor = 2
+			return r
+		}, false},
+		// httptest's recorder has no read deadline: nothing can be drained
+		// safely, so the connection closes
+		{"body, no deadline support", func() *http.Request {
+			r, _ := http.NewRequest("POST", "/", bytes.NewReader([]byte("{}")))
+			r.ProtoMajor, r.ProtoMinor = 1, 1
+			return r
+		}, true},
+	} {
+		w := httptest.NewRecorder()
+		settleUnreadBody(w, tc.req())
+		if got := w.Header().Get("Connection") == "close"; got != tc.closes {
+			t.Errorf("%s: closes %v, want %v", tc.name, got, tc.closes)
+		}
+	}
+}
+
+// TestLeftmostRequestCheck: where a Caddy version hides trusted_proxies
+// from provision, a request whose address a non-strict trusted proxy
+// supplied is refused (500) instead of keying the lockout on it.
+func TestLeftmostRequestCheck(t *testing.T) {
+	req := func(trusted bool) *http.Request {
+		r := httptest.NewRequest("POST", "/hooks/wake", nil)
+		vars := map[string]any{caddyhttp.TrustedProxyVarKey: trusted}
+		return r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, vars))
+	}
+	loose, strict := &caddyhttp.Server{}, &caddyhttp.Server{TrustedProxiesStrict: 1}
+	for _, tc := range []struct {
+		name    string
+		check   clientAddressCheck
+		trusted bool
+		want    bool
+	}{
+		{"known at provision", clientAddressCheck{server: loose}, true, false},
+		{"unknown, from a trusted proxy", clientAddressCheck{server: loose, leftmostUnknown: true}, true, true},
+		{"unknown, direct", clientAddressCheck{server: loose, leftmostUnknown: true}, false, false},
+		{"unknown, strict", clientAddressCheck{server: strict, leftmostUnknown: true}, true, false},
+		{"no server (dry run)", clientAddressCheck{}, true, false},
+	} {
+		if got := tc.check.leftmost(req(tc.trusted)); got != tc.want {
+			t.Errorf("%s: leftmost = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	h := newTestHandler(t, nil, nil)
+	h.addrCheck = clientAddressCheck{server: loose, leftmostUnknown: true}
+	w := httptest.NewRecorder()
+	h.serveHook(w, req(true), "wake")
+	if w.Code != 500 || !strings.Contains(w.Body.String(), reasonLeftmostForwarded) {
+		t.Fatalf("request through a non-strict trusted proxy: %d %s", w.Code, w.Body)
+	}
+}
+
+// TestForwardDropsTokenHeaders: a forwarded request never carries a token
+// header, token_headers aliases included.
+func TestForwardDropsTokenHeaders(t *testing.T) {
+	h := newTestHandler(t, nil, func(h *Handler) { h.TokenHeaders = []string{"x-hook-secret"} })
+	got := h.forwardHeader(http.Header{"X-Hook-Secret": {"t"}, "X-Service-Token": {"t"}, "Authorization": {"Bearer t"},
+		"X-Github-Event": {"push"}})
+	if len(got) != 1 || got.Get("X-Github-Event") != "push" {
+		t.Fatalf("forwarded headers %v", got)
+	}
+}

@@ -1,0 +1,238 @@
+package caddyhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // the caddyfile adapter
+	_ "github.com/caddyserver/caddy/v2/modules/standard"          // respond, the http app
+)
+
+// updateImportGolden rewrites the golden files of TestImportGolden.
+var updateImportGolden = flag.Bool("update-import", false, "rewrite testdata/import golden files")
+
+// importCases are the gateway configs of testdata/import (name.json5),
+// each imported in both modes into name.<mode>.Caddyfile (stdout) and
+// name.<mode>.stderr (the notes).
+func importCases(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("testdata", "import", "*.json5"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("want at least 3 import cases, have %d (%v)", len(files), err)
+	}
+	return files
+}
+
+// importModes are the modes every case is imported in.
+var importModes = []string{modeForwardName, modeRenderName}
+
+// runImportCase imports file in mode with runImport, as the command does,
+// and returns stdout and stderr with the testdata directory's absolute
+// path replaced by $TESTDATA (it appears in transforms_root).
+func runImportCase(t *testing.T, file, mode string) (string, string) {
+	t.Helper()
+	var out, notes bytes.Buffer
+	if err := runImport(&out, &notes, file, importOptions{mode: mode}); err != nil {
+		t.Fatalf("import %s: %v", file, err)
+	}
+	abs, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(out.String(), abs, "$TESTDATA"), notes.String()
+}
+
+// TestImportGolden compares the import of every case with its golden
+// Caddyfile and notes (go test -run TestImportGolden -update-import
+// rewrites them).
+func TestImportGolden(t *testing.T) {
+	for _, file := range importCases(t) {
+		for _, mode := range importModes {
+			name := strings.TrimSuffix(file, ".json5") + "." + mode
+			t.Run(filepath.Base(name), func(t *testing.T) {
+				out, notes := runImportCase(t, file, mode)
+				for _, g := range []struct{ path, got string }{{name + ".Caddyfile", out}, {name + ".stderr", notes}} {
+					if *updateImportGolden {
+						if err := os.WriteFile(g.path, []byte(g.got), 0o644); err != nil {
+							t.Fatal(err)
+						}
+						continue
+					}
+					want, err := os.ReadFile(g.path)
+					if err != nil {
+						t.Fatalf("%v (run with -update-import to create it)", err)
+					}
+					if g.got != string(want) {
+						t.Errorf("%s differs:\n--- got\n%s\n--- want\n%s", g.path, g.got, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestImportLoads adapts every generated Caddyfile with the real Caddyfile
+// adapter, unchanged, and provisions the whole config (caddy.Validate
+// provisions every app and module without starting listeners), as
+// `caddy run --adapter caddyfile` would.
+func TestImportLoads(t *testing.T) {
+	t.Setenv(hookTokenEnv, utHookToken)
+	t.Setenv(gatewayTokenEnv, utGatewayToken)
+	adapter := caddyconfig.GetAdapter("caddyfile")
+	for _, file := range importCases(t) {
+		for _, mode := range importModes {
+			t.Run(filepath.Base(strings.TrimSuffix(file, ".json5"))+"."+mode, func(t *testing.T) {
+				var out, notes bytes.Buffer
+				if err := runImport(&out, &notes, file, importOptions{mode: mode}); err != nil {
+					t.Fatal(err)
+				}
+				cfgJSON, warnings, err := adapter.Adapt(out.Bytes(), map[string]any{"filename": "Caddyfile"})
+				if err != nil {
+					t.Fatalf("adapt: %v\n%s", err, out.String())
+				}
+				for _, w := range warnings {
+					t.Errorf("adapt warning: %s", w.String())
+				}
+				var cfg struct {
+					Apps struct {
+						HTTP struct {
+							Servers map[string]struct {
+								Listen []string `json:"listen"`
+							} `json:"servers"`
+						} `json:"http"`
+					} `json:"apps"`
+				}
+				if err := json.Unmarshal(cfgJSON, &cfg); err != nil {
+					t.Fatal(err)
+				}
+				var listens []string
+				for _, s := range cfg.Apps.HTTP.Servers {
+					listens = append(listens, s.Listen...)
+				}
+				if len(listens) != 1 || listens[0] != ":8080" {
+					t.Fatalf("listen %v, want [:8080] (the default site http://localhost:8080)", listens)
+				}
+				var raw any
+				if err := json.Unmarshal(cfgJSON, &raw); err != nil {
+					t.Fatal(err)
+				}
+				var found []map[string]any
+				findHooksHandlers(raw, &found)
+				if len(found) != 1 {
+					t.Fatalf("%d hooks handlers, want 1", len(found))
+				}
+				var full caddy.Config
+				if err := json.Unmarshal(cfgJSON, &full); err != nil {
+					t.Fatal(err)
+				}
+				if err := caddy.Validate(&full); err != nil {
+					t.Fatalf("provision: %v\n%s", err, out.String())
+				}
+			})
+		}
+	}
+}
+
+// TestImportSiteAndGateway checks --site and --gateway, and the site the
+// operator sets by environment at adapt time.
+func TestImportSiteAndGateway(t *testing.T) {
+	file := filepath.Join("testdata", "import", "minimal.json5")
+	var out, notes bytes.Buffer
+	if err := runImport(&out, &notes, file, importOptions{site: "hooks.example.com", gateway: "127.0.0.2:9999"}); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, want := range []string{"\nhooks.example.com {\n", "\t\tgateway 127.0.0.2:9999\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, siteEnv) {
+		t.Errorf("--site given, but the output still reads %s:\n%s", siteEnv, got)
+	}
+
+	out.Reset()
+	if err := runImport(&out, &notes, file, importOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(siteEnv, "http://127.0.0.1:9443")
+	cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt(out.Bytes(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(cfgJSON, []byte(`"listen":[":9443"]`)) {
+		t.Fatalf("%s=http://127.0.0.1:9443 did not set the site: %s", siteEnv, cfgJSON)
+	}
+}
+
+// TestImportErrors checks that bad configs and flags are refused with the
+// offending key named.
+func TestImportErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		o         importOptions
+		want      string
+	}{
+		{"not JSON5", `{hooks: }`, importOptions{}, "not valid JSON5"},
+		{"not an object", `[1, 2]`, importOptions{}, "must be a JSON5 object"},
+		{"root path", `{hooks: {path: "//"}}`, importOptions{}, "hooks.path: / is not allowed"},
+		{"bad port", `{gateway: {port: "x"}}`, importOptions{}, "gateway.port"},
+		{"bad mappings", `{hooks: {mappings: {}}}`, importOptions{}, "hooks.mappings: must be an array"},
+		{"bad mapping", `{hooks: {mappings: [1]}}`, importOptions{}, "hooks.mappings[0]: must be an object"},
+		{"transform without module", `{hooks: {mappings: [{transform: {}}]}}`, importOptions{}, "hooks.mappings[0].transform.module"},
+		{"bad prefixes", `{hooks: {allowedSessionKeyPrefixes: "hook:"}}`, importOptions{}, "hooks.allowedSessionKeyPrefixes"},
+		{"bad mode", `{}`, importOptions{mode: "proxy"}, "--mode"},
+		{"bad gateway flag", `{}`, importOptions{gateway: "localhost"}, "--gateway"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := importGatewayConfig([]byte(tc.src), "openclaw.json", tc.o)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestImportTemplateTokens checks that render-mode templates survive the
+// Caddyfile lexer unchanged, and that the ones that cannot are refused.
+func TestImportTemplateTokens(t *testing.T) {
+	for _, tmpl := range []string{
+		"plain", "two words", `say "hi" {{payload.x}}`, "line one\nline two {{now}}",
+		"back`tick", "{{ headers.x-github-event }} on {{repository.full_name}}",
+	} {
+		tok, err := templateToken(tmpl)
+		if err != nil {
+			t.Fatalf("%q: %v", tmpl, err)
+		}
+		cf := "example.com {\n\thooks {\n\t\ttoken {env.X}\n\t\tmapping m {\n\t\t\tmessage_template " + tok + "\n\t\t}\n\t}\n}\n"
+		cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), nil)
+		if err != nil {
+			t.Fatalf("%q as %s: %v", tmpl, tok, err)
+		}
+		var raw any
+		if err := json.Unmarshal(cfgJSON, &raw); err != nil {
+			t.Fatal(err)
+		}
+		var found []map[string]any
+		findHooksHandlers(raw, &found)
+		var h Handler
+		if b, err := json.Marshal(found[0]); err != nil || json.Unmarshal(b, &h) != nil || len(h.Mappings) != 1 {
+			t.Fatalf("%q: no mapping in %s", tmpl, cfgJSON)
+		}
+		if got := h.Mappings[0].MessageTemplate; got != tmpl {
+			t.Errorf("%q came back as %q (token %s)", tmpl, got, tok)
+		}
+	}
+	for _, bad := range []string{"{$HOME}", `a\nb`, "{path} x", "{{cel: 1}}", "`\\\""} {
+		if tok, err := templateToken(bad); err == nil {
+			t.Errorf("%q accepted as %s, want a refusal", bad, tok)
+		}
+	}
+}

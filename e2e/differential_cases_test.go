@@ -1,0 +1,179 @@
+//go:build openclaw
+
+package e2e
+
+import (
+	"net/http"
+	"strings"
+)
+
+// nonceMark in a case's path, query, headers or body is replaced by a
+// fresh nonce per send, so that the two sides never share a replay key or
+// a coalesced wake, and every prompt can be traced back to its send.
+const nonceMark = "@N@"
+
+// Credentials a send presents.
+const (
+	credBearer   = ""           // Authorization: Bearer <the target's token>
+	credNone     = "none"       // no credentials
+	credWrong    = "wrong"      // Authorization: Bearer <a wrong token>
+	credOpenclaw = "x-openclaw" // x-openclaw-token: <the target's token>
+)
+
+// diffSend is one request of a case, sent alike to the gateway and to
+// the edge.
+type diffSend struct {
+	method      string            // default POST
+	sub         string            // path under the hooks base, with query
+	body        string            // raw body; nonceMark is replaced
+	contentType string            // default application/json; "-" sends none
+	headers     map[string]string // extra headers; nonceMark is replaced
+	cred        string            // one of the cred* values
+	source      string            // client address (default 127.0.0.1)
+	repeat      int               // send it this many times (default 1)
+}
+
+// diffCase is one differential case: its sends and what it covers.
+type diffCase struct {
+	name  string
+	sends []diffSend
+}
+
+// one is a case of a single POST with a JSON body.
+func one(name, sub, body string, opts ...func(*diffSend)) diffCase {
+	s := diffSend{sub: sub, body: body}
+	for _, o := range opts {
+		o(&s)
+	}
+	return diffCase{name: name, sends: []diffSend{s}}
+}
+
+// twice is a case of the same POST sent twice (replays, coalescing).
+func twice(name, sub, body string, opts ...func(*diffSend)) diffCase {
+	c := one(name, sub, body, opts...)
+	c.sends[0].repeat = 2
+	return c
+}
+
+func withHeader(k, v string) func(*diffSend) {
+	return func(s *diffSend) {
+		if s.headers == nil {
+			s.headers = map[string]string{}
+		}
+		s.headers[k] = v
+	}
+}
+func withCred(c string) func(*diffSend)      { return func(s *diffSend) { s.cred = c } }
+func withType(ct string) func(*diffSend)     { return func(s *diffSend) { s.contentType = ct } }
+func withMethod(m string) func(*diffSend)    { return func(s *diffSend) { s.method = m } }
+func withSource(addr string) func(*diffSend) { return func(s *diffSend) { s.source = addr } }
+
+// gmailBody is a Gmail push with n messages whose ids carry the nonce.
+func gmailBody(n int) string {
+	msgs := make([]string, n)
+	for i := range msgs {
+		id := "@N@-" + string(rune('a'+i))
+		msgs[i] = `{"id":"` + id + `","from":"sender` + string(rune('a'+i)) + `@example.com","subject":"Subject ` + id + `","snippet":"snippet","body":"Body of ` + id + `"}`
+	}
+	return `{"messages":[` + strings.Join(msgs, ",") + `]}`
+}
+
+// differentialCases are the cases of TestDifferential (at least 60).
+func differentialCases() []diffCase {
+	big := `{"text":"` + strings.Repeat("a", 300<<10) + `"}`
+	bigGmail := `{"messages":[{"id":"@N@-big","from":"a@example.com","subject":"big","snippet":"s","body":"` + strings.Repeat("b", 400<<10) + `"}]}`
+	lockout := diffCase{name: "lockout: 21 wrong tokens, then the right one"}
+	for range 21 {
+		lockout.sends = append(lockout.sends, diffSend{sub: "/wake", body: `{"text":"locked @N@"}`, cred: credWrong, source: "127.0.0.4"})
+	}
+	lockout.sends = append(lockout.sends, diffSend{sub: "/wake", body: `{"text":"right token while locked @N@"}`, source: "127.0.0.4"})
+
+	return []diffCase{
+		// /wake
+		one("wake", "/wake", `{"text":"Hello from a wake @N@"}`),
+		one("wake next-heartbeat", "/wake", `{"text":"Later @N@","mode":"next-heartbeat"}`),
+		one("wake empty text", "/wake", `{"text":"   "}`),
+		one("wake without body", "/wake", ``),
+		one("wake agentId main", "/wake", `{"text":"For main @N@","agentId":"main"}`),
+		one("wake agentId unknown", "/wake", `{"text":"x @N@","agentId":"nobody"}`),
+		one("wake agentId not a string", "/wake", `{"text":"x @N@","agentId":42}`),
+		one("wake sessionKey", "/wake", `{"text":"Keyed wake @N@","sessionKey":"hook:wake:@N@"}`),
+		one("wake sessionKey with next-heartbeat", "/wake", `{"text":"x @N@","sessionKey":"hook:wake:x","mode":"next-heartbeat"}`),
+		one("wake sessionKey outside the prefixes", "/wake", `{"text":"x @N@","sessionKey":"other:1"}`),
+		twice("wake twice: coalesced", "/wake", `{"text":"Same wake twice @N@"}`),
+		one("wake after a UTF-8 BOM", "/wake", "\ufeff"+`{"text":"BOM @N@"}`),
+
+		// /agent
+		one("agent", "/agent", `{"message":"Agent run @N@","name":"Custom Name","agentId":"main","sessionKey":"hook:agent:@N@","wakeMode":"next-heartbeat","deliver":false}`),
+		one("agent default delivery", "/agent", `{"message":"Deliver by default @N@"}`),
+		one("agent channel last with to", "/agent", `{"message":"x @N@","channel":"last","to":"123"}`),
+		one("agent to without channel", "/agent", `{"message":"x @N@","to":"123"}`),
+		one("agent unknown channel", "/agent", `{"message":"x @N@","channel":"telegram","to":"123"}`),
+		one("agent channel ignored without delivery", "/agent", `{"message":"No delivery @N@","deliver":false,"channel":"bogus"}`),
+		one("agent empty to", "/agent", `{"message":"x @N@","channel":"last","to":""}`),
+		one("agent accountId without channel", "/agent", `{"message":"x @N@","accountId":"acc"}`),
+		one("agent model and thinking", "/agent", `{"message":"Think @N@","model":"stub/m2","thinking":"high","deliver":false}`),
+		one("agent model alias", "/agent", `{"message":"Alias @N@","model":"m2","deliver":false}`),
+		one("agent empty model", "/agent", `{"message":"x @N@","model":""}`),
+		one("agent unknown model", "/agent", `{"message":"Unknown model @N@","model":"nope/x","deliver":false}`),
+		one("agent agentId unknown", "/agent", `{"message":"x @N@","agentId":"nobody"}`),
+		one("agent agentId empty", "/agent", `{"message":"x @N@","agentId":""}`),
+		one("agent sessionKey outside the prefixes", "/agent", `{"message":"x @N@","sessionKey":"other:1"}`),
+		one("agent persistent session", "/agent", `{"message":"Persistent run @N@","sessionKey":"hook:persist:@N@","sessionMode":"persistent","deliver":false}`),
+		one("agent persistent without key", "/agent", `{"message":"x @N@","sessionMode":"persistent"}`),
+		one("agent bad sessionMode", "/agent", `{"message":"x @N@","sessionMode":"forever"}`),
+		one("agent timeoutSeconds", "/agent", `{"message":"`+slowMarker+` @N@","timeoutSeconds":2,"deliver":false}`),
+		one("agent without message", "/agent", `{"name":"x"}`),
+		one("agent waitForCompletion", "/agent", `{"message":"Wait for me @N@","waitForCompletion":true,"deliver":false}`),
+		one("agent waitForCompletion not boolean", "/agent", `{"message":"x @N@","waitForCompletion":"yes"}`),
+		twice("agent Idempotency-Key replay", "/agent", `{"message":"Replay me @N@","deliver":false}`, withHeader("Idempotency-Key", "key-@N@")),
+		twice("agent x-openclaw-idempotency-key replay", "/agent", `{"message":"Replay alias @N@","deliver":false}`, withHeader("X-OpenClaw-Idempotency-Key", "alias-@N@")),
+		twice("agent body idempotencyKey padded", "/agent", `{"message":"Body key @N@","idempotencyKey":"  body-@N@  ","deliver":false}`),
+		twice("agent Idempotency-Key over 256 chars", "/agent", `{"message":"Long key @N@","deliver":false}`, withHeader("Idempotency-Key", strings.Repeat("k", 300)+"@N@")),
+
+		// mapped hooks
+		one("github mapping", "/github", `{"nonce":"@N@","repository":{"full_name":"octo/api"},"sender":{"login":"mona"}}`, withHeader("X-GitHub-Event", "push")),
+		one("alert wake mapping", "/alert?sev=high", `{"nonce":"@N@","alert":{"name":"DiskFull"}}`),
+		one("nightly next-heartbeat mapping", "/nightly", `{"nonce":"@N@"}`),
+		one("ops mapping", "/ops", `{"nonce":"@N@","msg":"restart api"}`),
+		one("notify: channel last with templated to", "/notify", `{"nonce":"@N@","msg":"hi","to":"+15550001"}`),
+		one("notify without to", "/notify", `{"nonce":"@N@","msg":"no target"}`),
+		one("default delivery mapping", "/default", `{"nonce":"@N@"}`),
+		one("to-only mapping", "/toonly", `{"nonce":"@N@"}`),
+		one("slow mapping (timeoutSeconds)", "/slow", `{"nonce":"@N@"}`),
+		one("unsafe mapping", "/unsafe", `{"nonce":"@N@","msg":"from a trusted sender"}`),
+		one("batch fan-out", "/batch", `{"nonce":"@N@","items":[{"id":"@N@-1"},{"id":"@N@-2"}]}`),
+		one("batch empty", "/batch", `{"nonce":"@N@","items":[]}`),
+		one("source alpha", "/src", `{"nonce":"@N@","source":"alpha"}`),
+		one("source mismatch", "/src", `{"nonce":"@N@","source":"gamma"}`),
+		one("source beta on any path", "/anything-goes", `{"nonce":"@N@","source":"beta"}`),
+		one("transform export", "/tx?q=find", `{"nonce":"@N@","title":"Quarterly"}`),
+		one("transform returns null", "/tx", `{"nonce":"@N@","skip":true}`),
+		one("transform throws", "/tx", `{"nonce":"@N@","boom":true}`),
+		one("transform override types", "/tx", `{"nonce":"@N@","badTypes":true}`),
+		one("transform returns undefined", "/undef", `{"nonce":"@N@"}`),
+		one("templated model and thinking", "/model", `{"nonce":"@N@","model":"stub/m2","thinking":"low"}`),
+		one("query and header templates", "/qh?kind=build&token_type=x", `{"nonce":"@N@"}`, withHeader("X-Kind", "ci")),
+		one("templated session key rendered empty", "/keyed", `{"nonce":"@N@"}`),
+		one("templated session key", "/keyed", `{"nonce":"@N@","key":"hook:keyed:@N@"}`),
+		one("persistent mapping", "/persist", `{"nonce":"@N@"}`),
+		one("gmail preset fan-out", "/gmail", gmailBody(2)),
+		one("gmail preset no messages", "/gmail", `{"messages":[]}`),
+		one("gmail above the normal body limit", "/gmail", bigGmail),
+
+		// authentication and protocol
+		one("x-openclaw-token header", "/wake", `{"text":"Header token @N@"}`, withCred(credOpenclaw)),
+		one("no credentials", "/wake", `{"text":"x @N@"}`, withCred(credNone), withSource("127.0.0.5")),
+		one("wrong token", "/wake", `{"text":"x @N@"}`, withCred(credWrong), withSource("127.0.0.5")),
+		one("token in the query", "/wake?token=abc", `{"text":"x @N@"}`),
+		one("GET", "/wake", ``, withMethod(http.MethodGet)),
+		one("unknown hook", "/nothing-here", `{"nonce":"@N@"}`),
+		one("no hook name", "/", `{}`),
+		one("invalid JSON", "/wake", `{"text":`),
+		one("JSON array body", "/wake", `["text"]`),
+		one("body too large", "/wake", big),
+		one("content type text/plain", "/wake", `{"text":"Plain text type @N@"}`, withType("text/plain")),
+		one("sender X-Forwarded-For", "/wake", `{"text":"Forwarded @N@"}`, withHeader("X-Forwarded-For", "203.0.113.9")),
+		lockout,
+	}
+}
