@@ -306,6 +306,7 @@ func TestSpoolFallbackDrainsWhenNATSIsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fb.SetSender(sp.Drain())
 	gw := new(natstest.Gateway)
 	dsp, _ := cluster.NewSpool(deliv, cluster.SpoolOptions{})
 	dsp.SetSender(gw, 4)

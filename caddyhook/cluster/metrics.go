@@ -20,6 +20,7 @@ type Metrics struct {
 	remoteLocks  prometheus.Counter
 	fallbacks    prometheus.Counter
 	redeliveries prometheus.Counter
+	upGauge      prometheus.GaugeFunc
 }
 
 type backendBox struct{ Backend }
@@ -27,6 +28,15 @@ type backendBox struct{ Backend }
 // NewMetrics registers the cluster collectors on reg (nil: not
 // registered), reusing those a previous config registered.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := newMetrics()
+	if err := m.Register(reg); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// newMetrics returns the collectors, not yet registered.
+func newMetrics() *Metrics {
 	const ns, sub = "caddy", "hooks"
 	m := &Metrics{
 		ops: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -51,23 +61,23 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Cluster queue deliveries from this node that failed and were scheduled again.",
 		}),
 	}
-	var err error
-	if m.ops, err = promreg.Register(reg, m.ops); err != nil {
-		return nil, err
-	}
-	for _, c := range []*prometheus.Counter{&m.remoteFails, &m.remoteLocks, &m.fallbacks, &m.redeliveries} {
-		if *c, err = promreg.Register(reg, *c); err != nil {
-			return nil, err
-		}
-	}
-	up := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	m.upGauge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: ns, Subsystem: sub, Name: "cluster_up",
 		Help: "1 while the cluster engine is reachable, 0 otherwise.",
 	}, m.up)
-	if _, err := promreg.Register(reg, prometheus.Collector(up)); err != nil {
-		return nil, err
+	return m
+}
+
+// Register registers the collectors on reg (nil: nothing to do), so that
+// one Metrics keeps counting on the registry of each config; collectors
+// registered there before are fine.
+func (m *Metrics) Register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.ops, m.remoteFails, m.remoteLocks, m.fallbacks, m.redeliveries, m.upGauge} {
+		if _, err := promreg.Register(reg, c); err != nil {
+			return err
+		}
 	}
-	return m, nil
+	return nil
 }
 
 // Bind makes the up gauge read b (nil: 0).

@@ -23,8 +23,8 @@ type Spool struct {
 // SpoolOptions tune a Spool.
 type SpoolOptions struct {
 	// Fallback, when set, takes the events the queue cannot; nil: Append
-	// fails with ErrUnavailable instead (the caller answers 503). The
-	// Spool installs its own sender on it.
+	// fails with ErrUnavailable instead (the caller answers 503). Its
+	// sender must be Drain(), which moves its events into the queue.
 	Fallback *spool.Store
 	// Timeout bounds one publish (the wait for the engine's acknowledgement).
 	Timeout time.Duration
@@ -40,12 +40,13 @@ func NewSpool(b Backend, opt SpoolOptions) (*Spool, error) {
 	if opt.Timeout <= 0 {
 		opt.Timeout = 2 * time.Second
 	}
-	s := &Spool{b: b, q: q, fallback: opt.Fallback, timeout: opt.Timeout, metrics: opt.Metrics}
-	if s.fallback != nil {
-		s.fallback.SetSender(drainSender{s})
-	}
-	return s, nil
+	return &Spool{b: b, q: q, fallback: opt.Fallback, timeout: opt.Timeout, metrics: opt.Metrics}, nil
 }
+
+// Drain is the fallback spool's sender: each delivery publishes the event
+// into the queue (deduplicated by its id), retried with the fallback's
+// backoff while the engine is unreachable.
+func (s *Spool) Drain() spool.Sender { return drainSender{s} }
 
 // Queue returns the replicated queue (dead letters, stats).
 func (s *Spool) Queue() QueueStore { return s.q }
