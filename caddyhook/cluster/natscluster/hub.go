@@ -20,6 +20,8 @@ type watcher struct {
 	last bool
 	sig  chan struct{}
 	done chan struct{}
+
+	stopOnce sync.Once
 }
 
 func (h *hub) init() { h.watchers = make(map[*watcher]struct{}) }
@@ -35,16 +37,17 @@ func (h *hub) watch(fn func(bool), now bool) (stop func()) {
 	h.watchers[w] = struct{}{}
 	h.mu.Unlock()
 	go w.run()
-	var once sync.Once
 	return func() {
-		once.Do(func() {
-			h.mu.Lock()
-			delete(h.watchers, w)
-			h.mu.Unlock()
-			close(w.done)
-		})
+		h.mu.Lock()
+		delete(h.watchers, w)
+		h.mu.Unlock()
+		w.stop()
 	}
 }
+
+// stop ends the watcher's goroutine; the hub closing and the watcher's
+// own stop func may both call it.
+func (w *watcher) stop() { w.stopOnce.Do(func() { close(w.done) }) }
 
 // publish queues state for every watcher.
 func (h *hub) publish(up bool) {
@@ -65,7 +68,7 @@ func (h *hub) close() {
 	h.watchers, h.closed = nil, true
 	h.mu.Unlock()
 	for w := range ws {
-		close(w.done)
+		w.stop()
 	}
 }
 
