@@ -76,6 +76,16 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 		}
 		return nil
 	}
+	p := h.clusterParams()
+	// the engine's settings tell backends apart (LoadModule clears ClusterRaw)
+	engineKey, err := json.Marshal(struct {
+		E json.RawMessage
+		N string
+		Q *cluster.QueueParams
+	}{h.ClusterRaw, p.Name, p.Queue})
+	if err != nil {
+		return err
+	}
 	mod, err := ctx.LoadModule(h, "ClusterRaw")
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
@@ -84,12 +94,11 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	if !ok {
 		return fmt.Errorf("cluster: module %T is not a cluster engine", mod)
 	}
-	p := h.clusterParams()
 	b, err := eng.Open(p)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	cs := &clusterState{backend: b, name: p.Name}
+	cs := &clusterState{backend: b, name: p.Name, key: string(engineKey)}
 	h.cluster = cs
 
 	v, _, err := sharedPool.LoadOrNew(clusterMetricsKey, func() (caddy.Destructor, error) {
@@ -108,15 +117,6 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 
 	// One LockSync per lockout table and namespace: the handlers of a
 	// reload share the table, and each remote failure is folded once.
-	engineKey, err := json.Marshal(struct {
-		E json.RawMessage
-		N string
-		Q *cluster.QueueParams
-	}{h.ClusterRaw, p.Name, p.Queue})
-	if err != nil {
-		return err
-	}
-	cs.key = string(engineKey)
 	key := "hooks.cluster.lockout|" + h.lockoutKey + "|" + cs.key
 	v, _, err = sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
 		s := cluster.NewLockSync(b, h.lockout, cluster.LockSyncOptions{LockTTL: p.LockTTL,

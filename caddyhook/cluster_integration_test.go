@@ -1,14 +1,18 @@
 package caddyhook
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster/natstest"
 	"github.com/caddyhook/caddyhook/internal/devgw"
@@ -205,5 +209,158 @@ func TestClusterIdempotencyAcrossNodes(t *testing.T) {
 	}
 	if n := dispatched("concurrent"); n != 1 {
 		t.Fatalf("%d concurrent copies on 3 nodes: gateway got %d dispatches, want 1", copies, n)
+	}
+}
+
+// runIDOf is the runId of an accepted agent request (its event id).
+func runIDOf(t *testing.T, r result) string {
+	t.Helper()
+	id, _ := r.json(t)["runId"].(string)
+	if r.status != http.StatusOK || id == "" {
+		t.Fatalf("want a 200 with a runId: %d %s", r.status, r.body)
+	}
+	return id
+}
+
+// gatewayTally counts what a gateway received by Idempotency-Key.
+func gatewayTally(gw *testGateway) (keys map[string]int, doubled int) {
+	keys = map[string]int{}
+	for _, rec := range gw.Received() {
+		if rec.Status == http.StatusOK {
+			if keys[rec.IdempotencyKey]++; keys[rec.IdempotencyKey] == 2 {
+				doubled++
+			}
+		}
+	}
+	return keys, doubled
+}
+
+// adminCall runs one request through the hooks admin API (the routes the
+// CLI uses) against the running config.
+func adminCall(t *testing.T, method, target, body string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	if err := (&adminAPI{}).serve(rec, req); err != nil {
+		var ae caddy.APIError
+		if errors.As(err, &ae) {
+			return ae.HTTPStatus, ae.Err.Error()
+		}
+		t.Fatalf("%s %s: %v", method, target, err)
+	}
+	return rec.Code, rec.Body.String()
+}
+
+// TestClusterQueueDeliveryNodeAndFallback (issue 14, queue, fallback and
+// operations): two edges without a gateway (deliver off) accept into the
+// replicated queue and the third node, the only one next to the gateway,
+// delivers every event once. With NATS stopped, the edge with
+// `fallback <dir>` keeps answering 200 from its local spool and the one
+// with `fallback reject` answers 503 + Retry-After; when NATS is back the
+// fallback drains into the queue: nothing lost, nothing doubled. Dead
+// letters of the cluster queue are listed, retried and dropped through the
+// admin API while Caddy runs.
+func TestClusterQueueDeliveryNodeAndFallback(t *testing.T) {
+	gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
+	fallbackDir := t.TempDir()
+	c := startClusterNodes(t, 3, func(i int, url string) string {
+		spool := ""
+		switch i {
+		case 0:
+			spool = "deliver off\n fallback " + fallbackDir
+		case 1:
+			spool = "deliver off\n fallback reject"
+		case 2:
+			spool = "fallback reject\n retry_initial 50ms\n retry_max 200ms"
+			return "gateway unix/" + gw.sock + "\n" + clusterLines(url) + "\nspool cluster {\n" + spool + "\n}"
+		}
+		return clusterLines(url) + "\nspool cluster {\n" + spool + "\n}"
+	})
+	accepted := map[string]bool{}
+	post := func(node int, n int, what string) {
+		t.Helper()
+		for k := range n {
+			r := c.nodes[node].post("/hooks/agent", fmt.Sprintf(`{"message":"%s %d"}`, what, k))
+			accepted[runIDOf(t, r)] = true
+		}
+	}
+	allDelivered := func() {
+		t.Helper()
+		waitFor(t, func() string {
+			keys, _ := gatewayTally(gw)
+			return fmt.Sprintf("gateway has %d of %d accepted events", len(keys), len(accepted))
+		}, func() bool {
+			keys, _ := gatewayTally(gw)
+			for id := range accepted {
+				if keys[id] == 0 {
+					return false
+				}
+			}
+			return true
+		})
+		keys, doubled := gatewayTally(gw)
+		if doubled != 0 || len(keys) != len(accepted) {
+			t.Fatalf("gateway: %d distinct events (%d doubled), %d accepted", len(keys), doubled, len(accepted))
+		}
+	}
+
+	post(0, 15, "edge zero")
+	post(1, 15, "edge one")
+	allDelivered()
+
+	// NATS down: fallback dir accepts, reject refuses
+	c.nats.Stop()
+	for _, i := range []int{0, 1} {
+		h := c.handler(t, i)
+		waitFor(t, func() string { return fmt.Sprintf("node %d sees NATS down", i) }, func() bool { return !h.cluster.backend.Up() })
+	}
+	post(0, 10, "while NATS is down")
+	r := c.nodes[1].post("/hooks/agent", `{"message":"refused"}`)
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
+		t.Fatalf("fallback reject with NATS down: %d %s (Retry-After %q), want 503 with Retry-After", r.status, r.body, r.header.Get("Retry-After"))
+	}
+	c.nats.Restart(t)
+	for _, p := range c.proxies {
+		p.SetTarget(c.nats.Addr())
+	}
+	allDelivered()
+
+	// dead letters through the admin API
+	gw.FailWith(func(string) int { return http.StatusBadRequest })
+	dead := map[string]bool{}
+	for k := range 2 {
+		r := c.nodes[0].post("/hooks/agent", fmt.Sprintf(`{"message":"refused by the gateway %d"}`, k))
+		dead[runIDOf(t, r)] = true
+	}
+	sel := "?path=/hooks&server=" + c.servers[0]
+	waitFor(t, func() string { return "two dead letters listed" }, func() bool {
+		code, body := adminCall(t, http.MethodGet, "/hooks/spool/dead"+sel, "")
+		return code == http.StatusOK && strings.Count(body, `"id"`) == 2
+	})
+	_, body := adminCall(t, http.MethodGet, "/hooks/spool/dead"+sel, "")
+	for id := range dead {
+		if !strings.Contains(body, id) {
+			t.Fatalf("dead letters %s: %s missing", body, id)
+		}
+	}
+	gw.FailWith(nil)
+	var retryID, dropID string
+	for id := range dead {
+		if retryID == "" {
+			retryID = id
+		} else {
+			dropID = id
+		}
+	}
+	if code, body := adminCall(t, http.MethodPost, "/hooks/spool/dead/retry"+sel, `{"ids":["`+retryID+`"]}`); code != http.StatusOK || !strings.Contains(body, `"retried":1`) {
+		t.Fatalf("retry: %d %s", code, body)
+	}
+	if code, body := adminCall(t, http.MethodPost, "/hooks/spool/dead/drop"+sel, `{"ids":["`+dropID+`"]}`); code != http.StatusOK || !strings.Contains(body, `"dropped":1`) {
+		t.Fatalf("drop: %d %s", code, body)
+	}
+	accepted[retryID] = true
+	allDelivered()
+	if code, body := adminCall(t, http.MethodGet, "/hooks/"+sel, ""); code != http.StatusOK || !strings.Contains(body, `"dead_letters":0`) || !strings.Contains(body, `"dir":"cluster:hooks"`) {
+		t.Fatalf("status: %d %s", code, body)
 	}
 }
