@@ -71,9 +71,6 @@ func (h *Handler) clusterParams() cluster.Params {
 // module's own Cleanup.
 func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	if h.ClusterRaw == nil {
-		if h.Spool != nil && h.Spool.Cluster {
-			return fmt.Errorf("spool: cluster needs a cluster engine (cluster nats { … })")
-		}
 		return nil
 	}
 	p := h.clusterParams()
@@ -242,6 +239,27 @@ func (h *Handler) settleClusterClaim(cl *cluster.Claim, status int, body []byte,
 	}
 }
 
+// checkClusterSpool refuses a `spool cluster` config that cannot work,
+// naming the field, before anything is opened.
+func (h *Handler) checkClusterSpool() error {
+	sc := h.Spool
+	switch {
+	case sc == nil || !sc.Cluster:
+		return nil
+	case h.ClusterRaw == nil:
+		return fmt.Errorf("spool: cluster needs a cluster engine (cluster nats { … })")
+	case sc.Dir != "":
+		return fmt.Errorf("spool: dir and cluster exclude each other; a cluster's local spool is fallback <dir>")
+	case sc.Rate != nil:
+		return fmt.Errorf("spool: rate is not available with spool cluster")
+	case sc.Fallback == "":
+		return fmt.Errorf("spool: fallback: required with spool cluster: a directory (a local spool while the cluster is unreachable) or reject (503)")
+	case sc.Deliver != nil && *sc.Deliver && h.Gateway == "":
+		return fmt.Errorf("spool: deliver on needs gateway")
+	}
+	return nil
+}
+
 // provisionClusterSpool makes the cluster queue the handler's sink: with
 // deliver on, the handler's gateway sender is registered with the queue
 // (the oldest registration delivers, as with a local spool); with a
@@ -249,17 +267,8 @@ func (h *Handler) settleClusterClaim(cl *cluster.Claim, status int, body []byte,
 // unreachable and moves them into the queue when it is back.
 func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
 	sc := h.Spool
-	if sc.Rate != nil {
-		return fmt.Errorf("spool: rate is not available with spool cluster")
-	}
-	if sc.Dir != "" {
-		return fmt.Errorf("spool: a directory and cluster exclude each other; use fallback <dir> for the local spool of a cluster")
-	}
 	deliver := h.gateway.addr.network != ""
 	if sc.Deliver != nil {
-		if *sc.Deliver && !deliver {
-			return fmt.Errorf("spool: deliver on needs gateway")
-		}
 		deliver = *sc.Deliver
 	}
 	cs := h.cluster
@@ -270,8 +279,6 @@ func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
 	var fb *spool.Store
 	var fbShare *spoolShare
 	switch sc.Fallback {
-	case "":
-		return fmt.Errorf("spool: cluster needs fallback <dir> (a local spool while the cluster is unreachable) or fallback reject (503)")
 	case fallbackReject:
 	default:
 		dir, err := filepath.Abs(caddy.NewReplacer().ReplaceKnown(sc.Fallback, ""))

@@ -257,6 +257,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.policy, err = newPolicy(pc); err != nil {
 		return err
 	}
+	if err := h.checkClusterSpool(); err != nil {
+		return err
+	}
 	var addr gatewayAddr
 	if h.Gateway != "" || !h.Spool.noGateway() {
 		if addr, err = parseGatewayAddr(repl.ReplaceKnown(h.Gateway, "")); err != nil {
