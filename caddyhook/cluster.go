@@ -95,7 +95,7 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	cs := &clusterState{backend: b, name: p.Name, key: string(engineKey)}
+	cs := &clusterState{backend: b, name: b.Name(), key: string(engineKey)}
 	h.cluster = cs
 
 	v, _, err := sharedPool.LoadOrNew(clusterMetricsKey, func() (caddy.Destructor, error) {

@@ -86,6 +86,9 @@ type QueueParams struct {
 type Backend interface {
 	// Node identifies this process among the nodes (stable while it runs).
 	Node() string
+	// Name is the namespace in use (the engine's own name setting, else
+	// Params.Name).
+	Name() string
 	// Up reports whether the engine is reachable now.
 	Up() bool
 	// Watch calls fn (from its own goroutine, in order) on every change of

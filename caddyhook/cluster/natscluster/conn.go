@@ -332,6 +332,9 @@ type handle struct {
 // Node implements cluster.Backend.
 func (h *handle) Node() string { return h.node }
 
+// Name implements cluster.Backend.
+func (h *handle) Name() string { return h.p.Name }
+
 // Up implements cluster.Backend.
 func (h *handle) Up() bool { return h.up() }
 
