@@ -10,8 +10,6 @@ package natstest
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -25,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/tcpproxy"
 )
 
 // readyTimeout bounds a server's start and a cluster's leader election.
@@ -166,91 +165,21 @@ func WaitJetStream(t testing.TB, urls []string) {
 
 // Proxy forwards TCP connections from a listener the test owns to a target
 // address that the test can change or clear.
-type Proxy struct {
-	l      net.Listener
-	mu     sync.Mutex
-	target string
-	conns  map[net.Conn]struct{}
-	wg     sync.WaitGroup
-}
+type Proxy struct{ *tcpproxy.Proxy }
 
 // NewProxy listens on 127.0.0.1:0 and forwards to target ("" = refuse).
 func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := tcpproxy.New(target)
 	if err != nil {
 		t.Fatalf("proxy listen: %v", err)
 	}
-	p := &Proxy{l: l, target: target, conns: make(map[net.Conn]struct{})}
-	p.wg.Add(1)
-	go p.serve()
 	t.Cleanup(p.Close)
-	return p
+	return &Proxy{p}
 }
-
-// Addr is the proxy's address.
-func (p *Proxy) Addr() string { return p.l.Addr().String() }
 
 // URL is the proxy's address as a NATS client URL.
 func (p *Proxy) URL() string { return "nats://" + p.Addr() }
-
-// SetTarget forwards new connections to target ("" = refuse them) and
-// cuts the ones open now.
-func (p *Proxy) SetTarget(target string) {
-	p.mu.Lock()
-	p.target = target
-	conns := p.conns
-	p.conns = make(map[net.Conn]struct{})
-	p.mu.Unlock()
-	for c := range conns {
-		_ = c.Close()
-	}
-}
-
-// Close stops the proxy and cuts every connection.
-func (p *Proxy) Close() {
-	_ = p.l.Close()
-	p.SetTarget("")
-	p.wg.Wait()
-}
-
-func (p *Proxy) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.l.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		target := p.target
-		p.mu.Unlock()
-		if target == "" {
-			_ = c.Close()
-			continue
-		}
-		go p.pipe(c, target)
-	}
-}
-
-func (p *Proxy) pipe(c net.Conn, target string) {
-	d, err := net.DialTimeout("tcp", target, 2*time.Second)
-	if err != nil {
-		_ = c.Close()
-		return
-	}
-	p.mu.Lock()
-	if p.target != target {
-		p.mu.Unlock()
-		_ = c.Close()
-		_ = d.Close()
-		return
-	}
-	p.conns[c], p.conns[d] = struct{}{}, struct{}{}
-	p.mu.Unlock()
-	go func() { _, _ = io.Copy(d, c); _ = d.Close() }()
-	_, _ = io.Copy(c, d)
-	_ = c.Close()
-}
 
 // WaitTimeout bounds WaitFor.
 const WaitTimeout = 30 * time.Second
