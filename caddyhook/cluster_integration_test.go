@@ -36,6 +36,14 @@ type clusterNodes struct {
 // cluster, spool …).
 func startClusterNodes(t *testing.T, n int, hooks func(i int, natsURL string) string) *clusterNodes {
 	t.Helper()
+	return startClusterNodesOn(t, nil, n, hooks)
+}
+
+// startClusterNodesOn is startClusterNodes on the servers of a NATS
+// cluster (node i connects to server i mod len), or with nc nil on a
+// single server of its own.
+func startClusterNodesOn(t *testing.T, nc *natstest.Cluster, n int, hooks func(i int, natsURL string) string) *clusterNodes {
+	t.Helper()
 	for i := 2; i <= n; i++ {
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:0", i))
 		if err != nil {
@@ -43,10 +51,15 @@ func startClusterNodes(t *testing.T, n int, hooks func(i int, natsURL string) st
 		}
 		ln.Close()
 	}
-	c := &clusterNodes{in: startIngress(t, ingressOpts{}), nats: natstest.Run(t, natstest.Options{})}
+	c := &clusterNodes{in: startIngress(t, ingressOpts{})}
+	target := func(i int) string { return nc.Servers[i%len(nc.Servers)].Addr() }
+	if nc == nil {
+		c.nats = natstest.Run(t, natstest.Options{})
+		target = func(int) string { return c.nats.Addr() }
+	}
 	var sites []string
 	for i := range n {
-		p := natstest.NewProxy(t, c.nats.Addr())
+		p := natstest.NewProxy(t, target(i))
 		c.proxies = append(c.proxies, p)
 		sites = append(sites, fmt.Sprintf(`http://127.0.0.%[1]d:0 {
 	bind 127.0.0.%[1]d
@@ -362,5 +375,73 @@ func TestClusterQueueDeliveryNodeAndFallback(t *testing.T) {
 	allDelivered()
 	if code, body := adminCall(t, http.MethodGet, "/hooks/"+sel, ""); code != http.StatusOK || !strings.Contains(body, `"dead_letters":0`) || !strings.Contains(body, `"dir":"cluster:hooks"`) {
 		t.Fatalf("status: %d %s", code, body)
+	}
+}
+
+// TestClusterLosesOneNATSServer (issue 14, losing one NATS node of three):
+// three edges, each connected to another server of a three-server
+// JetStream cluster, accept into the queue with `replicas 3` while one
+// server is stopped halfway; the delivery node (on the first edge) gets
+// every accepted event to the gateway. Each event is sent until it gets a
+// 200 (a 503 while the cluster elects new leaders is the documented
+// answer to retry on).
+func TestClusterLosesOneNATSServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a three-server JetStream cluster; skipped with -short")
+	}
+	gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
+	nc := natstest.RunCluster(t, 3)
+	cl := func(url string) string {
+		return `cluster nats ` + url + ` {
+			replicas 3
+			timeout 2s
+			ack_wait 5s
+		}`
+	}
+	c := startClusterNodesOn(t, nc, 3, func(i int, url string) string {
+		if i == 0 {
+			return "gateway unix/" + gw.sock + "\n" + cl(url) + "\nspool cluster {\n fallback reject\n retry_initial 50ms\n retry_max 200ms\n}"
+		}
+		return cl(url) + "\nspool cluster {\n deliver off\n fallback reject\n}"
+	})
+	accepted := map[string]bool{}
+	retried := 0
+	send := func(k int) {
+		t.Helper()
+		node := c.nodes[1+k%2] // the edges on servers 2 and 3
+		body := fmt.Sprintf(`{"message":"R3 event %d"}`, k)
+		waitFor(t, func() string { return fmt.Sprintf("event %d accepted", k) }, func() bool {
+			r := node.post("/hooks/agent", body)
+			if r.status == http.StatusServiceUnavailable {
+				retried++
+				return false
+			}
+			accepted[runIDOf(t, r)] = true
+			return true
+		})
+	}
+	for k := range 40 {
+		send(k)
+	}
+	nc.Servers[2].Stop()
+	for k := 40; k < 80; k++ {
+		send(k)
+	}
+	waitFor(t, func() string {
+		keys, _ := gatewayTally(gw)
+		return fmt.Sprintf("gateway has %d of %d accepted events", len(keys), len(accepted))
+	}, func() bool {
+		keys, _ := gatewayTally(gw)
+		for id := range accepted {
+			if keys[id] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	keys, doubled := gatewayTally(gw)
+	t.Logf("80 events accepted, 40 of them after one NATS server of three stopped (%d answers 503 and sent again); %d delivered, %d twice", retried, len(keys), doubled)
+	if doubled != 0 || len(keys) != len(accepted) {
+		t.Fatalf("gateway: %d distinct events (%d doubled), %d accepted", len(keys), doubled, len(accepted))
 	}
 }
