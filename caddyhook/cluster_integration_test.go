@@ -248,6 +248,25 @@ func gatewayTally(gw *testGateway) (keys map[string]int, doubled int) {
 	return keys, doubled
 }
 
+// waitAllDelivered waits until gw has received every accepted event id
+// (as its Idempotency-Key) and returns what it received.
+func waitAllDelivered(t *testing.T, gw *testGateway, accepted map[string]bool) (keys map[string]int, doubled int) {
+	t.Helper()
+	waitFor(t, func() string {
+		keys, _ := gatewayTally(gw)
+		return fmt.Sprintf("gateway has %d of %d accepted events", len(keys), len(accepted))
+	}, func() bool {
+		keys, _ := gatewayTally(gw)
+		for id := range accepted {
+			if keys[id] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	return gatewayTally(gw)
+}
+
 // adminCall runs one request through the hooks admin API (the routes the
 // CLI uses) against the running config.
 func adminCall(t *testing.T, method, target, body string) (int, string) {
@@ -299,19 +318,7 @@ func TestClusterQueueDeliveryNodeAndFallback(t *testing.T) {
 	}
 	allDelivered := func() {
 		t.Helper()
-		waitFor(t, func() string {
-			keys, _ := gatewayTally(gw)
-			return fmt.Sprintf("gateway has %d of %d accepted events", len(keys), len(accepted))
-		}, func() bool {
-			keys, _ := gatewayTally(gw)
-			for id := range accepted {
-				if keys[id] == 0 {
-					return false
-				}
-			}
-			return true
-		})
-		keys, doubled := gatewayTally(gw)
+		keys, doubled := waitAllDelivered(t, gw, accepted)
 		if doubled != 0 || len(keys) != len(accepted) {
 			t.Fatalf("gateway: %d distinct events (%d doubled), %d accepted", len(keys), doubled, len(accepted))
 		}
@@ -427,19 +434,7 @@ func TestClusterLosesOneNATSServer(t *testing.T) {
 	for k := 40; k < 80; k++ {
 		send(k)
 	}
-	waitFor(t, func() string {
-		keys, _ := gatewayTally(gw)
-		return fmt.Sprintf("gateway has %d of %d accepted events", len(keys), len(accepted))
-	}, func() bool {
-		keys, _ := gatewayTally(gw)
-		for id := range accepted {
-			if keys[id] == 0 {
-				return false
-			}
-		}
-		return true
-	})
-	keys, doubled := gatewayTally(gw)
+	keys, doubled := waitAllDelivered(t, gw, accepted)
 	t.Logf("80 events accepted, 40 of them after one NATS server of three stopped (%d answers 503 and sent again); %d delivered, %d twice", retried, len(keys), doubled)
 	if doubled != 0 || len(keys) != len(accepted) {
 		t.Fatalf("gateway: %d distinct events (%d doubled), %d accepted", len(keys), doubled, len(accepted))

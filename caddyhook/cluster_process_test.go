@@ -150,19 +150,7 @@ func TestClusterProcessesKilledNothingLost(t *testing.T) {
 	}
 	d2 := startClusterProcess(t, bin, "d2", delivery)
 
-	waitFor(t, func() string {
-		keys, _ := gatewayTally(gw)
-		return fmt.Sprintf("gateway has %d of %d accepted events", len(keys), len(accepted))
-	}, func() bool {
-		keys, _ := gatewayTally(gw)
-		for id := range accepted {
-			if keys[id] == 0 {
-				return false
-			}
-		}
-		return true
-	})
-	keys, doubled := gatewayTally(gw)
+	keys, doubled := waitAllDelivered(t, gw, accepted)
 	for k := range keys {
 		if !accepted[k] {
 			t.Errorf("the gateway got Idempotency-Key %q, which no 200 answered", k)

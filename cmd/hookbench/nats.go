@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/url"
 	"path/filepath"
@@ -9,9 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/caddyhook/caddyhook/internal/natsrun"
 	"github.com/caddyhook/caddyhook/internal/tcpproxy"
 )
 
@@ -78,28 +76,10 @@ func (ns *natsServers) urls() string {
 	return strings.Join(u, " ")
 }
 
-// waitJetStream polls until the JetStream API answers (a cluster has
-// elected its metadata leader).
+// waitJetStream waits until JetStream answers (a cluster has elected its
+// metadata leader).
 func (ns *natsServers) waitJetStream() error {
-	nc, err := nats.Connect(strings.ReplaceAll(ns.urls(), " ", ","), nats.Timeout(2*time.Second))
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	deadline := time.Now().Add(natsReady)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := js.AccountInfo(ctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("JetStream not ready within %s: %w", natsReady, err)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval
-	}
+	return natsrun.WaitJetStream(strings.ReplaceAll(ns.urls(), " ", ","), natsReady)
 }
 
 // stop shuts every server down.

@@ -19,10 +19,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/natsrun"
 	"github.com/caddyhook/caddyhook/internal/tcpproxy"
 )
 
@@ -142,24 +141,8 @@ func (c *Cluster) URLs() []string {
 // WaitJetStream polls until the JetStream API answers through urls.
 func WaitJetStream(t testing.TB, urls []string) {
 	t.Helper()
-	nc, err := nats.Connect(strings.Join(urls, ","), nats.Timeout(2*time.Second))
-	if err != nil {
-		t.Fatalf("nats connect: %v", err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := js.AccountInfo(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("JetStream not ready within %s: %v", readyTimeout, err)
-		}
-		time.Sleep(50 * time.Millisecond) // poll interval
+	if err := natsrun.WaitJetStream(strings.Join(urls, ","), readyTimeout); err != nil {
+		t.Fatal(err)
 	}
 }
 
