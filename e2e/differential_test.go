@@ -646,9 +646,13 @@ func (n *normaliser) run(rec hookRunRecord, calls []modelCall) runObservation {
 		DeliveryAttempted: flag(rec.DeliveryAttempted), Delivered: flag(rec.Delivered),
 		DeliveryError: n.text(rec.DeliveryError), Summary: n.text(rec.Summary), Model: rec.Model,
 	}
+	// the run's own user message: in a persistent session the model
+	// also gets the session's earlier messages (the other side's run of
+	// the same case among them), so it is found by its job id
 	for _, c := range calls {
-		if len(c.User) > 0 && strings.Contains(c.User[0], "Job ID: "+rec.JobID) {
-			o.RequestedModel, o.ReasoningEffort, o.Prompt = c.Model, c.ReasoningEffort, n.text(c.User[0])
+		i := slices.IndexFunc(c.User, func(u string) bool { return strings.Contains(u, "Job ID: "+rec.JobID) })
+		if i >= 0 {
+			o.RequestedModel, o.ReasoningEffort, o.Prompt = c.Model, c.ReasoningEffort, n.text(c.User[i])
 			break
 		}
 	}
