@@ -43,10 +43,6 @@ func (im *importer) translateMappings() error {
 			im.note(noteNotPorted, s.key, "match.path %q is shadowed by the gateway's built-in /%s, so the mapping never runs", s.path, s.path)
 			continue
 		}
-		if s.path == "" && im.o.mode == modeForwardName {
-			im.note(noteNotPorted, s.key, "no match.path (it answers every hook name); a forward mapping needs the hook name, so the edge answers 404 where this mapping would run (use --mode render to port it)")
-			continue
-		}
 		if s.preset != "" && im.o.mode == modeRenderName {
 			im.presetLine(s)
 			continue

@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,7 +123,7 @@ func TestForwardMappingProvision(t *testing.T) {
 		{"nested path, source, expression, limit", fwd(Mapping{MatchPath: "/ci/jenkins/", MatchSource: "jenkins",
 			MatchExpr: "payload.build.status == 'FAILURE'", MaxBody: 1 << 20}), ""},
 		{"verify", fwd(Mapping{MatchPath: "github", Verify: githubConfig(sigGitHubSecret), RequireToken: true}), ""},
-		{"no path", fwd(Mapping{}), "mapping f: match_path: required with forward"},
+		{"no path: every hook name", fwd(Mapping{MatchSource: "beta"}), ""},
 		{"built-in", fwd(Mapping{MatchPath: "agent"}), `mapping f: match_path: "agent" is a built-in hook`},
 		{"dot segment", fwd(Mapping{MatchPath: "a/../b"}), `mapping f: match_path: "a/../b" is not a plain hook path`},
 		{"escaped character", fwd(Mapping{MatchPath: "a b"}), `mapping f: match_path: "a b" is not a plain hook path`},
@@ -370,6 +372,46 @@ func TestForwardNoContent(t *testing.T) {
 	w := serve(t, h, hookRequest{target: "/hooks/gmail", body: `{"messages":[]}`, header: headers(auth, jsonCT)})
 	if w.Code != http.StatusNoContent || w.Body.Len() != 0 || w.Header().Get("X-Content-Type-Options") != "nosniff" {
 		t.Fatalf("%d %q %v", w.Code, w.Body, w.Header())
+	}
+}
+
+// TestForwardAnyName: a forward mapping without match_path answers every
+// hook name its other conditions admit and forwards to the name
+// requested, as the gateway's mapping without match.path runs for every
+// name; names the edge cannot forward as they are get 404.
+func TestForwardAnyName(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	sock := startStubGateway(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"ok":true,"runId":"r"}`))
+	})
+	h := newTestHandler(t, nil, func(h *Handler) {
+		h.Gateway, h.Mode = "unix/"+sock, modeForward
+		h.Mappings = []Mapping{{ID: "beta", MatchSource: "beta", Forward: true}}
+	})
+	for _, tc := range []struct {
+		target, body string
+		status       int
+	}{
+		{"/hooks/anything-goes", `{"source":"beta"}`, 200},
+		{"/hooks/a/b", `{"source":"beta"}`, 200},
+		{"/hooks/other", `{"source":"alpha"}`, 404},
+		{"/hooks/a%20b", `{"source":"beta"}`, 404},
+		{"/hooks/a/../b", `{"source":"beta"}`, 404},
+	} {
+		w := serve(t, h, hookRequest{target: tc.target, body: tc.body, header: headers(auth, jsonCT)})
+		if w.Code != tc.status {
+			t.Errorf("%s %s: %d %s, want %d", tc.target, tc.body, w.Code, w.Body, tc.status)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"/hooks/anything-goes", "/hooks/a/b"}; !slices.Equal(paths, want) {
+		t.Errorf("forwarded to %q, want %q", paths, want)
 	}
 }
 

@@ -291,22 +291,30 @@ func (t *lockoutTable) evictBefore(a, b *lockEntry, now int64) bool {
 	return a.mark < b.mark
 }
 
-// Active counts the addresses locked at now (for the metrics gauge).
-func (t *lockoutTable) Active(now time.Time) int {
-	ms := now.UnixMilli()
-	n := 0
+// each calls f for every slot of the table, shard by shard, with the
+// shard's lock held (f must not call back into the table).
+func (t *lockoutTable) each(f func(e *lockEntry)) {
 	for i := range t.shards {
 		sh := &t.shards[i]
 		sh.mu.Lock()
 		for j := range sh.sets {
-			for _, e := range sh.sets[j] {
-				if e.mark != 0 && e.until != 0 && ms < t.lockEnd(&e) {
-					n++
-				}
+			for k := range sh.sets[j] {
+				f(&sh.sets[j][k])
 			}
 		}
 		sh.mu.Unlock()
 	}
+}
+
+// Active counts the addresses locked at now (for the metrics gauge).
+func (t *lockoutTable) Active(now time.Time) int {
+	ms := now.UnixMilli()
+	n := 0
+	t.each(func(e *lockEntry) {
+		if e.mark != 0 && e.until != 0 && ms < t.lockEnd(e) {
+			n++
+		}
+	})
 	return n
 }
 
@@ -324,19 +332,11 @@ type lockedAddr struct {
 func (t *lockoutTable) Locks(now time.Time, limit int) []lockedAddr {
 	ms := now.UnixMilli()
 	var out []lockedAddr
-	for i := range t.shards {
-		sh := &t.shards[i]
-		sh.mu.Lock()
-		for j := range sh.sets {
-			for k := range sh.sets[j] {
-				e := &sh.sets[j][k]
-				if end := t.lockEnd(e); len(out) < limit && e.mark != 0 && end != 0 && ms < end {
-					out = append(out, lockedAddr{addr: t.keyString(e.key), until: time.UnixMilli(end)})
-				}
-			}
+	t.each(func(e *lockEntry) {
+		if end := t.lockEnd(e); len(out) < limit && e.mark != 0 && end != 0 && ms < end {
+			out = append(out, lockedAddr{addr: t.keyString(e.key), until: time.UnixMilli(end)})
 		}
-		sh.mu.Unlock()
-	}
+	})
 	return out
 }
 

@@ -25,26 +25,18 @@ type adoptedEntry struct {
 func (t *lockoutTable) adopt(old *lockoutTable, now time.Time) {
 	ms := now.UnixMilli()
 	var live []adoptedEntry
-	for i := range old.shards {
-		sh := &old.shards[i]
-		sh.mu.Lock()
-		for j := range sh.sets {
-			for k := range sh.sets[j] {
-				e := &sh.sets[j][k]
-				if e.mark == 0 || ms >= old.expiry(e) {
-					continue
-				}
-				a := adoptedEntry{key: e.key, failures: old.failures(e, ms)}
-				if e.until != 0 {
-					a.lockEnd = old.lockEnd(e)
-				}
-				if a.lockEnd != 0 || a.failures != 0 {
-					live = append(live, a)
-				}
-			}
+	old.each(func(e *lockEntry) {
+		if e.mark == 0 || ms >= old.expiry(e) {
+			return
 		}
-		sh.mu.Unlock()
-	}
+		a := adoptedEntry{key: e.key, failures: old.failures(e, ms)}
+		if e.until != 0 {
+			a.lockEnd = old.lockEnd(e)
+		}
+		if a.lockEnd != 0 || a.failures != 0 {
+			live = append(live, a)
+		}
+	})
 	for _, a := range live {
 		a.key = t.keyFor(netip.AddrFrom16(a.key))
 		t.merge(a, ms)

@@ -172,7 +172,8 @@ func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(str
 	}
 	switch {
 	case c.path == "":
-		return fail("match_path", fmt.Errorf("required with forward (the gateway's hook name)"))
+		// like the gateway's mapping without match.path: every hook name
+		// (that the edge can forward as is; see answers)
 	case c.path == routeWake || c.path == routeAgent:
 		return fail("match_path", fmt.Errorf("%q is a built-in hook and cannot be mapped", c.path))
 	case strings.ContainsAny(c.path, "?#") || !validHookPath(c.path):
@@ -208,8 +209,15 @@ func blockedKey(k string) bool {
 	return k == "__proto__" || k == "prototype" || k == "constructor"
 }
 
-// answers reports whether c's match_path admits the hook name sub.
-func (c *compiledMapping) answers(sub string) bool { return c.path == "" || c.path == sub }
+// answers reports whether c's match_path admits the hook name sub. A
+// mapping without match_path admits every name; a forward one only names
+// the edge can forward as they are (the gateway gets {prefix}/<sub>).
+func (c *compiledMapping) answers(sub string) bool {
+	if c.path == "" {
+		return !c.forward || validHookPath(sub) && !strings.ContainsAny(sub, "?#")
+	}
+	return c.path == sub
+}
 
 // matches reports whether c's source and CEL conditions hold (CEL last);
 // the caller has checked answers.

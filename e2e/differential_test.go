@@ -93,11 +93,16 @@ func TestDifferential(t *testing.T) {
 	phase := func(tg diffTarget) [][]sentReply {
 		t0 := time.Now()
 		replies := runPhase(t, tg, gw, cases)
+		settle(t, gw, stub, replies)
+		// a last heartbeat of the main session, once everything above has
+		// settled: it carries what the phase's runs and keyed wakes left
+		// for the main session (their notices land there afterwards), so
+		// that both phases end with the same
 		flush := sendOne(t, direct, diffSend{sub: "/wake", body: `{"text":"flush @N@"}`}, newNonce(t))
 		if flush.status != http.StatusOK {
 			t.Fatalf("flush wake: %d %s", flush.status, flush.body)
 		}
-		settle(t, gw, stub, replies)
+		settle(t, gw, stub, [][]sentReply{{flush}})
 		t.Logf("%s phase: sent and settled in %v", tg.name, time.Since(t0).Round(time.Millisecond))
 		return replies
 	}
@@ -111,9 +116,11 @@ func TestDifferential(t *testing.T) {
 	calls := stub.snapshot()
 	var report strings.Builder
 	unexpected, allowedSeen := 0, map[string]bool{}
+	dump := map[string][2][]sendObservation{}
 	for i, c := range cases {
 		a := observeCase(gotDirect[i], runs, calls)
 		b := observeCase(gotEdge[i], runs, calls)
+		dump[c.name] = [2][]sendObservation{a, b}
 		diffs := diffObservations(a, b)
 		if len(diffs) == 0 {
 			continue
@@ -138,6 +145,12 @@ func TestDifferential(t *testing.T) {
 	}
 	if path := os.Getenv("CADDYHOOK_DIFF_REPORT"); path != "" {
 		if err := os.WriteFile(path, []byte(report.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+		// every observation, [gateway, edge] per case, for reading a
+		// difference whose text the report cuts
+		data, _ := json.MarshalIndent(dump, "", "  ")
+		if err := os.WriteFile(path+".json", data, 0o644); err != nil {
 			t.Error(err)
 		}
 	}
@@ -646,9 +659,13 @@ func (n *normaliser) run(rec hookRunRecord, calls []modelCall) runObservation {
 		DeliveryAttempted: flag(rec.DeliveryAttempted), Delivered: flag(rec.Delivered),
 		DeliveryError: n.text(rec.DeliveryError), Summary: n.text(rec.Summary), Model: rec.Model,
 	}
+	// the run's own user message: in a persistent session the model
+	// also gets the session's earlier messages (the other side's run of
+	// the same case among them), so it is found by its job id
 	for _, c := range calls {
-		if len(c.User) > 0 && strings.Contains(c.User[0], "Job ID: "+rec.JobID) {
-			o.RequestedModel, o.ReasoningEffort, o.Prompt = c.Model, c.ReasoningEffort, n.text(c.User[0])
+		i := slices.IndexFunc(c.User, func(u string) bool { return strings.Contains(u, "Job ID: "+rec.JobID) })
+		if i >= 0 {
+			o.RequestedModel, o.ReasoningEffort, o.Prompt = c.Model, c.ReasoningEffort, n.text(c.User[i])
 			break
 		}
 	}
