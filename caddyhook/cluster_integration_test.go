@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/cluster/natstest"
 	"github.com/caddyhook/caddyhook/internal/devgw"
 )
@@ -110,6 +112,41 @@ func (c *clusterNodes) handler(t *testing.T, i int) *Handler {
 	return nil
 }
 
+// clusterMetric reads the cluster collector name (a counter or gauge
+// without labels) of the running handlers.
+func clusterMetric(t *testing.T, name string) float64 {
+	t.Helper()
+	var m *cluster.Metrics
+	sharedPool.Range(func(_, v any) bool {
+		if s, ok := v.(*clusterMetricsShare); ok {
+			m = s.m
+		}
+		return true
+	})
+	if m == nil {
+		t.Fatal("no cluster metrics in the pool")
+	}
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			met := mf.GetMetric()[0]
+			if c := met.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return met.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
 // failuresOf reads what t holds for ip now: the failures counted, and
 // whether ip is locked.
 func failuresOf(t *lockoutTable, ip netip.Addr) (uint32, bool) {
@@ -166,6 +203,17 @@ func TestClusterLockoutAcrossNodes(t *testing.T) {
 		if r := node.post("/hooks/wake", `{"text":"right token, locked address"}`); r.status != http.StatusTooManyRequests {
 			t.Errorf("node %d after the lock: %d %s, want 429", i, r.status, r.body)
 		}
+	}
+	// each failure reaches the two other nodes (the last one may still be
+	// on its way to a node the lock record reached first)
+	waitFor(t, func() string { return "every failure counted as remote by the two other nodes" }, func() bool {
+		return clusterMetric(t, "caddy_hooks_cluster_remote_failures_total") >= 2*limit
+	})
+	if n := clusterMetric(t, "caddy_hooks_cluster_remote_failures_total"); n != 2*limit {
+		t.Errorf("caddy_hooks_cluster_remote_failures_total = %v, want %d", n, 2*limit)
+	}
+	if up := clusterMetric(t, "caddy_hooks_cluster_up"); up != 1 {
+		t.Errorf("caddy_hooks_cluster_up = %v, want 1", up)
 	}
 }
 
@@ -338,6 +386,9 @@ func TestClusterQueueDeliveryNodeAndFallback(t *testing.T) {
 	r := c.nodes[1].post("/hooks/agent", `{"message":"refused"}`)
 	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
 		t.Fatalf("fallback reject with NATS down: %d %s (Retry-After %q), want 503 with Retry-After", r.status, r.body, r.header.Get("Retry-After"))
+	}
+	if n := clusterMetric(t, "caddy_hooks_cluster_fallbacks_total"); n != 10 {
+		t.Errorf("caddy_hooks_cluster_fallbacks_total = %v, want 10", n)
 	}
 	c.nats.Restart(t)
 	for _, p := range c.proxies {
