@@ -502,7 +502,6 @@ func TestAdminPauseResumeAcrossReloads(t *testing.T) {
 		}
 	}
 	// the gateway has the last event before the spool hears its answer
-	var st handlerStatus
 	waitFor(t, func() string { return fmt.Sprintf("after resume: spool %+v", st.Spool) },
 		func() bool { st = adm.status(""); return !st.Spool.Paused && st.Spool.Depth == 0 })
 }
