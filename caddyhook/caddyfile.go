@@ -6,9 +6,12 @@ import (
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/dustin/go-humanize"
+
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 )
 
 func init() {
@@ -64,6 +67,13 @@ func parseCaddyfile(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	        retry_max     <duration>
 //	        workers       <n>
 //	        rate          <n>/<interval>
+//	    }
+//	    spool cluster {              (the cluster engine's replicated queue)
+//	        deliver       on|off
+//	        fallback      <dir>|reject
+//	        max_bytes, max_age, retry_initial, retry_max, workers
+//	    }
+//	    cluster <engine> [<url>...] {  (e.g. cluster nats { … }; see the engine)
 //	    }
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -163,6 +173,8 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		return h.unmarshalAuthFailures(d)
 	case "spool":
 		return h.unmarshalSpool(d)
+	case "cluster":
+		return h.unmarshalCluster(d)
 	case "mapping":
 		m, err := unmarshalMapping(d)
 		if err != nil {
@@ -245,12 +257,17 @@ func (h *Handler) unmarshalSpool(d *caddyfile.Dispenser) error {
 		return d.Errf("spool: directory required")
 	}
 	sc.Dir = d.Val()
+	if sc.Dir == "cluster" { // a directory named so: ./cluster
+		sc.Dir, sc.Cluster = "", true
+	}
 	if d.NextArg() {
 		return d.ArgErr()
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		var err error
 		switch d.Val() {
+		case "deliver", "fallback":
+			err = unmarshalClusterSpool(d, sc)
 		case "max_bytes":
 			err = sizeArg(d, &sc.MaxBytes)
 		case "max_age":
@@ -271,6 +288,46 @@ func (h *Handler) unmarshalSpool(d *caddyfile.Dispenser) error {
 		}
 	}
 	h.Spool = sc
+	return nil
+}
+
+// unmarshalClusterSpool parses `deliver on|off` and `fallback <dir>|reject`
+// of a `spool cluster` block.
+func unmarshalClusterSpool(d *caddyfile.Dispenser, sc *SpoolConfig) error {
+	name := d.Val()
+	if !sc.Cluster {
+		return d.Errf("spool: %s is an option of spool cluster", name)
+	}
+	if name == "fallback" {
+		return oneArg(d, &sc.Fallback)
+	}
+	var v string
+	if err := oneArg(d, &v); err != nil {
+		return err
+	}
+	var on bool
+	switch v {
+	case "on", "true":
+		on = true
+	case "off", "false":
+	default:
+		return d.Errf("spool: deliver: expected on or off, got %q", v)
+	}
+	sc.Deliver = &on
+	return nil
+}
+
+// unmarshalCluster parses `cluster <engine> …` into the engine module.
+func (h *Handler) unmarshalCluster(d *caddyfile.Dispenser) error {
+	if !d.NextArg() {
+		return d.Errf("cluster: expected an engine name, e.g. cluster nats { … }")
+	}
+	name := d.Val()
+	unm, err := caddyfile.UnmarshalModule(d, cluster.Namespace+"."+name)
+	if err != nil {
+		return err
+	}
+	h.ClusterRaw = caddyconfig.JSONModuleObject(unm, "engine", name, nil)
 	return nil
 }
 

@@ -349,6 +349,9 @@ func (h *Handler) failure(ex *exchange, status int, reason string) *hookError {
 	}
 	h.metrics.authFailures.Inc()
 	left, newly := h.lockout.Record(ex.ip, ex.now)
+	if newly || left == 0 { // counted here: the other nodes count it too
+		h.clusterFailure(ex.ip, ex.now, newly, ex.now.Add(left))
+	}
 	switch {
 	case newly:
 		h.logger.Warn("client locked out after repeated auth failures",

@@ -1,12 +1,13 @@
 package caddyhook
 
 import (
-	"errors"
 	"strconv"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/caddyhook/caddyhook/internal/promreg"
 )
 
 // hookMetrics are the handler's Prometheus collectors on Caddy's registry.
@@ -63,7 +64,7 @@ func newHookMetrics() *hookMetrics {
 // (another hooks handler of the same config) is fine.
 func (m *hookMetrics) register(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.requests, m.authFailures, m.dispatch, m.activeLockouts} {
-		if _, err := register(reg, c); err != nil {
+		if _, err := promreg.Register(reg, c); err != nil {
 			return err
 		}
 	}
@@ -86,22 +87,6 @@ func activeLockouts() float64 {
 		}
 	}
 	return float64(n)
-}
-
-// register registers c, or returns the identical collector registered
-// before it.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if reg == nil {
-		return c, nil
-	}
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, err
 }
 
 // observeRequest counts one answered request.

@@ -1,6 +1,7 @@
 package caddyhook
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -149,6 +150,12 @@ type Handler struct {
 	// delivered to the gateway at least once.
 	Spool *SpoolConfig `json:"spool,omitempty"`
 
+	// ClusterRaw, when set, shares the lockout, the idempotency keys and
+	// (with `spool cluster`) a replicated queue with the other nodes of a
+	// cluster engine: a module of the namespace http.handlers.hooks.cluster
+	// chosen by its "engine" key (nats).
+	ClusterRaw json.RawMessage `json:"cluster,omitempty" caddy:"namespace=http.handlers.hooks.cluster inline_key=engine"`
+
 	enabled  bool
 	forward  bool // mode forward
 	wrapEdge bool // the edge wraps untrusted content
@@ -175,6 +182,10 @@ type Handler struct {
 	events       *lockoutEvents
 	poolKeys     []string  // what this handler holds in sharedPool
 	spoolReg     *spoolReg // its sender's registration with the spool
+	fallbackReg  *spoolReg // the cluster fallback spool's drain registration
+
+	cluster    *clusterState // nil without a cluster engine
+	lockoutKey string        // pool key of the lockout table
 
 	spoolOps spool.Ops // the spool's operations (admin API); nil without a spool
 	spoolDir string    // its directory, for the admin API and the CLI
@@ -246,12 +257,19 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.policy, err = newPolicy(pc); err != nil {
 		return err
 	}
-	addr, err := parseGatewayAddr(repl.ReplaceKnown(h.Gateway, ""))
-	if err != nil {
+	if err := h.checkClusterSpool(); err != nil {
 		return err
 	}
+	var addr gatewayAddr
+	if h.Gateway != "" || !h.Spool.noGateway() {
+		if addr, err = parseGatewayAddr(repl.ReplaceKnown(h.Gateway, "")); err != nil {
+			return err
+		}
+	}
 	h.gateway = newGatewayClient(addr, h.GatewayPrefix, gwToken, time.Duration(h.GatewayTimeout), h.GatewayForwardClientIP)
-	h.checkGateway(ctx)
+	if addr.network != "" {
+		h.checkGateway(ctx)
+	}
 	h.gateway.waitTimeout = time.Duration(h.GatewayWaitTimeout)
 	h.sink = syncSink{h}
 
@@ -267,6 +285,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.access = newAccessLog(ctx, h)
 	h.events = newLockoutEvents(ctx)
+	if err := h.provisionCluster(ctx); err != nil {
+		return err
+	}
 	if h.Spool != nil {
 		if err := h.provisionSpool(ctx); err != nil {
 			return err

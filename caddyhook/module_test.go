@@ -2,6 +2,7 @@ package caddyhook
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -36,6 +37,43 @@ func provision(t testing.TB, h *Handler) error {
 // validHandler is a minimal configuration that provisions.
 func validHandler() *Handler {
 	return &Handler{Token: utHookToken, Gateway: "unix//tmp/caddyhook-unit-none.sock", GatewayToken: utGatewayToken}
+}
+
+// TestProvisionClusterErrors: cluster configs that cannot work are
+// refused at provision, naming the field, before any engine is reached.
+func TestProvisionClusterErrors(t *testing.T) {
+	nats := json.RawMessage(`{"engine":"nats","urls":["nats://127.0.0.1:1"]}`)
+	on, off := true, false
+	for _, tc := range []struct {
+		name string
+		mod  func(h *Handler)
+		want string
+	}{
+		{"spool cluster without engine", func(h *Handler) { h.Spool = &SpoolConfig{Cluster: true, Fallback: "reject"} }, "spool: cluster needs a cluster engine"},
+		{"dir and cluster", func(h *Handler) {
+			h.ClusterRaw, h.Spool = nats, &SpoolConfig{Cluster: true, Dir: "/tmp/x", Fallback: "reject"}
+		}, "spool: dir and cluster exclude each other"},
+		{"rate with cluster", func(h *Handler) {
+			h.ClusterRaw, h.Spool = nats, &SpoolConfig{Cluster: true, Fallback: "reject", Rate: &SpoolRate{Count: 1, Interval: caddy.Duration(time.Second)}}
+		}, "spool: rate is not available with spool cluster"},
+		{"no fallback", func(h *Handler) { h.ClusterRaw, h.Spool = nats, &SpoolConfig{Cluster: true} }, "spool: fallback: required"},
+		{"deliver on without gateway", func(h *Handler) {
+			h.Gateway, h.ClusterRaw, h.Spool = "", nats, &SpoolConfig{Cluster: true, Fallback: "reject", Deliver: &on}
+		}, "spool: deliver on needs gateway"},
+		{"no gateway without spool cluster", func(h *Handler) { h.Gateway, h.ClusterRaw = "", nats }, "gateway:"},
+		{"deliver off on a local spool", func(h *Handler) { h.Spool = &SpoolConfig{Dir: t.TempDir(), Deliver: &off} }, "spool: deliver and fallback are options of spool cluster"},
+		{"unknown engine", func(h *Handler) { h.ClusterRaw = json.RawMessage(`{"engine":"redis"}`) }, "http.handlers.hooks.cluster.redis"},
+		{"engine field", func(h *Handler) { h.ClusterRaw = json.RawMessage(`{"engine":"nats","replicas":9}`) }, "replicas 9 must be between 1 and 5"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := validHandler()
+			tc.mod(h)
+			err := provision(t, h)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
 }
 
 func TestProvisionErrors(t *testing.T) {

@@ -199,7 +199,17 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 	if claim == nil {
 		return cached.status, cached.body, nil
 	}
+	first, ccl, herr := h.clusterClaim(ex.r.Context(), cacheKey)
+	switch {
+	case herr != nil:
+		h.idem.settle(claim, idemReply{}, false, time.Now())
+		return 0, nil, herr
+	case first != nil: // answered on another node (or before a restart)
+		h.idem.settle(claim, idemReply{status: first.Status, body: first.Body}, true, time.Now())
+		return first.Status, first.Body, nil
+	}
 	status, body, herr := h.dispatch(ex.r.Context(), ex, p, key, seeds)
+	h.settleClusterClaim(ccl, status, body, herr == nil)
 	h.idem.settle(claim, idemReply{status: status, body: body}, herr == nil, time.Now())
 	return status, body, herr
 }

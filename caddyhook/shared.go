@@ -95,7 +95,7 @@ func (h *Handler) provisionShared(identity string) error {
 		return err
 	}
 	h.poolKeys = append(h.poolKeys, key)
-	h.lockout = v.(*lockoutTable)
+	h.lockout, h.lockoutKey = v.(*lockoutTable), key
 	if !loaded {
 		var previous []*lockoutTable
 		sharedPool.Range(func(k, v any) bool {
@@ -127,9 +127,11 @@ func (h *Handler) provisionShared(identity string) error {
 // the transforms took from the pool, in reverse order; it may run more
 // than once.
 func (h *Handler) releaseShared() {
-	if h.spoolReg != nil {
-		h.spoolReg.release()
-		h.spoolReg = nil
+	for _, r := range []**spoolReg{&h.fallbackReg, &h.spoolReg} {
+		if *r != nil {
+			(*r).release()
+			*r = nil
+		}
 	}
 	for i := len(h.poolKeys) - 1; i >= 0; i-- {
 		_, _ = sharedPool.Delete(h.poolKeys[i])

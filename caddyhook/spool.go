@@ -24,6 +24,17 @@ import (
 type SpoolConfig struct {
 	// Dir holds spool.db.
 	Dir string `json:"dir,omitempty"`
+	// Cluster spools into the cluster engine's replicated queue instead
+	// of a local directory (Caddyfile `spool cluster`); a 200 then means
+	// the engine acknowledged the event with its replicas.
+	Cluster bool `json:"cluster,omitempty"`
+	// Deliver runs cluster delivery workers on this node (default: on
+	// when gateway is set). A node with deliver off needs no gateway.
+	Deliver *bool `json:"deliver,omitempty"`
+	// Fallback is where a cluster spool accepts events while the engine
+	// is unreachable: a directory for a local spool that moves its events
+	// into the queue once the engine is back, or "reject" (503).
+	Fallback string `json:"fallback,omitempty"`
 	// MaxBytes bounds the spool (default 1 GiB); when full, requests get 503.
 	MaxBytes int64 `json:"max_bytes,omitempty"`
 	// MaxAge dead-letters events not delivered in time (default 72h).
@@ -42,6 +53,16 @@ type SpoolConfig struct {
 type SpoolRate struct {
 	Count    int            `json:"count,omitempty"`
 	Interval caddy.Duration `json:"interval,omitempty"`
+}
+
+// fallbackReject is the Fallback value that answers 503 while the
+// cluster is unreachable.
+const fallbackReject = "reject"
+
+// noGateway reports whether the handler needs no gateway: it only
+// accepts into the cluster queue and delivers nothing.
+func (c *SpoolConfig) noGateway() bool {
+	return c != nil && c.Cluster && c.Deliver != nil && !*c.Deliver
 }
 
 // rate converts to the spool package's limit (zero: unlimited).
@@ -92,6 +113,12 @@ func (c *SpoolConfig) config() (spool.Config, error) {
 // the spool; it delivers once it is the oldest registration, that is once
 // the config that opened the spool before has been cleaned up.
 func (h *Handler) provisionSpool(ctx caddy.Context) error {
+	if h.Spool.Cluster {
+		return h.provisionClusterSpool(ctx)
+	}
+	if h.Spool.Deliver != nil || h.Spool.Fallback != "" {
+		return fmt.Errorf("spool: deliver and fallback are options of spool cluster")
+	}
 	sc, err := h.Spool.config()
 	if err != nil {
 		return err
@@ -100,31 +127,41 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
+	share, err := h.openSpoolShare(ctx, sc)
+	if err != nil {
+		return err
+	}
+	if h.spoolReg, err = share.register(gatewaySender{h}, rate, ctx.Done()); err != nil {
+		return fmt.Errorf("spool: %s: %w", sc.Dir, err)
+	}
+	h.sink = spoolSink{h: h, store: localAppender{share.store}}
+	h.spoolOps, h.spoolDir = share.store, sc.Dir
+	return nil
+}
+
+// openSpoolShare opens (or shares, across a reload) the local spool of
+// sc.Dir and registers its metrics.
+func (h *Handler) openSpoolShare(ctx caddy.Context, sc spool.Config) (*spoolShare, error) {
 	key := spoolPoolPrefix + sc.Dir
 	v, _, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
 		st, err := openSpool(sc, h.logger.Named("spool"))
 		if err != nil {
 			return nil, err
 		}
-		return &spoolShare{store: st}, nil
+		return newSpoolShare(st), nil
 	})
 	if err != nil {
 		if errors.Is(err, spool.ErrLocked) {
-			return fmt.Errorf("spool: %s is locked by another running instance: %w", sc.Dir, err)
+			return nil, fmt.Errorf("spool: %s is locked by another running instance: %w", sc.Dir, err)
 		}
-		return fmt.Errorf("spool: %w", err)
+		return nil, fmt.Errorf("spool: %w", err)
 	}
 	h.poolKeys = append(h.poolKeys, key)
 	share := v.(*spoolShare)
 	if err := spool.RegisterMetrics(ctx.GetMetricsRegistry(), share.store); err != nil {
-		return fmt.Errorf("spool metrics: %w", err)
+		return nil, fmt.Errorf("spool metrics: %w", err)
 	}
-	if h.spoolReg, err = share.register(gatewaySender{h}, rate, ctx.Done()); err != nil {
-		return fmt.Errorf("spool: %s: %w", sc.Dir, err)
-	}
-	h.sink = spoolSink{h: h, store: share.store}
-	h.spoolOps, h.spoolDir = share.store, sc.Dir
-	return nil
+	return share, nil
 }
 
 // spoolShare is a spool in sharedPool with the senders of the handlers
@@ -133,7 +170,8 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 // registration goes away without the spool ever having used it. When the
 // old config is cleaned up, the next one takes over the delivery.
 type spoolShare struct {
-	store *spool.Store
+	store  *spool.Store   // the local spool (nil for the cluster queue)
+	target deliveryTarget // where the delivering registration goes: store or the cluster queue
 
 	mu   sync.Mutex
 	regs []*spoolReg
@@ -148,10 +186,19 @@ type spoolReg struct {
 	config <-chan struct{} // Done of the registering config's context: tells configs apart
 }
 
+// deliveryTarget is what a spoolShare hands its delivering sender to.
+type deliveryTarget interface {
+	SetSender(spool.Sender)
+	SetRate(spool.Rate)
+}
+
+// newSpoolShare shares a local spool.
+func newSpoolShare(st *spool.Store) *spoolShare { return &spoolShare{store: st, target: st} }
+
 // activate makes r the registration the spool delivers with.
 func (r *spoolReg) activate() {
-	r.share.store.SetSender(r.sender)
-	r.share.store.SetRate(r.rate)
+	r.share.target.SetSender(r.sender)
+	r.share.target.SetRate(r.rate)
 }
 
 // register adds snd (delivering at rate) as the newest sender. A second
@@ -190,12 +237,19 @@ func (r *spoolReg) release() {
 	if len(p.regs) > 0 {
 		p.regs[0].activate()
 	} else {
-		p.store.SetSender(nil)
+		p.target.SetSender(nil)
 	}
 }
 
-// Destruct closes the spool when its last user is gone.
-func (p *spoolShare) Destruct() error { return p.store.Close() }
+// Destruct closes the spool (stops the cluster queue's delivery here)
+// when its last user is gone.
+func (p *spoolShare) Destruct() error {
+	if p.store == nil {
+		p.target.SetSender(nil)
+		return nil
+	}
+	return p.store.Close()
+}
 
 // openSpool opens the spool; a corrupt spool.db is moved aside and its
 // readable events restored into a fresh one (spool.Recover), so that a
@@ -261,10 +315,31 @@ func eventRequest(ev *spool.Event) gatewayRequest {
 	return g
 }
 
-// spoolSink answers once the actions are on disk; delivery follows.
+// spoolSink answers once the actions are stored (on disk, or in the
+// cluster queue); delivery follows.
 type spoolSink struct {
 	h     *Handler
-	store *spool.Store
+	store eventAppender
+}
+
+// eventAppender stores events durably: errFull when the store is at its
+// limit, errClusterDown when the cluster is unreachable (fallback reject).
+type eventAppender interface {
+	append(ctx context.Context, evs []*spool.Event) error
+}
+
+// errFull: the spool (or the cluster queue) is at its size limit.
+var errFull = errors.New("spool full")
+
+// localAppender appends to a local spool.
+type localAppender struct{ st *spool.Store }
+
+func (a localAppender) append(ctx context.Context, evs []*spool.Event) error {
+	err := a.st.Append(ctx, evs...)
+	if errors.Is(err, spool.ErrFull) {
+		return errFull
+	}
+	return err
 }
 
 // deliver appends items to the spool and composes the reply from the
@@ -292,9 +367,12 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 		}
 		ids[i] = items[i].eventID
 	}
-	if err := s.store.Append(ctx, evs...); err != nil {
-		if errors.Is(err, spool.ErrFull) {
+	if err := s.store.append(ctx, evs); err != nil {
+		switch {
+		case errors.Is(err, errFull):
 			return 0, nil, &hookError{status: http.StatusServiceUnavailable, reason: "spool full; retry later", retryAfter: spoolRetryAfter}
+		case errors.Is(err, errClusterDown):
+			return 0, nil, &hookError{status: http.StatusServiceUnavailable, reason: "cluster unavailable; retry later", retryAfter: clusterRetryAfter}
 		}
 		s.h.logger.Error("spool write failed", zap.Error(err))
 		return 0, nil, &hookError{status: http.StatusServiceUnavailable, reason: "spool unavailable; retry later", retryAfter: spoolRetryAfter}

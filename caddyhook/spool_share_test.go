@@ -39,7 +39,7 @@ func TestSpoolShareOldestDelivers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	share := &spoolShare{store: st}
+	share := newSpoolShare(st)
 	defer share.Destruct()
 	n := 0
 	send := func() string {

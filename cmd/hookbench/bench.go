@@ -31,10 +31,12 @@ type bench struct {
 	sink     *sinkProc
 	// listeners are the rows' sockets, handed to Caddy
 	listeners []net.Listener
-	clock     cpuClock
-	spread    spreadAddrs
-	fwd       atomic.Uint64
-	progress  io.Writer
+	// nats are the NATS servers of the cluster rows, by count
+	nats     map[int]*natsServers
+	clock    cpuClock
+	spread   spreadAddrs
+	fwd      atomic.Uint64
+	progress io.Writer
 }
 
 // run performs a whole hookbench run and writes the report to out.
@@ -64,6 +66,9 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	defer func() {
 		for _, ln := range b.listeners {
 			ln.Close()
+		}
+		for _, ns := range b.nats {
+			ns.stop()
 		}
 	}()
 	if err := b.setup(dir); err != nil {
@@ -132,6 +137,9 @@ func (b *bench) setup(dir string) error {
 	if err := b.env.writeFiles(); err != nil {
 		return err
 	}
+	if err := b.startNATS(dir); err != nil {
+		return err
+	}
 	var run []rowDef
 	for _, r := range b.rows {
 		if r.probe {
@@ -176,6 +184,25 @@ func (b *bench) setup(dir string) error {
 		return err
 	}
 	b.clock = cpuClock{ingress: b.in.pid(), sink: b.sink.cmd.Process.Pid}
+	return nil
+}
+
+// startNATS starts the NATS servers the cluster rows reach (in this
+// process: they compete for the CPU with the load, as a NATS server on
+// the ingress's host would with Caddy).
+func (b *bench) startNATS(dir string) error {
+	b.nats, b.env.natsURLs = map[int]*natsServers{}, map[int]string{}
+	for _, r := range b.rows {
+		if r.nats == 0 || b.nats[r.nats] != nil {
+			continue
+		}
+		fmt.Fprintf(b.progress, "starting %d NATS JetStream server(s) …\n", r.nats)
+		ns, err := startNATS(dir, r.nats)
+		if err != nil {
+			return fmt.Errorf("row %s: NATS: %w", r.id, err)
+		}
+		b.nats[r.nats], b.env.natsURLs[r.nats] = ns, ns.urls()
+	}
 	return nil
 }
 

@@ -22,6 +22,7 @@ type benchEnv struct {
 	fds       map[string]int // row id → the descriptor Caddy gets that socket as
 	accessLog bool           // every site gets an access log
 	forwarded bool           // row (e) varies X-Forwarded-For from a trusted proxy
+	natsURLs  map[int]string // NATS servers in a cluster → their client URLs ({nats<n>})
 }
 
 // expand fills the placeholders of a site body.
@@ -31,6 +32,8 @@ func (e *benchEnv) expand(s string) string {
 		"{dir}", e.dir,
 		"{token}", e.token,
 		"{gateway_token}", e.gwToken,
+		"{nats1}", e.natsURLs[1],
+		"{nats3}", e.natsURLs[3],
 	).Replace(s)
 }
 

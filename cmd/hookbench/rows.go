@@ -33,6 +33,9 @@ type rowDef struct {
 	probe bool
 	// sinkBound rows hand every accepted request to the sink exactly once.
 	sinkBound bool
+	// nats is the number of NATS JetStream servers (1, or 3 in a cluster)
+	// the row's site reaches as {nats<n>}; 0: none.
+	nats int
 }
 
 // Request bodies.
@@ -65,6 +68,21 @@ const (
 		}`
 	spoolLines = `spool {dir}/spool`
 )
+
+// clusterLines is a cluster engine on the row's NATS servers, in a
+// namespace of the row's own.
+func clusterLines(row string, servers int) string {
+	replicas := ""
+	if servers > 1 {
+		replicas = fmt.Sprintf("\n\t\t\treplicas %d", servers)
+	}
+	return fmt.Sprintf("cluster nats {nats%d} {\n\t\t\tname bench_%s%s\n\t\t}", servers, row, replicas)
+}
+
+// clusterSpoolLines adds the replicated queue to clusterLines.
+func clusterSpoolLines(row string, servers int) string {
+	return clusterLines(row, servers) + "\n\t\tspool cluster {\n\t\t\tfallback reject\n\t\t}"
+}
 
 // transformModule is the TypeScript module of row (h), written to
 // <dir>/hooks/transforms/bench.ts.
@@ -125,6 +143,14 @@ func rowCatalogue() []rowDef {
 			site: "respond `{\"ok\":true,\"mode\":\"now\"}` 200", source: srcSpread, bindOnly: true}),
 		wake(rowDef{id: "k", title: "hooks wake, forward mode", base: "c", target: 1.0, sinkBound: true, probe: true,
 			site: hooksSite("mode forward")}),
+		wake(rowDef{id: "l", title: "spool cluster, 1-node NATS", base: "i", target: 0.5, maxP99: 25 * time.Millisecond, probe: true, sinkBound: true,
+			nats: 1, site: hooksSite(clusterSpoolLines("l", 1))}),
+		wake(rowDef{id: "m", title: "spool cluster, 3-node NATS (R3)", base: "i", target: 0.5, maxP99: 25 * time.Millisecond, probe: true, sinkBound: true,
+			nats: 3, site: hooksSite(clusterSpoolLines("m", 3))}),
+		wake(rowDef{id: "n", title: "401 flood, many addresses, cluster on", base: "e", target: 0.9, probe: true,
+			nats: 1, site: hooksSite(clusterLines("n", 1)), badToken: true, source: srcSpread, expect: http.StatusUnauthorized}),
+		wake(rowDef{id: "o", title: "429 flood, locked address, cluster on", base: "f", target: 0.9, probe: true,
+			nats: 1, site: hooksSite(clusterLines("o", 1)), badToken: true, source: srcLocked, expect: http.StatusTooManyRequests}),
 	}
 }
 

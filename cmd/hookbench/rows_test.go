@@ -16,7 +16,8 @@ func TestSelectRows(t *testing.T) {
 		want      []string // after withBases
 		wantError bool
 	}{
-		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"}},
+		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o"}},
+		{list: "m", want: []string{"b", "c", "i", "m"}},
 		{list: "k", want: []string{"b", "c", "k"}},
 		{list: "c", want: []string{"b", "c"}},
 		{list: "i", want: []string{"b", "c", "i"}},

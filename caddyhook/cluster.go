@@ -1,0 +1,465 @@
+package caddyhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	_ "github.com/caddyhook/caddyhook/caddyhook/cluster/natscluster" // the nats engine
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
+)
+
+// Cluster timings.
+const (
+	// clusterOpTimeout bounds one idempotency or publish operation.
+	clusterOpTimeout = 2 * time.Second
+	// clusterRetryAfter is what a client is told to wait when the cluster
+	// cannot take an event (fallback reject) or a duplicate is in flight.
+	clusterRetryAfter = 5 * time.Second
+	// clusterBusyRetryAfter is the Retry-After of a 409 for a key whose
+	// first request is still being dispatched on another node.
+	clusterBusyRetryAfter = time.Second
+	// clusterDrainRetryMax bounds the fallback spool's wait between two
+	// attempts to move its events into the queue once the cluster is back.
+	clusterDrainRetryMax = 5 * time.Second
+)
+
+// errClusterDown: the cluster cannot take an event and there is no
+// fallback spool.
+var errClusterDown = errors.New("cluster unavailable")
+
+// clusterState is a handler's view of its cluster engine.
+type clusterState struct {
+	backend cluster.Backend
+	metrics *cluster.Metrics
+	sync    *cluster.LockSync    // shared with the handlers of the same lockout table
+	idem    *cluster.Idempotency // cluster-wide idempotency claims
+	name    string               // the namespace, for the admin API
+	key     string               // engine settings and parameters: tells backends apart
+}
+
+// clusterParams are the engine parameters of h: its namespace (from the
+// base path unless the engine sets one), the longest lock, the
+// idempotency TTL and, with `spool cluster`, the queue's settings.
+func (h *Handler) clusterParams() cluster.Params {
+	p := cluster.Params{
+		Name:           cluster.NameFromPath(h.base),
+		LockTTL:        time.Duration(h.AuthFailures.Window) + h.lockout.policy.lockFor,
+		IdempotencyTTL: time.Duration(h.IdempotencyTTL),
+		Logger:         h.logger.Named("cluster"),
+	}
+	if sc := h.Spool; sc != nil && sc.Cluster {
+		p.Queue = &cluster.QueueParams{MaxBytes: sc.MaxBytes, MaxAge: time.Duration(sc.MaxAge),
+			RetryInitial: time.Duration(sc.RetryInitial), RetryMax: time.Duration(sc.RetryMax)}
+	}
+	return p
+}
+
+// provisionCluster loads the cluster engine, opens this handler's
+// namespace and joins the shared lockout. Every piece is given back by
+// Cleanup: the LockSync through the pool, the backend by the engine
+// module's own Cleanup.
+func (h *Handler) provisionCluster(ctx caddy.Context) error {
+	if h.ClusterRaw == nil {
+		return nil
+	}
+	p := h.clusterParams()
+	// the engine's settings tell backends apart (LoadModule clears ClusterRaw)
+	engineKey, err := json.Marshal(struct {
+		E json.RawMessage
+		N string
+		Q *cluster.QueueParams
+	}{h.ClusterRaw, p.Name, p.Queue})
+	if err != nil {
+		return err
+	}
+	mod, err := ctx.LoadModule(h, "ClusterRaw")
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	eng, ok := mod.(cluster.Engine)
+	if !ok {
+		return fmt.Errorf("cluster: module %T is not a cluster engine", mod)
+	}
+	b, err := eng.Open(p)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	cs := &clusterState{backend: b, name: b.Name(), key: string(engineKey)}
+	h.cluster = cs
+
+	v, _, err := sharedPool.LoadOrNew(clusterMetricsKey, func() (caddy.Destructor, error) {
+		m, err := cluster.NewMetrics(nil)
+		return &clusterMetricsShare{m}, err
+	})
+	if err != nil {
+		return err
+	}
+	h.poolKeys = append(h.poolKeys, clusterMetricsKey)
+	cs.metrics = v.(*clusterMetricsShare).m
+	if err := cs.metrics.Register(ctx.GetMetricsRegistry()); err != nil {
+		return fmt.Errorf("cluster metrics: %w", err)
+	}
+	cs.metrics.Bind(b)
+
+	// One LockSync per lockout table and namespace: the handlers of a
+	// reload share the table, and each remote failure is folded once.
+	key := "hooks.cluster.lockout|" + h.lockoutKey + "|" + cs.key
+	v, _, err = sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
+		s := cluster.NewLockSync(b, h.lockout, cluster.LockSyncOptions{LockTTL: p.LockTTL,
+			Metrics: cs.metrics, Logger: h.logger.Named("cluster")})
+		if err := s.Start(); err != nil {
+			return nil, fmt.Errorf("cluster: lockout sharing: %w", err)
+		}
+		return lockSyncShare{s}, nil
+	})
+	if err != nil {
+		return err
+	}
+	h.poolKeys = append(h.poolKeys, key)
+	cs.sync = v.(lockSyncShare).LockSync
+
+	wait := time.Duration(h.GatewayTimeout)
+	lease := time.Duration(h.GatewayWaitTimeout) + 2*clusterOpTimeout
+	if h.Spool != nil {
+		lease = time.Duration(h.GatewayTimeout) + 2*clusterOpTimeout
+	}
+	cs.idem = cluster.NewIdempotency(b.Claims(), cluster.IdempotencyOptions{Lease: lease, Wait: wait,
+		Timeout: clusterOpTimeout, Metrics: cs.metrics})
+	return nil
+}
+
+// clusterMetricsKey holds the cluster collectors in the usage pool, so
+// that they keep counting across reloads.
+const clusterMetricsKey = "hooks.cluster.metrics"
+
+// clusterMetricsShare is the cluster collectors in the usage pool.
+type clusterMetricsShare struct{ m *cluster.Metrics }
+
+// Destruct implements caddy.Destructor.
+func (*clusterMetricsShare) Destruct() error { return nil }
+
+// lockSyncShare is a LockSync in the usage pool.
+type lockSyncShare struct{ *cluster.LockSync }
+
+// Destruct stops the sharing when the last handler using it is gone.
+func (s lockSyncShare) Destruct() error {
+	s.Close()
+	return nil
+}
+
+// clusterFailure shares one authentication failure of ip (and the lock it
+// caused, until until) with the other nodes.
+func (h *Handler) clusterFailure(ip netip.Addr, at time.Time, locked bool, until time.Time) {
+	if h.cluster == nil {
+		return
+	}
+	a := cluster.Addr(h.lockout.keyFor(ip))
+	h.cluster.sync.Failure(a, at)
+	if locked {
+		h.cluster.sync.Locked(a, until)
+	}
+}
+
+// FoldFailure implements cluster.LockTarget: a failure another node saw
+// counts here as if this node had seen it.
+func (t *lockoutTable) FoldFailure(a cluster.Addr, at time.Time) {
+	t.Record(netip.AddrFrom16(a), at)
+}
+
+// ApplyLock implements cluster.LockTarget: a lock another node (or an
+// earlier run) applied locks the address here until the same moment,
+// unless it is locked at least that long already.
+func (t *lockoutTable) ApplyLock(a cluster.Addr, until time.Time) bool {
+	now := time.Now()
+	ip := netip.AddrFrom16(a)
+	if left, locked := t.Locked(ip, now); locked && !now.Add(left).Before(until) {
+		return false
+	}
+	t.merge(adoptedEntry{key: t.keyFor(ip), lockEnd: until.UnixMilli()}, now.UnixMilli())
+	return true
+}
+
+// clusterClaim resolves an idempotency key cluster-wide after the local
+// cache made this request its key's leader on this node. It returns the
+// first reply of the key (a replay, from any node), or the claim to
+// settle after the dispatch (nil when the cluster cannot be asked: the
+// local cache alone answers then), or the 409 for a key whose first
+// request is still being dispatched elsewhere.
+func (h *Handler) clusterClaim(ctx context.Context, key string) (*cluster.Reply, *cluster.Claim, *hookError) {
+	if h.cluster == nil {
+		return nil, nil, nil
+	}
+	rep, cl, err := h.cluster.idem.Acquire(ctx, key)
+	switch {
+	case err == nil:
+		return rep, cl, nil
+	case errors.Is(err, cluster.ErrBusy):
+		return nil, nil, &hookError{status: http.StatusConflict, reason: "a request with this idempotency key is still being processed; retry later",
+			retryAfter: clusterBusyRetryAfter}
+	case ctx.Err() != nil:
+		return nil, nil, reject(http.StatusServiceUnavailable, "request cancelled")
+	}
+	h.clusterLog("cluster idempotency unavailable; this node's own cache answers", err)
+	return nil, nil, nil
+}
+
+// clusterLog writes a warning about the cluster, within the gateway log
+// budget (a flood of requests while the cluster is down logs little).
+func (h *Handler) clusterLog(msg string, err error) {
+	if ok, suppressed := h.gatewayLogs.allow(time.Now()); ok {
+		h.logger.Warn(msg, zap.Error(err), zap.Uint64("suppressed", suppressed))
+	}
+}
+
+// settleClusterClaim stores the first reply of a claimed key (or gives
+// the key up after a failed dispatch, so that a retry dispatches again).
+func (h *Handler) settleClusterClaim(cl *cluster.Claim, status int, body []byte, ok bool) {
+	if cl == nil {
+		return
+	}
+	var err error
+	if ok {
+		err = cl.Settle(status, body)
+	} else {
+		err = cl.Release()
+	}
+	if err != nil {
+		h.clusterLog("cluster idempotency: storing the outcome failed; the key's claim lapses by itself", err)
+	}
+}
+
+// checkClusterSpool refuses a `spool cluster` config that cannot work,
+// naming the field, before anything is opened.
+func (h *Handler) checkClusterSpool() error {
+	sc := h.Spool
+	switch {
+	case sc == nil || !sc.Cluster:
+		return nil
+	case h.ClusterRaw == nil:
+		return fmt.Errorf("spool: cluster needs a cluster engine (cluster nats { … })")
+	case sc.Dir != "":
+		return fmt.Errorf("spool: dir and cluster exclude each other; a cluster's local spool is fallback <dir>")
+	case sc.Rate != nil:
+		return fmt.Errorf("spool: rate is not available with spool cluster")
+	case sc.Fallback == "":
+		return fmt.Errorf("spool: fallback: required with spool cluster: a directory (a local spool while the cluster is unreachable) or reject (503)")
+	case sc.Deliver != nil && *sc.Deliver && h.Gateway == "":
+		return fmt.Errorf("spool: deliver on needs gateway")
+	}
+	return nil
+}
+
+// provisionClusterSpool makes the cluster queue the handler's sink: with
+// deliver on, the handler's gateway sender is registered with the queue
+// (the oldest registration delivers, as with a local spool); with a
+// fallback directory, a local spool takes the events while the cluster is
+// unreachable and moves them into the queue when it is back.
+func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
+	sc := h.Spool
+	deliver := h.gateway.addr.network != ""
+	if sc.Deliver != nil {
+		deliver = *sc.Deliver
+	}
+	cs := h.cluster
+	q := cs.backend.Queue()
+	if q == nil {
+		return fmt.Errorf("spool: cluster: the engine has no queue")
+	}
+	var fb *spool.Store
+	var fbShare *spoolShare
+	switch sc.Fallback {
+	case fallbackReject:
+	default:
+		dir, err := filepath.Abs(caddy.NewReplacer().ReplaceKnown(sc.Fallback, ""))
+		if err != nil {
+			return fmt.Errorf("spool: fallback: %w", err)
+		}
+		fcfg := spool.Config{Dir: dir, MaxBytes: sc.MaxBytes, MaxAge: time.Duration(sc.MaxAge),
+			RetryInitial: time.Duration(sc.RetryInitial), RetryMax: clusterDrainRetryMax, Workers: 1}
+		if fcfg.RetryInitial > clusterDrainRetryMax {
+			fcfg.RetryInitial = clusterDrainRetryMax
+		}
+		if fbShare, err = h.openSpoolShare(ctx, fcfg); err != nil {
+			return fmt.Errorf("spool: fallback: %w", err)
+		}
+		fb = fbShare.store
+	}
+	sp, err := cluster.NewSpool(cs.backend, cluster.SpoolOptions{Fallback: fb, Timeout: clusterOpTimeout, Metrics: cs.metrics})
+	if err != nil {
+		return fmt.Errorf("spool: cluster: %w", err)
+	}
+	key := spoolPoolPrefix + "cluster|" + cs.key
+	v, _, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
+		qt := &queueTarget{sp: sp, q: q}
+		return &spoolShare{target: qt}, nil
+	})
+	if err != nil {
+		return err
+	}
+	h.poolKeys = append(h.poolKeys, key)
+	share := v.(*spoolShare)
+	qt := share.target.(*queueTarget)
+	var snd spool.Sender
+	if deliver {
+		snd = gatewaySender{h}
+	}
+	qt.setWorkers(sc.Workers)
+	if h.spoolReg, err = share.register(snd, spool.Rate{}, ctx.Done()); err != nil {
+		return fmt.Errorf("spool: cluster %s: %w", cs.name, err)
+	}
+	if fbShare != nil {
+		if h.fallbackReg, err = fbShare.register(sp.Drain(), spool.Rate{}, ctx.Done()); err != nil {
+			return fmt.Errorf("spool: fallback %s: %w", sc.Fallback, err)
+		}
+	}
+	h.sink = spoolSink{h: h, store: clusterAppender{sp}}
+	h.spoolOps = &clusterOps{qt: qt, maxBytes: sc.MaxBytes, fallback: fb}
+	h.spoolDir = "cluster:" + cs.name
+	return nil
+}
+
+// clusterAppender appends to the cluster queue (or its fallback).
+type clusterAppender struct{ sp *cluster.Spool }
+
+func (a clusterAppender) append(ctx context.Context, evs []*spool.Event) error {
+	_, err := a.sp.Append(ctx, evs...)
+	switch {
+	case errors.Is(err, cluster.ErrFull), errors.Is(err, spool.ErrFull):
+		return errFull
+	case errors.Is(err, cluster.ErrUnavailable):
+		return errClusterDown
+	}
+	return err
+}
+
+// queueTarget is the cluster queue as a spoolShare's delivery target:
+// the delivering registration's sender runs this node's delivery
+// workers, unless delivery is paused here.
+type queueTarget struct {
+	sp *cluster.Spool
+	q  cluster.QueueStore
+
+	mu      sync.Mutex
+	sender  spool.Sender
+	workers int
+	paused  bool
+}
+
+// setWorkers sets the delivery goroutines of the next SetSender.
+func (t *queueTarget) setWorkers(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n <= 0 {
+		n = spool.DefaultWorkers
+	}
+	t.workers = n
+}
+
+// SetSender implements deliveryTarget.
+func (t *queueTarget) SetSender(snd spool.Sender) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sender = snd
+	t.apply()
+}
+
+// SetRate implements deliveryTarget; the cluster queue has no rate limit
+// (refused at provision).
+func (t *queueTarget) SetRate(spool.Rate) {}
+
+// setPaused stops or resumes this node's delivery.
+func (t *queueTarget) setPaused(p bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.paused = p
+	t.apply()
+}
+
+// apply starts, retargets or stops the delivery workers; t.mu is held.
+func (t *queueTarget) apply() {
+	if t.sender == nil || t.paused {
+		t.sp.SetSender(nil, 0)
+		return
+	}
+	t.sp.SetSender(t.sender, t.workers)
+}
+
+// clusterOps operates the cluster queue for the admin API and `caddy
+// hooks spool`: its counters, its dead letters (shared by every node) and
+// this node's delivery (pause/resume).
+type clusterOps struct {
+	qt       *queueTarget
+	maxBytes int64
+	fallback *spool.Store
+}
+
+func opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 2*clusterOpTimeout)
+}
+
+// Status implements spool.Ops: the queue's depth, bytes and dead letters,
+// plus what the fallback spool holds.
+func (o *clusterOps) Status() (spool.Stats, error) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	qs, err := o.qt.q.Stats(ctx)
+	if err != nil {
+		return spool.Stats{}, err
+	}
+	st := spool.Stats{Depth: int(qs.Depth), Bytes: int64(qs.Bytes), Dead: int(qs.DeadLetters), MaxBytes: o.maxBytes}
+	if o.fallback != nil {
+		fs := o.fallback.Stats()
+		st.Depth += fs.Depth
+		st.OldestAge = fs.OldestAge
+	}
+	o.qt.mu.Lock()
+	st.Paused = o.qt.paused
+	o.qt.mu.Unlock()
+	return st, nil
+}
+
+// DeadLetters implements spool.Ops.
+func (o *clusterOps) DeadLetters() ([]*spool.Event, error) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	return o.qt.q.DeadLetters(ctx)
+}
+
+// Retry implements spool.Ops.
+func (o *clusterOps) Retry(ids ...string) (int, error) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	return o.qt.q.Retry(ctx, ids...)
+}
+
+// Drop implements spool.Ops.
+func (o *clusterOps) Drop(ids ...string) (int, error) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	return o.qt.q.Drop(ctx, ids...)
+}
+
+// Pause implements spool.Ops: this node stops delivering (the others
+// go on); accepting continues.
+func (o *clusterOps) Pause() error { o.qt.setPaused(true); return nil }
+
+// Resume implements spool.Ops.
+func (o *clusterOps) Resume() error { o.qt.setPaused(false); return nil }
+
+// Interface guards
+var (
+	_ cluster.LockTarget = (*lockoutTable)(nil)
+	_ spool.Ops          = (*clusterOps)(nil)
+	_ deliveryTarget     = (*queueTarget)(nil)
+)

@@ -1,0 +1,356 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	"github.com/caddyhook/caddyhook/caddyhook/cluster/natstest"
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
+)
+
+// lockNodes starts n nodes on one NATS server, each with its own table.
+func lockNodes(t *testing.T, urls func(i int) []string, n, limit int) []*table {
+	t.Helper()
+	var tables []*table
+	for i := range n {
+		b := openBackend(t, urls(i), "lock", nil)
+		natstest.WaitFor(t, "backend up", b.Up)
+		tb := newTable(limit)
+		tb.sync = cluster.NewLockSync(b, tb, cluster.LockSyncOptions{LockTTL: time.Minute})
+		if err := tb.sync.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(tb.sync.Close)
+		tables = append(tables, tb)
+	}
+	return tables
+}
+
+func TestLockoutRoundRobinLocksEveryNodeAtTheLimit(t *testing.T) {
+	srv := natstest.Run(t, natstest.Options{})
+	// each node reaches the server through its own proxy (its own connection)
+	proxies := []*natstest.Proxy{natstest.NewProxy(t, srv.Addr()), natstest.NewProxy(t, srv.Addr()), natstest.NewProxy(t, srv.Addr())}
+	const limit = 10
+	nodes := lockNodes(t, func(i int) []string { return []string{proxies[i].URL()} }, 3, limit)
+	addr := cluster.Addr{15: 7}
+	evaluated := 0
+	for i := 0; i < 3*limit; i++ {
+		if nodes[i%3].guess(addr, time.Now()) {
+			evaluated++
+			// let the failure reach every node before the next guess: the
+			// count each node folds in is then exact
+			natstest.WaitFor(t, "failure folded on every node", func() bool {
+				for _, n := range nodes {
+					if n.count(addr) != evaluated {
+						return false
+					}
+				}
+				return true
+			})
+		}
+	}
+	if evaluated != limit {
+		t.Errorf("guesses evaluated cluster-wide: %d, want %d (the limit)", evaluated, limit)
+	}
+	for i, n := range nodes {
+		if !n.locked(addr) {
+			t.Errorf("node %d not locked", i)
+		}
+	}
+	other := cluster.Addr{15: 8}
+	for i, n := range nodes {
+		if n.count(other) != 0 || n.locked(other) {
+			t.Errorf("node %d: an address that never failed is counted or locked", i)
+		}
+	}
+}
+
+func TestLockoutFloodIsBoundedAcrossNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measurement; run without -short")
+	}
+	srv := natstest.Run(t, natstest.Options{})
+	proxies := []*natstest.Proxy{natstest.NewProxy(t, srv.Addr()), natstest.NewProxy(t, srv.Addr()), natstest.NewProxy(t, srv.Addr())}
+	const limit = 20
+	nodes := lockNodes(t, func(i int) []string { return []string{proxies[i].URL()} }, 3, limit)
+	addr := cluster.Addr{15: 9}
+	// Without waiting for the broadcasts, each node could evaluate its full
+	// local budget: 3 × limit. The broadcasts stop the flood once every
+	// node has folded the limit in; the guesses evaluated beyond the limit
+	// are the rate × the propagation delay.
+	evaluated := 0
+	for i := 0; ; i++ {
+		all := true
+		for _, n := range nodes {
+			all = all && n.locked(addr)
+		}
+		if all {
+			break
+		}
+		if nodes[i%3].guess(addr, time.Now()) {
+			evaluated++
+		}
+		if evaluated > 3*limit {
+			t.Fatalf("more than 3 × limit guesses evaluated: the broadcasts do not lock")
+		}
+		if i%3 == 2 {
+			time.Sleep(time.Millisecond) // an attacker's pace: about 3 guesses per ms
+		}
+	}
+	t.Logf("flood over 3 nodes, limit %d: %d guesses evaluated before every node was locked", limit, evaluated)
+	if evaluated < limit {
+		t.Errorf("locked after %d guesses, before the limit %d", evaluated, limit)
+	}
+}
+
+func TestLockoutLateNodeCatchesUpFromTheBucket(t *testing.T) {
+	srv := natstest.Run(t, natstest.Options{})
+	p1, p2 := natstest.NewProxy(t, srv.Addr()), natstest.NewProxy(t, srv.Addr())
+	const limit = 3
+	first := lockNodes(t, func(int) []string { return []string{p1.URL()} }, 1, limit)[0]
+	addr := cluster.Addr{10: 0xff, 11: 0xff, 12: 192, 13: 0, 14: 2, 15: 1}
+	for range limit {
+		first.guess(addr, time.Now())
+	}
+	if !first.locked(addr) {
+		t.Fatal("first node not locked at the limit")
+	}
+	// a node that starts after the failures were broadcast reads the lock back
+	late := lockNodes(t, func(int) []string { return []string{p2.URL()} }, 1, limit)[0]
+	natstest.WaitFor(t, "late node locked from the bucket", func() bool { return late.locked(addr) })
+	if late.count(addr) != 0 {
+		t.Errorf("late node counted %d failures; the lock came from the bucket", late.count(addr))
+	}
+}
+
+func TestLockoutWithNATSDownKeepsTheLocalBudget(t *testing.T) {
+	srv := natstest.Run(t, natstest.Options{})
+	p1, p2 := natstest.NewProxy(t, srv.Addr()), natstest.NewProxy(t, srv.Addr())
+	const limit = 4
+	nodes := lockNodes(t, func(i int) []string { return [][]string{{p1.URL()}, {p2.URL()}}[i] }, 2, limit)
+	p1.SetTarget("") // node 0 loses NATS
+	addr := cluster.Addr{15: 3}
+	for range limit - 1 {
+		if !nodes[0].guess(addr, time.Now()) {
+			t.Fatal("refused before its own limit")
+		}
+	}
+	if nodes[0].locked(addr) {
+		t.Fatal("locked before the limit")
+	}
+	if !nodes[0].guess(addr, time.Now()) || !nodes[0].locked(addr) {
+		t.Fatal("node without NATS does not lock at its own limit")
+	}
+	if nodes[0].guess(addr, time.Now()) {
+		t.Fatal("a locked address was evaluated")
+	}
+	// node 1 keeps its own, separate budget meanwhile; nothing reached it
+	if nodes[1].count(addr) != 0 {
+		t.Errorf("node 1 folded %d failures from a node without NATS", nodes[1].count(addr))
+	}
+}
+
+func TestIdempotencyAcrossNodes(t *testing.T) {
+	srv := natstest.Run(t, natstest.Options{})
+	p1, p2 := natstest.NewProxy(t, srv.Addr()), natstest.NewProxy(t, srv.Addr())
+	b1, b2 := openBackend(t, []string{p1.URL()}, "idem", nil), openBackend(t, []string{p2.URL()}, "idem", nil)
+	natstest.WaitFor(t, "backends up", func() bool { return b1.Up() && b2.Up() })
+	opt := cluster.IdempotencyOptions{Lease: 10 * time.Second, Wait: 10 * time.Second, Timeout: 2 * time.Second}
+	i1, i2 := cluster.NewIdempotency(b1.Claims(), opt), cluster.NewIdempotency(b2.Claims(), opt)
+	ctx := context.Background()
+
+	t.Run("sequential", func(t *testing.T) {
+		rep, claim, err := i1.Acquire(ctx, "key-seq")
+		if err != nil || rep != nil || claim == nil {
+			t.Fatalf("first acquire: %v %v %v", rep, claim, err)
+		}
+		if err := claim.Settle(200, []byte(`{"ok":true,"runId":"r1"}`)); err != nil {
+			t.Fatal(err)
+		}
+		rep, claim, err = i2.Acquire(ctx, "key-seq")
+		if err != nil || claim != nil || rep == nil || rep.Status != 200 || string(rep.Body) != `{"ok":true,"runId":"r1"}` {
+			t.Fatalf("replay on node 2: %+v %v %v", rep, claim, err)
+		}
+	})
+
+	t.Run("concurrent", func(t *testing.T) {
+		var claims atomic.Int32
+		var wg sync.WaitGroup
+		replies := make(chan []byte, 20)
+		for g := range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				idem := []*cluster.Idempotency{i1, i2}[g%2]
+				rep, claim, err := idem.Acquire(ctx, "key-conc")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if claim != nil {
+					claims.Add(1)
+					body := []byte(`{"ok":true,"runId":"only"}`)
+					if err := claim.Settle(200, body); err != nil {
+						t.Error(err)
+					}
+					replies <- body
+					return
+				}
+				replies <- rep.Body
+			}()
+		}
+		wg.Wait()
+		close(replies)
+		if claims.Load() != 1 {
+			t.Fatalf("%d dispatches for one key, want 1", claims.Load())
+		}
+		for b := range replies {
+			if !bytes.Equal(b, []byte(`{"ok":true,"runId":"only"}`)) {
+				t.Errorf("a duplicate got %s", b)
+			}
+		}
+	})
+
+	t.Run("released after a failed dispatch", func(t *testing.T) {
+		_, claim, err := i1.Acquire(ctx, "key-rel")
+		if err != nil || claim == nil {
+			t.Fatal(claim, err)
+		}
+		if err := claim.Release(); err != nil {
+			t.Fatal(err)
+		}
+		_, claim, err = i2.Acquire(ctx, "key-rel")
+		if err != nil || claim == nil {
+			t.Fatalf("after release node 2 did not claim: %v %v", claim, err)
+		}
+		_ = claim.Settle(200, []byte(`{}`))
+	})
+
+	t.Run("a waiting duplicate gets the reply", func(t *testing.T) {
+		_, claim, err := i1.Acquire(ctx, "key-wait")
+		if err != nil || claim == nil {
+			t.Fatal(claim, err)
+		}
+		got := make(chan *cluster.Reply, 1)
+		go func() {
+			rep, _, err := i2.Acquire(ctx, "key-wait")
+			if err != nil {
+				t.Error(err)
+			}
+			got <- rep
+		}()
+		_ = claim.Settle(202, []byte(`{"late":1}`))
+		if rep := <-got; rep == nil || rep.Status != 202 {
+			t.Fatalf("waiting duplicate got %+v", rep)
+		}
+	})
+
+	t.Run("busy past the wait deadline", func(t *testing.T) {
+		short := cluster.NewIdempotency(b2.Claims(), cluster.IdempotencyOptions{Lease: 10 * time.Second, Wait: 100 * time.Millisecond})
+		_, claim, err := i1.Acquire(ctx, "key-busy")
+		if err != nil || claim == nil {
+			t.Fatal(claim, err)
+		}
+		defer claim.Settle(200, nil)
+		if _, _, err := short.Acquire(ctx, "key-busy"); !errors.Is(err, cluster.ErrBusy) {
+			t.Fatalf("duplicate of a held key: %v, want ErrBusy", err)
+		}
+	})
+
+	t.Run("a dead claimer's lease lapses", func(t *testing.T) {
+		dying := cluster.NewIdempotency(b1.Claims(), cluster.IdempotencyOptions{Lease: 200 * time.Millisecond})
+		if _, claim, err := dying.Acquire(ctx, "key-lapse"); err != nil || claim == nil {
+			t.Fatal(claim, err)
+		} // never settled: its node "died"
+		_, claim, err := i2.Acquire(ctx, "key-lapse")
+		if err != nil || claim == nil {
+			t.Fatalf("node 2 did not take over a lapsed claim: %v %v", claim, err)
+		}
+		_ = claim.Settle(200, nil)
+	})
+
+	t.Run("unavailable", func(t *testing.T) {
+		p2.SetTarget("")
+		natstest.WaitFor(t, "node 2 down", func() bool { return !b2.Up() })
+		if _, _, err := i2.Acquire(ctx, "key-down"); !errors.Is(err, cluster.ErrUnavailable) {
+			t.Fatalf("acquire while down: %v, want ErrUnavailable", err)
+		}
+		p2.SetTarget(srv.Addr())
+	})
+}
+
+func TestSpoolFallbackDrainsWhenNATSIsBack(t *testing.T) {
+	srv := natstest.Run(t, natstest.Options{})
+	edgeP, delivP := natstest.NewProxy(t, srv.Addr()), natstest.NewProxy(t, srv.Addr())
+	qp := &cluster.QueueParams{RetryInitial: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond, MaxAge: time.Hour}
+	edge := openBackend(t, []string{edgeP.URL()}, "fb", qp)
+	deliv := openBackend(t, []string{delivP.URL()}, "fb", qp)
+	natstest.WaitFor(t, "backends up", func() bool { return edge.Up() && deliv.Up() })
+
+	fb, err := spool.Open(spool.Config{Dir: t.TempDir(), RetryInitial: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond},
+		zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fb.Close() })
+	sp, err := cluster.NewSpool(edge, cluster.SpoolOptions{Fallback: fb, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fb.SetSender(sp.Drain())
+	gw := new(natstest.Gateway)
+	dsp, _ := cluster.NewSpool(deliv, cluster.SpoolOptions{})
+	dsp.SetSender(gw, 4)
+	ctx := context.Background()
+
+	before := append(natstest.Events("up-w", spool.KindWake, 5), natstest.Events("up-a", spool.KindAgent, 5)...)
+	for _, ev := range before {
+		if fell, err := sp.Append(ctx, ev); err != nil || fell {
+			t.Fatalf("append while up: fell back %v, %v", fell, err)
+		}
+	}
+	natstest.WaitFor(t, "events before the outage delivered", func() bool { n, _ := gw.Counts(); return n == len(before) })
+
+	// NATS goes away entirely
+	srv.Stop()
+	edgeP.SetTarget("")
+	delivP.SetTarget("")
+	natstest.WaitFor(t, "edge sees NATS down", func() bool { return !edge.Up() })
+	during := append(natstest.Events("down-w", spool.KindWake, 10), natstest.Events("down-a", spool.KindAgent, 10)...)
+	for _, ev := range during {
+		fell, err := sp.Append(ctx, ev)
+		if err != nil || !fell {
+			t.Fatalf("append while NATS is down: fell back %v, %v", fell, err)
+		}
+	}
+	if d := fb.Stats().Depth; d != len(during) {
+		t.Fatalf("fallback holds %d events, want %d", d, len(during))
+	}
+	rejecting, _ := cluster.NewSpool(edge, cluster.SpoolOptions{})
+	if _, err := rejecting.Append(ctx, natstest.Events("rej", spool.KindAgent, 1)...); !errors.Is(err, cluster.ErrUnavailable) {
+		t.Fatalf("fallback reject while down: %v, want ErrUnavailable", err)
+	}
+
+	// and comes back (same store, new port)
+	srv.Restart(t)
+	edgeP.SetTarget(srv.Addr())
+	delivP.SetTarget(srv.Addr())
+	total := len(before) + len(during)
+	natstest.WaitFor(t, "every event delivered", func() bool { n, _ := gw.Counts(); return n == total })
+	natstest.WaitFor(t, "fallback drained", func() bool { return fb.Stats().Depth == 0 })
+	if _, doubled := gw.Counts(); doubled != 0 {
+		t.Errorf("%d events delivered twice", doubled)
+	}
+	if n, _ := gw.Counts(); n != total {
+		t.Errorf("delivered %d distinct events, want %d (lost %d)", n, total, total-n)
+	}
+}

@@ -1,0 +1,204 @@
+// Package cluster lets several caddyhook instances share their lockout,
+// idempotency and durable queue through a distributed engine.
+//
+// The engine (NATS JetStream today, package natscluster) is a Caddy guest
+// module in the namespace http.handlers.hooks.cluster implementing Engine;
+// it hands out a Backend per namespace name. The rest of this package is
+// engine-agnostic and sits between the handler and the Backend:
+//
+//   - LockSync batches the local authentication failures and broadcasts
+//     them; every node folds all nodes' failures into its own table (the
+//     per-request check stays local and network-free). Locks also go to a
+//     bucket with a TTL that starting or reconnecting nodes read back.
+//   - Idempotency claims a key cluster-wide before a dispatch, stores the
+//     first reply and makes a concurrent duplicate on another node wait
+//     for it (ErrBusy when it cannot within its deadline).
+//   - Spool accepts events into the replicated queue, or into a local
+//     bbolt fallback spool while the engine is unreachable, which drains
+//     into the queue (deduplicated by event id) when it is back.
+//
+// Events are spool.Event values, and delivery uses spool.Sender, so the
+// handler's gateway sender serves the local and the cluster spool alike.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
+)
+
+// Namespace is the Caddy module namespace of cluster engines; a handler's
+// config selects one with the inline key "engine".
+const Namespace = "http.handlers.hooks.cluster"
+
+// Errors shared by every engine.
+var (
+	// ErrUnavailable: the engine cannot be reached (or has no quorum) now.
+	ErrUnavailable = errors.New("cluster unavailable")
+	// ErrFull: the queue is at its configured size limit.
+	ErrFull = errors.New("cluster queue full")
+	// ErrBusy: an idempotency key is held by a dispatch in progress on
+	// another node that did not finish within the wait deadline.
+	ErrBusy = errors.New("idempotency key in use by a dispatch in progress")
+)
+
+// Engine is implemented by cluster engine modules.
+type Engine interface {
+	// Open returns the backend of p.Name, shared by every Open of the same
+	// engine settings and parameters (across config reloads); Close
+	// releases one reference.
+	Open(p Params) (Backend, error)
+}
+
+// Params are what the handler decides about a backend.
+type Params struct {
+	// Name namespaces every stream, bucket and subject; an engine's own
+	// configured name takes precedence over this default.
+	Name string
+	// LockTTL bounds how long a lock record lives (the longest possible
+	// lock of the handler's lockout policy).
+	LockTTL time.Duration
+	// IdempotencyTTL is how long a settled reply is kept.
+	IdempotencyTTL time.Duration
+	// Queue, when set, provisions the replicated queue and dead letters.
+	Queue *QueueParams
+	// Logger receives the engine's state changes.
+	Logger *zap.Logger
+}
+
+// QueueParams configure the replicated queue.
+type QueueParams struct {
+	MaxBytes     int64         // queue size limit (0 = unlimited); full → ErrFull
+	MaxAge       time.Duration // events older than this are dead-lettered at delivery
+	RetryInitial time.Duration // first redelivery delay after a 5xx or network error
+	RetryMax     time.Duration // redelivery delay ceiling
+	AckWait      time.Duration // a delivery node silent this long loses its event to another
+}
+
+// Backend is one namespace of a connected engine.
+type Backend interface {
+	// Node identifies this process among the nodes (stable while it runs).
+	Node() string
+	// Name is the namespace in use (the engine's own name setting, else
+	// Params.Name).
+	Name() string
+	// Up reports whether the engine is reachable now.
+	Up() bool
+	// Watch calls fn (from its own goroutine, in order) on every change of
+	// Up; the returned func stops the calls.
+	Watch(fn func(up bool)) (stop func())
+
+	// Broadcast sends msg, best effort, to every Subscribe of this
+	// namespace on every node (this one included).
+	Broadcast(msg []byte) error
+	// Subscribe delivers broadcasts until stop is called.
+	Subscribe(fn func(msg []byte)) (stop func(), err error)
+
+	// PutLock records a lock under key for ttl.
+	PutLock(ctx context.Context, key string, val []byte, ttl time.Duration) error
+	// WatchLocks delivers every live lock record and then each new one,
+	// catching up by itself after a reconnection, until stop is called.
+	WatchLocks(fn func(val []byte)) (stop func(), err error)
+
+	// Claims is the idempotency store.
+	Claims() ClaimStore
+	// Queue is the replicated queue (nil unless Params.Queue was set).
+	Queue() QueueStore
+
+	// Close releases this reference.
+	Close() error
+}
+
+// Record is an idempotency key's state.
+type Record struct {
+	Pending bool      // a dispatch holds the key
+	Node    string    // the node that claimed it
+	Until   time.Time // pending: when the claim lapses unless settled
+	Status  int       // settled: the reply's status …
+	Body    []byte    // … and body
+}
+
+// ClaimStore holds idempotency records with the IdempotencyTTL.
+type ClaimStore interface {
+	// Claim creates key as pending until lease if it is absent (or its
+	// pending claim lapsed) and reports claimed; else it returns the
+	// current record.
+	Claim(ctx context.Context, key string, lease time.Time) (rec Record, claimed bool, err error)
+	// Settle stores the first reply under a claimed key.
+	Settle(ctx context.Context, key string, status int, body []byte) error
+	// Release gives up a claimed key (the dispatch failed) so that a retry
+	// dispatches again.
+	Release(ctx context.Context, key string) error
+	// Wait returns once key is no longer pending: its settled record (ok)
+	// or, when it was released or lapsed, ok false.
+	Wait(ctx context.Context, key string) (rec Record, ok bool, err error)
+}
+
+// QueueStats describes the replicated queue.
+type QueueStats struct {
+	Depth       uint64 // events queued (in flight included)
+	Bytes       uint64 // bytes held by the queue stream
+	DeadLetters uint64 // dead letters held
+}
+
+// QueueStore is the replicated queue.
+type QueueStore interface {
+	// Publish stores events (each deduplicated by its ID) and returns once
+	// every one is acknowledged by the engine with its replicas.
+	Publish(ctx context.Context, evs ...*spool.Event) error
+	// SetSender starts (or retargets, or with nil stops) delivery from this
+	// node with workers goroutines (one of them for the ordered wake lane).
+	SetSender(snd spool.Sender, workers int)
+	// DeadLetters lists the dead letters (Seq is the engine's id of the
+	// record, LastError the reason).
+	DeadLetters(ctx context.Context) ([]*spool.Event, error)
+	// Retry requeues the dead letters with these ids (all when none).
+	Retry(ctx context.Context, ids ...string) (int, error)
+	// Drop deletes the dead letters with these ids (all when none).
+	Drop(ctx context.Context, ids ...string) (int, error)
+	// Stats reads the queue's counters from the engine.
+	Stats(ctx context.Context) (QueueStats, error)
+	// Counters are this node's delivery counters since it started.
+	Counters() DeliveryCounters
+}
+
+// DeliveryCounters are a delivery node's own counts.
+type DeliveryCounters struct {
+	Delivered, Redeliveries, DeadLettered uint64
+}
+
+var nameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidateName checks a namespace name: 1–64 of A–Z a–z 0–9 _ -.
+func ValidateName(name string) error {
+	if !nameRe.MatchString(name) {
+		return fmt.Errorf("name %q: use 1 to 64 of A-Z a-z 0-9 _ -", name)
+	}
+	return nil
+}
+
+// NameFromPath derives a default namespace name from a base path:
+// "/hooks" → "hooks", "/a/b.c" → "a_b_c".
+func NameFromPath(base string) string {
+	n := strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, strings.Trim(base, "/"))
+	if n == "" {
+		n = "hooks"
+	}
+	if len(n) > 64 {
+		n = n[:64]
+	}
+	return n
+}

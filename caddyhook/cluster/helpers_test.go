@@ -1,0 +1,103 @@
+package cluster_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	"github.com/caddyhook/caddyhook/caddyhook/cluster/natscluster"
+)
+
+// openBackend connects one node (its own pool entry: each node passes
+// its own URL list or order).
+func openBackend(t *testing.T, urls []string, name string, q *cluster.QueueParams) cluster.Backend {
+	t.Helper()
+	eng, err := natscluster.New(natscluster.Config{URLs: urls, Timeout: caddy.Duration(time.Second),
+		AckWait: caddy.Duration(2 * time.Second)}, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := eng.Open(cluster.Params{Name: name, LockTTL: time.Minute, IdempotencyTTL: time.Minute, Queue: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Cleanup() })
+	return b
+}
+
+// table is a minimal lockout table: limit failures lock an address for a
+// minute. It stands in for the handler's table, which implements the same
+// LockTarget methods.
+type table struct {
+	mu     sync.Mutex
+	limit  int
+	counts map[cluster.Addr]int
+	until  map[cluster.Addr]time.Time
+	folded int
+	sync   *cluster.LockSync
+}
+
+func newTable(limit int) *table {
+	return &table{limit: limit, counts: map[cluster.Addr]int{}, until: map[cluster.Addr]time.Time{}}
+}
+
+// guess is one request with a wrong token: refused unevaluated while the
+// address is locked, else counted (and shared).
+func (t *table) guess(a cluster.Addr, now time.Time) (evaluated bool) {
+	t.mu.Lock()
+	if now.Before(t.until[a]) {
+		t.mu.Unlock()
+		return false
+	}
+	t.counts[a]++
+	var locked time.Time
+	if t.counts[a] >= t.limit {
+		locked = now.Add(time.Minute)
+		t.until[a] = locked
+	}
+	t.mu.Unlock()
+	t.sync.Failure(a, now)
+	if !locked.IsZero() {
+		t.sync.Locked(a, locked)
+	}
+	return true
+}
+
+func (t *table) locked(a cluster.Addr) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return time.Now().Before(t.until[a])
+}
+
+func (t *table) count(a cluster.Addr) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.counts[a]
+}
+
+// FoldFailure implements cluster.LockTarget.
+func (t *table) FoldFailure(a cluster.Addr, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.folded++
+	t.counts[a]++
+	if t.counts[a] >= t.limit && !at.Before(t.until[a]) {
+		t.until[a] = at.Add(time.Minute)
+	}
+}
+
+// ApplyLock implements cluster.LockTarget.
+func (t *table) ApplyLock(a cluster.Addr, until time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !until.After(t.until[a]) {
+		return false
+	}
+	t.until[a] = until
+	return true
+}

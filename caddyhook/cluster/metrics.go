@@ -1,0 +1,143 @@
+package cluster
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/caddyhook/caddyhook/internal/promreg"
+)
+
+// Metrics are the cluster's Prometheus collectors. A nil *Metrics records
+// nothing. The up gauge reads the backend bound with Bind, so one
+// registration survives config reloads.
+type Metrics struct {
+	backend      atomic.Pointer[backendBox]
+	ops          *prometheus.HistogramVec
+	remoteFails  prometheus.Counter
+	remoteLocks  prometheus.Counter
+	fallbacks    prometheus.Counter
+	redeliveries prometheus.Counter
+	upGauge      prometheus.GaugeFunc
+}
+
+type backendBox struct{ Backend }
+
+// NewMetrics registers the cluster collectors on reg (nil: not
+// registered), reusing those a previous config registered.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := newMetrics()
+	if err := m.Register(reg); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// newMetrics returns the collectors, not yet registered.
+func newMetrics() *Metrics {
+	const ns, sub = "caddy", "hooks"
+	m := &Metrics{
+		ops: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "cluster_operation_duration_seconds",
+			Help:    "Latency of cluster engine operations, by operation and outcome.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"op", "outcome"}),
+		remoteFails: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "cluster_remote_failures_total",
+			Help: "Authentication failures seen by other nodes and folded into this node's lockout table.",
+		}),
+		remoteLocks: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "cluster_remote_locks_applied_total",
+			Help: "Locks written by other nodes (or an earlier run) that changed this node's lockout table.",
+		}),
+		fallbacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "cluster_fallbacks_total",
+			Help: "Events accepted into the local fallback spool because the cluster was unreachable.",
+		}),
+		redeliveries: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "cluster_redeliveries_total",
+			Help: "Cluster queue deliveries from this node that failed and were scheduled again.",
+		}),
+	}
+	m.upGauge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: ns, Subsystem: sub, Name: "cluster_up",
+		Help: "1 while the cluster engine is reachable, 0 otherwise.",
+	}, m.up)
+	return m
+}
+
+// Register registers the collectors on reg (nil: nothing to do), so that
+// one Metrics keeps counting on the registry of each config; collectors
+// registered there before are fine.
+func (m *Metrics) Register(reg prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{m.ops, m.remoteFails, m.remoteLocks, m.fallbacks, m.redeliveries, m.upGauge} {
+		if _, err := promreg.Register(reg, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Bind makes the up gauge read b (nil: 0).
+func (m *Metrics) Bind(b Backend) {
+	if m == nil {
+		return
+	}
+	if b == nil {
+		m.backend.Store(nil)
+		return
+	}
+	m.backend.Store(&backendBox{b})
+}
+
+func (m *Metrics) up() float64 {
+	if bx := m.backend.Load(); bx != nil && bx.Up() {
+		return 1
+	}
+	return 0
+}
+
+// observe records one operation's latency and outcome.
+func (m *Metrics) observe(op string, start time.Time, err error) {
+	if m == nil {
+		return
+	}
+	outcome := "ok"
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrFull):
+		outcome = "full"
+	case errors.Is(err, ErrBusy):
+		outcome = "busy"
+	default:
+		outcome = "error"
+	}
+	m.ops.WithLabelValues(op, outcome).Observe(time.Since(start).Seconds())
+}
+
+func (m *Metrics) remoteFailures(n int) {
+	if m != nil {
+		m.remoteFails.Add(float64(n))
+	}
+}
+
+func (m *Metrics) remoteLock() {
+	if m != nil {
+		m.remoteLocks.Inc()
+	}
+}
+
+func (m *Metrics) fallback(n int) {
+	if m != nil {
+		m.fallbacks.Add(float64(n))
+	}
+}
+
+// redelivered counts one failed delivery scheduled again.
+func (m *Metrics) redelivered() {
+	if m != nil {
+		m.redeliveries.Inc()
+	}
+}

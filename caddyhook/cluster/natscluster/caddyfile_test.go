@@ -1,0 +1,111 @@
+package natscluster
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+)
+
+func TestUnmarshalCaddyfile(t *testing.T) {
+	d := caddyfile.NewTestDispenser(`nats nats://10.0.0.5:4222 {
+		url nats://10.0.0.6:4222 nats://10.0.0.7:4222
+		name hooks-prod
+		replicas 3
+		user hooks
+		password {env.NATS_PASSWORD}
+		tls {
+			ca /etc/nats/ca.pem
+			cert /etc/nats/client.pem
+			key /etc/nats/client-key.pem
+		}
+		timeout 3s
+		ack_wait 45s
+		duplicate_window 2h
+	}`)
+	var n NATS
+	if err := n.UnmarshalCaddyfile(d); err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		URLs: []string{"nats://10.0.0.5:4222", "nats://10.0.0.6:4222", "nats://10.0.0.7:4222"},
+		Name: "hooks-prod", Replicas: 3, User: "hooks", Password: "{env.NATS_PASSWORD}",
+		TLS:     &TLS{CA: "/etc/nats/ca.pem", Cert: "/etc/nats/client.pem", Key: "/etc/nats/client-key.pem"},
+		Timeout: caddy.Duration(3 * time.Second), AckWait: caddy.Duration(45 * time.Second), DuplicateWindow: caddy.Duration(2 * time.Hour),
+	}
+	got, _ := json.Marshal(n.Config)
+	exp, _ := json.Marshal(want)
+	if string(got) != string(exp) {
+		t.Errorf("parsed\n %s\nwant\n %s", got, exp)
+	}
+}
+
+func TestUnmarshalCaddyfileErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"nats {\n bogus 1\n}", `unknown option "bogus"`},
+		{"nats {\n replicas three\n}", "replicas"},
+		{"nats {\n timeout soon\n}", "timeout"},
+		{"nats {\n name\n}", "wrong argument count"},
+		{"nats {\n tls {\n pin x\n }\n}", `tls: unknown option "pin"`},
+		{"nats {\n url\n}", "wrong argument count"},
+	} {
+		var n NATS
+		err := n.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	creds := filepath.Join(t.TempDir(), "hooks.creds")
+	if err := os.WriteFile(creds, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		c    Config
+		want string
+	}{
+		{Config{}, ""},
+		{Config{Name: "bad name"}, "name"},
+		{Config{Replicas: 7}, "replicas 7"},
+		{Config{Token: "t", User: "u", Password: "p"}, "use one of"},
+		{Config{User: "u"}, "user and password"},
+		{Config{TLS: &TLS{Cert: "c"}}, "cert and key"},
+		{Config{Credentials: filepath.Join(t.TempDir(), "missing.creds")}, "credentials"},
+		{Config{Credentials: creds}, ""},
+		{Config{Timeout: -1}, "timeout"},
+	} {
+		err := tc.c.validate()
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.c, err, tc.want)
+		}
+	}
+	c := Config{}
+	_ = c.validate()
+	if len(c.URLs) != 1 || c.URLs[0] != defaultURL || c.Replicas != 1 || time.Duration(c.Timeout) != defaultTimeout {
+		t.Errorf("defaults: %+v", c)
+	}
+}
+
+func TestModuleLoadsFromJSON(t *testing.T) {
+	mod, err := caddy.GetModule("http.handlers.hooks.cluster.nats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := mod.New().(*NATS)
+	if !ok {
+		t.Fatalf("module is %T", mod.New())
+	}
+	if err := json.Unmarshal([]byte(`{"urls":["nats://127.0.0.1:4222"],"name":"x","replicas":3,"timeout":"2s"}`), n); err != nil {
+		t.Fatal(err)
+	}
+	if n.Name != "x" || n.Replicas != 3 || time.Duration(n.Timeout) != 2*time.Second {
+		t.Errorf("decoded %+v", n.Config)
+	}
+}

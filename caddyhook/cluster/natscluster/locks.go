@@ -1,0 +1,111 @@
+package natscluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+)
+
+// Broadcast implements cluster.Backend with a core NATS publish.
+func (h *handle) Broadcast(msg []byte) error {
+	if !h.up() {
+		return cluster.ErrUnavailable
+	}
+	return h.nc.Publish(h.n.auth, msg)
+}
+
+// Subscribe implements cluster.Backend; the subscription survives
+// reconnections.
+func (h *handle) Subscribe(fn func(msg []byte)) (func(), error) {
+	sub, err := h.nc.Subscribe(h.n.auth, func(m *nats.Msg) { fn(m.Data) })
+	if err != nil {
+		return nil, err
+	}
+	_ = sub.SetPendingLimits(1<<16, 64<<20)
+	return func() { _ = sub.Unsubscribe() }, nil
+}
+
+// PutLock implements cluster.Backend. Records live for the bucket's TTL
+// (the longest lock); the value carries the lock's own end.
+func (h *handle) PutLock(ctx context.Context, key string, val []byte, _ time.Duration) error {
+	kv := h.locks.Load()
+	if kv == nil || !h.up() {
+		return cluster.ErrUnavailable
+	}
+	_, err := kv.Put(ctx, key, val)
+	return err
+}
+
+// WatchLocks implements cluster.Backend: a watcher of the lock bucket,
+// created afresh (replaying every live lock) whenever the engine becomes
+// reachable.
+func (h *handle) WatchLocks(fn func(val []byte)) (func(), error) {
+	changed := make(chan struct{}, 1)
+	stopState := h.hub.watch(func(bool) { signal(changed) }, h.up())
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if !h.watchLocksOnce(fn, changed, stop) {
+				return
+			}
+		}
+	}()
+	return func() {
+		stopState()
+		close(stop)
+		<-done
+	}, nil
+}
+
+// watchLocksOnce runs one watcher while the engine stays reachable; it
+// reports false when stopped.
+func (h *handle) watchLocksOnce(fn func([]byte), changed, stop chan struct{}) bool {
+	kv := h.locks.Load()
+	if kv == nil || !h.up() {
+		select {
+		case <-stop:
+			return false
+		case <-h.closing:
+			return false
+		case <-changed:
+			return true
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		select {
+		case <-stop:
+			return false
+		case <-time.After(500 * time.Millisecond):
+			return true
+		}
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-stop:
+			return false
+		case <-h.closing:
+			return false
+		case <-changed:
+			if !h.up() {
+				return true
+			}
+		case e, ok := <-w.Updates():
+			if !ok {
+				return true
+			}
+			if e != nil && e.Operation() == jetstream.KeyValuePut {
+				fn(e.Value())
+			}
+		}
+	}
+}

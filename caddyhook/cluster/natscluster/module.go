@@ -1,0 +1,248 @@
+// Package natscluster is caddyhook's NATS JetStream cluster engine, the
+// Caddy module http.handlers.hooks.cluster.nats.
+//
+// Per namespace name it creates (or verifies) with the configured replicas:
+//
+//	stream HOOKS_<name>_QUEUE   subjects hooks.<name>.queue.{wake,agent}, work queue, deduplicated by event id
+//	stream HOOKS_<name>_DEAD    subject  hooks.<name>.dead, the dead letters with their reason
+//	bucket hooks_<name>_locks   lockout locks, TTL = the longest lock
+//	bucket hooks_<name>_idem    idempotency claims and first replies, TTL = idempotency_ttl
+//	subject hooks.<name>.auth   batched authentication failures (core NATS)
+//
+// and two durable pull consumers, wake (one event in flight cluster-wide,
+// so wake events keep their acceptance order) and agent.
+package natscluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+)
+
+func init() {
+	caddy.RegisterModule(new(NATS))
+}
+
+// Defaults.
+const (
+	defaultURL       = "nats://127.0.0.1:4222"
+	defaultTimeout   = 2 * time.Second
+	defaultAckWait   = 30 * time.Second
+	defaultDupWindow = time.Hour
+)
+
+// TLS are the client's TLS settings (PEM files).
+type TLS struct {
+	// CA verifies the server (default: the system roots).
+	CA string `json:"ca,omitempty"`
+	// Cert and Key are the client certificate, for servers that verify it.
+	Cert string `json:"cert,omitempty"`
+	Key  string `json:"key,omitempty"`
+}
+
+// NATS is the NATS JetStream cluster engine.
+type NATS struct {
+	Config
+
+	logger *zap.Logger
+	mu     sync.Mutex
+	opened []*handle
+}
+
+// Config are the engine's settings.
+type Config struct {
+	// URLs are the servers (default nats://127.0.0.1:4222); any one of a
+	// cluster is enough, the client learns the others.
+	URLs []string `json:"urls,omitempty"`
+	// Name namespaces every stream, bucket and subject (default: from
+	// the handler's base path).
+	Name string `json:"name,omitempty"`
+	// Replicas is the JetStream replica count of what caddyhook creates
+	// (default 1; 3 on a 3-node cluster).
+	Replicas int `json:"replicas,omitempty"`
+	// Credentials is a .creds file (JWT and NKey seed).
+	Credentials string `json:"credentials,omitempty"`
+	// User and Password authenticate with a user name.
+	User     string `json:"user,omitempty"`
+	Password string `json:"password,omitempty"`
+	// Token authenticates with a token.
+	Token string `json:"token,omitempty"`
+	// NKey is a file holding an NKey seed (SU…).
+	NKey string `json:"nkey,omitempty"`
+	// TLS, when set, requires TLS to the servers.
+	TLS *TLS `json:"tls,omitempty"`
+	// Timeout bounds connecting and each operation (default 2s).
+	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// AckWait is how long a delivery node may stay silent about an event
+	// before another gets it (default 30s; must exceed gateway_timeout).
+	AckWait caddy.Duration `json:"ack_wait,omitempty"`
+	// DuplicateWindow is how long the queue remembers event ids to drop
+	// duplicates (default 1h).
+	DuplicateWindow caddy.Duration `json:"duplicate_window,omitempty"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (*NATS) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  cluster.Namespace + ".nats",
+		New: func() caddy.Module { return new(NATS) },
+	}
+}
+
+// Provision expands placeholders and validates the settings.
+func (n *NATS) Provision(ctx caddy.Context) error {
+	n.logger = ctx.Logger()
+	return n.Config.validate()
+}
+
+// New returns an engine with cfg outside a Caddy config (tools, tests).
+func New(cfg Config, logger *zap.Logger) (*NATS, error) {
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	n := &NATS{Config: cfg, logger: logger}
+	if err := n.Config.validate(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// validate fills defaults and refuses bad values, naming the field.
+func (n *Config) validate() error {
+	if len(n.URLs) == 0 {
+		n.URLs = []string{defaultURL}
+	}
+	for _, u := range n.URLs {
+		if !strings.Contains(u, "://") && strings.Contains(u, " ") {
+			return fmt.Errorf("cluster nats: url %q is not a server address", u)
+		}
+	}
+	if n.Name != "" {
+		if err := cluster.ValidateName(n.Name); err != nil {
+			return fmt.Errorf("cluster nats: %w", err)
+		}
+	}
+	if n.Replicas == 0 {
+		n.Replicas = 1
+	}
+	if n.Replicas < 1 || n.Replicas > 5 {
+		return fmt.Errorf("cluster nats: replicas %d must be between 1 and 5", n.Replicas)
+	}
+	auth := 0
+	for _, set := range []bool{n.Credentials != "", n.User != "", n.Token != "", n.NKey != ""} {
+		if set {
+			auth++
+		}
+	}
+	if auth > 1 {
+		return fmt.Errorf("cluster nats: use one of credentials, user/password, token, nkey")
+	}
+	if (n.User == "") != (n.Password == "") {
+		return fmt.Errorf("cluster nats: user and password go together")
+	}
+	if n.TLS != nil && (n.TLS.Cert == "") != (n.TLS.Key == "") {
+		return fmt.Errorf("cluster nats: tls cert and key go together")
+	}
+	for _, f := range []struct{ name, path string }{{"credentials", n.Credentials}, {"nkey", n.NKey}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(expand(f.path)); err != nil {
+			return fmt.Errorf("cluster nats: %s: %w", f.name, err)
+		}
+	}
+	if n.Timeout < 0 || n.AckWait < 0 || n.DuplicateWindow < 0 {
+		return fmt.Errorf("cluster nats: timeout, ack_wait and duplicate_window must be positive")
+	}
+	if n.Timeout == 0 {
+		n.Timeout = caddy.Duration(defaultTimeout)
+	}
+	if n.AckWait == 0 {
+		n.AckWait = caddy.Duration(defaultAckWait)
+	}
+	if n.DuplicateWindow == 0 {
+		n.DuplicateWindow = caddy.Duration(defaultDupWindow)
+	}
+	return nil
+}
+
+// Open implements cluster.Engine: the backend of this connection and
+// namespace, shared across reloads through a usage pool.
+func (n *NATS) Open(p cluster.Params) (cluster.Backend, error) {
+	if n.Name != "" {
+		p.Name = n.Name
+	}
+	if err := cluster.ValidateName(p.Name); err != nil {
+		return nil, fmt.Errorf("cluster nats: %w", err)
+	}
+	if p.Logger == nil {
+		p.Logger = n.logger
+	}
+	if p.Logger == nil {
+		p.Logger = zap.NewNop()
+	}
+	cfg := n.Config
+	key, err := poolKey(&cfg, p)
+	if err != nil {
+		return nil, err
+	}
+	v, _, err := pool.LoadOrNew(key, func() (caddy.Destructor, error) {
+		return connect(&cfg, p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	h := &handle{shared: v.(*shared), key: key}
+	n.mu.Lock()
+	n.opened = append(n.opened, h)
+	n.mu.Unlock()
+	return h, nil
+}
+
+// Cleanup releases the backends this module opened and did not close.
+func (n *NATS) Cleanup() error {
+	n.mu.Lock()
+	hs := n.opened
+	n.opened = nil
+	n.mu.Unlock()
+	for _, h := range hs {
+		_ = h.Close()
+	}
+	return nil
+}
+
+// pool holds the connections shared across config reloads.
+var pool = caddy.NewUsagePool()
+
+// poolKey identifies a connection by every setting that shapes it.
+func poolKey(cfg *Config, p cluster.Params) (string, error) {
+	b, err := json.Marshal(struct {
+		C *Config
+		N string
+		L time.Duration
+		I time.Duration
+		Q *cluster.QueueParams
+	}{cfg, p.Name, p.LockTTL, p.IdempotencyTTL, p.Queue})
+	if err != nil {
+		return "", err
+	}
+	return "hooks.cluster.nats|" + string(b), nil
+}
+
+// expand replaces {env.X} and {file.X} placeholders.
+func expand(s string) string { return caddy.NewReplacer().ReplaceKnown(s, "") }
+
+// Interface guards
+var (
+	_ caddy.Provisioner  = (*NATS)(nil)
+	_ caddy.CleanerUpper = (*NATS)(nil)
+	_ cluster.Engine     = (*NATS)(nil)
+)

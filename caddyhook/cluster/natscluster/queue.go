@@ -1,0 +1,526 @@
+package natscluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
+)
+
+// Message headers of a queued event (the body is the gateway body).
+const (
+	hdrID        = "Hooks-Id"
+	hdrKind      = "Hooks-Kind"
+	hdrPath      = "Hooks-Path"
+	hdrClientIP  = "Hooks-Client-Ip"
+	hdrFirstSeen = "Hooks-First-Seen"
+	hdrReason    = "Hooks-Reason"
+	hdrStatus    = "Hooks-Status"
+	hdrAttempts  = "Hooks-Attempts"
+)
+
+// queue is the replicated queue: the work-queue stream, its two delivery
+// lanes and the dead-letter stream.
+type queue struct {
+	s  *shared
+	qp cluster.QueueParams
+
+	sender  atomic.Pointer[senderBox]
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	running sync.WaitGroup
+	workers int
+
+	delivered, redelivered, dead atomic.Uint64
+}
+
+type senderBox struct{ spool.Sender }
+
+func newQueue(s *shared) *queue {
+	qp := *s.p.Queue
+	if qp.MaxAge <= 0 {
+		qp.MaxAge = spool.DefaultMaxAge
+	}
+	if qp.RetryInitial <= 0 {
+		qp.RetryInitial = spool.DefaultRetryInitial
+	}
+	if qp.RetryMax < qp.RetryInitial {
+		qp.RetryMax = max(qp.RetryInitial, spool.DefaultRetryMax)
+	}
+	if qp.AckWait <= 0 {
+		qp.AckWait = time.Duration(s.cfg.AckWait)
+	}
+	return &queue{s: s, qp: qp}
+}
+
+// provision creates or updates the streams and consumers.
+func (q *queue) provision(ctx context.Context) error {
+	n, r := q.s.n, q.s.cfg.Replicas
+	maxBytes := q.qp.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = -1
+	}
+	dup := time.Duration(q.s.cfg.DuplicateWindow)
+	if _, err := q.s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: n.queue, Description: "caddyhook accepted events awaiting delivery",
+		Subjects: []string{n.queueWake, n.queueAgent}, Retention: jetstream.WorkQueuePolicy,
+		MaxBytes: maxBytes, Discard: jetstream.DiscardNew, Duplicates: dup,
+		Storage: jetstream.FileStorage, Replicas: r,
+	}); err != nil {
+		return fmt.Errorf("cluster nats: stream %s: %w", n.queue, err)
+	}
+	if _, err := q.s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: n.deadStream, Description: "caddyhook dead letters",
+		Subjects: []string{n.dead}, Retention: jetstream.LimitsPolicy, Duplicates: dup,
+		Storage: jetstream.FileStorage, Replicas: r,
+	}); err != nil {
+		return fmt.Errorf("cluster nats: stream %s: %w", n.deadStream, err)
+	}
+	for _, c := range []struct {
+		name, subject string
+		inFlight      int
+	}{{consumerWake, n.queueWake, 1}, {consumerAgent, n.queueAgent, maxAgentsInFlight}} {
+		if _, err := q.s.js.CreateOrUpdateConsumer(ctx, n.queue, jetstream.ConsumerConfig{
+			Durable: c.name, Description: "caddyhook delivery lane " + c.name,
+			FilterSubject: c.subject, AckPolicy: jetstream.AckExplicitPolicy,
+			AckWait: q.qp.AckWait, MaxDeliver: -1, MaxAckPending: c.inFlight,
+		}); err != nil {
+			return fmt.Errorf("cluster nats: consumer %s on %s: %w", c.name, n.queue, err)
+		}
+	}
+	return nil
+}
+
+// Publish implements cluster.QueueStore.
+func (q *queue) Publish(ctx context.Context, evs ...*spool.Event) error {
+	if !q.s.up() {
+		return cluster.ErrUnavailable
+	}
+	msgs := make([]*nats.Msg, len(evs))
+	for i, ev := range evs {
+		if ev == nil || ev.ID == "" || (ev.Kind != spool.KindWake && ev.Kind != spool.KindAgent) {
+			return fmt.Errorf("%w: event without id or kind", spool.ErrInvalidEvent)
+		}
+		msgs[i] = q.encode(ev, q.subject(ev.Kind))
+		msgs[i].Header.Set(jetstream.MsgIDHeader, ev.ID)
+	}
+	if len(msgs) == 1 {
+		_, err := q.s.js.PublishMsg(ctx, msgs[0])
+		return publishErr(err)
+	}
+	futures := make([]jetstream.PubAckFuture, len(msgs))
+	for i, m := range msgs {
+		f, err := q.s.js.PublishMsgAsync(m)
+		if err != nil {
+			return publishErr(err)
+		}
+		futures[i] = f
+	}
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return publishErr(err)
+		case <-ctx.Done():
+			return publishErr(ctx.Err())
+		}
+	}
+	return nil
+}
+
+// publishErr maps a publish failure to ErrFull or ErrUnavailable.
+func publishErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	if strings.Contains(s, "maximum bytes exceeded") || strings.Contains(s, "maximum messages exceeded") ||
+		strings.Contains(s, "resource limits exceeded") {
+		return fmt.Errorf("%w: %v", cluster.ErrFull, err)
+	}
+	return fmt.Errorf("%w: %v", cluster.ErrUnavailable, err)
+}
+
+func (q *queue) subject(kind string) string {
+	if kind == spool.KindWake {
+		return q.s.n.queueWake
+	}
+	return q.s.n.queueAgent
+}
+
+// encode turns an event into a message on subject.
+func (q *queue) encode(ev *spool.Event, subject string) *nats.Msg {
+	m := nats.NewMsg(subject)
+	m.Header.Set(hdrID, ev.ID)
+	m.Header.Set(hdrKind, ev.Kind)
+	m.Header.Set(hdrPath, ev.Path)
+	if ev.ClientIP != "" {
+		m.Header.Set(hdrClientIP, ev.ClientIP)
+	}
+	first := ev.FirstSeen
+	if first.IsZero() {
+		first = time.Now()
+	}
+	m.Header.Set(hdrFirstSeen, first.UTC().Format(time.RFC3339Nano))
+	m.Data = ev.Body
+	return m
+}
+
+// decode reads an event from message headers and body.
+func decode(h nats.Header, body []byte) (*spool.Event, error) {
+	ev := &spool.Event{ID: h.Get(hdrID), Kind: h.Get(hdrKind), Path: h.Get(hdrPath), ClientIP: h.Get(hdrClientIP),
+		Body: body, LastError: h.Get(hdrReason)}
+	t, err := time.Parse(time.RFC3339Nano, h.Get(hdrFirstSeen))
+	if err != nil || ev.ID == "" || ev.Path == "" || (ev.Kind != spool.KindWake && ev.Kind != spool.KindAgent) {
+		return nil, errors.New("queued message lacks the event headers")
+	}
+	ev.FirstSeen = t
+	ev.Attempts, _ = strconv.Atoi(h.Get(hdrAttempts))
+	return ev, nil
+}
+
+// SetSender implements cluster.QueueStore.
+func (q *queue) SetSender(snd spool.Sender, workers int) { q.setSender(snd, workers) }
+
+// setSender starts, retargets or stops the delivery lanes.
+func (q *queue) setSender(snd spool.Sender, workers int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if snd == nil {
+		q.sender.Store(nil)
+		q.stopLocked()
+		return
+	}
+	workers = max(workers, 2)
+	q.sender.Store(&senderBox{snd})
+	if q.cancel != nil && q.workers == workers {
+		return
+	}
+	q.stopLocked()
+	select {
+	case <-q.s.closing:
+		return
+	default:
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	q.cancel, q.workers = cancel, workers
+	q.running.Add(2)
+	go q.lane(ctx, consumerWake, 1)
+	go q.lane(ctx, consumerAgent, workers-1)
+}
+
+func (q *queue) stopLocked() {
+	if q.cancel != nil {
+		q.cancel()
+		q.cancel = nil
+		q.running.Wait()
+	}
+}
+
+// lane feeds one consumer's messages to n workers until ctx ends,
+// resubscribing after every interruption.
+func (q *queue) lane(ctx context.Context, name string, n int) {
+	defer q.running.Done()
+	changed := make(chan struct{}, 1)
+	stopState := q.s.hub.watch(func(bool) { signal(changed) }, q.s.up())
+	defer stopState()
+	wait := 250 * time.Millisecond
+	for ctx.Err() == nil {
+		if q.s.up() {
+			if err := q.consume(ctx, name, n); err == nil || ctx.Err() != nil {
+				wait = 250 * time.Millisecond
+				continue
+			} else {
+				q.s.log.Debug("cluster delivery lane interrupted", zap.String("lane", name), zap.Error(err))
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-changed:
+		case <-time.After(wait):
+			wait = min(2*wait, 5*time.Second)
+		}
+	}
+}
+
+// consume runs one subscription of the lane until it fails or ctx ends.
+func (q *queue) consume(ctx context.Context, name string, n int) error {
+	cons, err := q.s.js.Consumer(ctx, q.s.n.queue, name)
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(n), jetstream.PullExpiry(5*time.Second))
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	work := make(chan jetstream.Msg)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m := range work {
+				q.handle(ctx, m)
+			}
+		}()
+	}
+	defer func() { close(work); wg.Wait() }()
+	for {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return err
+		}
+		select {
+		case work <- m:
+		case <-ctx.Done():
+			_ = m.Nak()
+			return ctx.Err()
+		}
+	}
+}
+
+// handle delivers one message and settles it: ack on 2xx, dead letter on
+// a refusal or past max_age, redelivery with backoff otherwise.
+func (q *queue) handle(ctx context.Context, m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil {
+		_ = m.Nak()
+		return
+	}
+	ev, err := decode(m.Headers(), m.Data())
+	if err != nil {
+		q.s.log.Error("cluster: unreadable queued message; moved to the dead letters",
+			zap.Uint64("seq", meta.Sequence.Stream), zap.Error(err))
+		ev = &spool.Event{ID: "unreadable-" + strconv.FormatUint(meta.Sequence.Stream, 10), Kind: spool.KindAgent,
+			Path: "?", Body: m.Data(), FirstSeen: meta.Timestamp}
+		q.bury(m, meta, ev, 0, "unreadable queued message")
+		return
+	}
+	ev.Seq = meta.Sequence.Stream
+	ev.Attempts = int(meta.NumDelivered) - 1
+	if time.Since(ev.FirstSeen) > q.qp.MaxAge {
+		q.bury(m, meta, ev, 0, spool.ReasonExpired)
+		return
+	}
+	box := q.sender.Load()
+	if box == nil {
+		_ = m.Nak()
+		return
+	}
+	stop := q.keepAlive(m)
+	status, reason, err := box.Send(ctx, ev)
+	stop()
+	switch spool.Classify(status, err) {
+	case spool.OutcomeDone:
+		actx, cancel := context.WithTimeout(context.Background(), time.Duration(q.s.cfg.Timeout))
+		if err := m.DoubleAck(actx); err != nil {
+			q.s.log.Warn("cluster: delivered but the acknowledgement failed; the event will be redelivered with the same Idempotency-Key",
+				zap.String("id", ev.ID), zap.Error(err))
+		}
+		cancel()
+		q.delivered.Add(1)
+	case spool.OutcomeDead:
+		ev.Attempts++
+		q.bury(m, meta, ev, status, spool.Clip(fmt.Sprintf("gateway status %d: %s", status, reason)))
+	default:
+		if ctx.Err() != nil {
+			_ = m.Nak() // stopping: another delivery node takes it now
+			return
+		}
+		q.redelivered.Add(1)
+		delay := spool.Backoff(q.qp.RetryInitial, q.qp.RetryMax, ev.Attempts+1)
+		if left := time.Until(ev.FirstSeen.Add(q.qp.MaxAge)); left < delay {
+			delay = max(left, 0)
+		}
+		_ = m.NakWithDelay(delay)
+		why := fmt.Sprintf("gateway status %d: %s", status, reason)
+		if err != nil {
+			why = "send: " + err.Error()
+		}
+		q.s.log.Debug("cluster: delivery failed; will retry", zap.String("id", ev.ID),
+			zap.Int("attempts", ev.Attempts+1), zap.Duration("delay", delay), zap.String("reason", spool.Clip(why)))
+	}
+}
+
+// keepAlive tells the server the message is being worked on while the
+// gateway takes its time, so it is not redelivered elsewhere meanwhile.
+func (q *queue) keepAlive(m jetstream.Msg) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(max(q.qp.AckWait/3, 10*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = m.InProgress()
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// bury moves a message to the dead letters with reason, then removes it
+// from the queue; if the dead letter cannot be written the message is
+// redelivered later instead.
+func (q *queue) bury(m jetstream.Msg, meta *jetstream.MsgMetadata, ev *spool.Event, status int, reason string) {
+	dm := q.encode(ev, q.s.n.dead)
+	dm.Header.Set(jetstream.MsgIDHeader, ev.ID+".dead."+strconv.FormatUint(meta.Sequence.Stream, 10))
+	dm.Header.Set(hdrReason, reason)
+	dm.Header.Set(hdrStatus, strconv.Itoa(status))
+	dm.Header.Set(hdrAttempts, strconv.Itoa(ev.Attempts))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(q.s.cfg.Timeout))
+	defer cancel()
+	if _, err := q.s.js.PublishMsg(ctx, dm); err != nil {
+		q.s.log.Warn("cluster: could not write a dead letter; will try again", zap.String("id", ev.ID), zap.Error(err))
+		_ = m.NakWithDelay(q.qp.RetryInitial)
+		return
+	}
+	_ = m.DoubleAck(ctx)
+	q.dead.Add(1)
+	q.s.log.Warn("cluster: event dead-lettered", zap.String("id", ev.ID), zap.String("kind", ev.Kind),
+		zap.Int("status", status), zap.Int("attempts", ev.Attempts), zap.Bool("expired", reason == spool.ReasonExpired))
+}
+
+// deadLetter is one dead letter and its stream sequence.
+type deadLetter struct {
+	seq uint64
+	ev  *spool.Event
+}
+
+// deadLetters reads the dead-letter stream in order.
+func (q *queue) deadLetters(ctx context.Context) ([]deadLetter, jetstream.Stream, error) {
+	if !q.s.up() {
+		return nil, nil, cluster.ErrUnavailable
+	}
+	st, err := q.s.js.Stream(ctx, q.s.n.deadStream)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []deadLetter
+	for seq := st.CachedInfo().State.FirstSeq; ; {
+		raw, err := st.GetMsg(ctx, max(seq, 1), jetstream.WithGetMsgSubject(q.s.n.dead))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return out, st, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		ev, derr := decode(raw.Header, raw.Data)
+		if derr != nil {
+			q.s.log.Error("cluster: skipping unreadable dead letter", zap.Uint64("seq", raw.Sequence), zap.Error(derr))
+		} else {
+			ev.Seq = raw.Sequence
+			out = append(out, deadLetter{raw.Sequence, ev})
+		}
+		seq = raw.Sequence + 1
+	}
+}
+
+// DeadLetters implements cluster.QueueStore.
+func (q *queue) DeadLetters(ctx context.Context) ([]*spool.Event, error) {
+	dls, _, err := q.deadLetters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*spool.Event, len(dls))
+	for i, d := range dls {
+		out[i] = d.ev
+	}
+	return out, nil
+}
+
+// selectDead returns the dead letters with these ids (all when none).
+func selectDead(dls []deadLetter, ids []string) []deadLetter {
+	if len(ids) == 0 {
+		return dls
+	}
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	var out []deadLetter
+	for _, d := range dls {
+		if want[d.ev.ID] {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// eachDead calls fn for the dead letters with these ids (all when none),
+// deleting each from the dead letters after fn succeeds; it returns how
+// many were handled.
+func (q *queue) eachDead(ctx context.Context, ids []string, fn func(d deadLetter) error) (int, error) {
+	dls, st, err := q.deadLetters(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, d := range selectDead(dls, ids) {
+		if err := fn(d); err != nil {
+			return n, err
+		}
+		if err := st.DeleteMsg(ctx, d.seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// Retry implements cluster.QueueStore: each dead letter goes back to the
+// queue, behind everything queued, with max_age counting afresh.
+func (q *queue) Retry(ctx context.Context, ids ...string) (int, error) {
+	return q.eachDead(ctx, ids, func(d deadLetter) error {
+		ev := *d.ev
+		ev.FirstSeen, ev.Attempts, ev.LastError = time.Now(), 0, ""
+		m := q.encode(&ev, q.subject(ev.Kind))
+		m.Header.Set(jetstream.MsgIDHeader, ev.ID+".retry."+strconv.FormatUint(d.seq, 10))
+		_, err := q.s.js.PublishMsg(ctx, m)
+		return publishErr(err)
+	})
+}
+
+// Drop implements cluster.QueueStore.
+func (q *queue) Drop(ctx context.Context, ids ...string) (int, error) {
+	return q.eachDead(ctx, ids, func(deadLetter) error { return nil })
+}
+
+// Stats implements cluster.QueueStore.
+func (q *queue) Stats(ctx context.Context) (cluster.QueueStats, error) {
+	if !q.s.up() {
+		return cluster.QueueStats{}, cluster.ErrUnavailable
+	}
+	var st cluster.QueueStats
+	qs, err := q.s.js.Stream(ctx, q.s.n.queue)
+	if err != nil {
+		return st, err
+	}
+	info := qs.CachedInfo()
+	st.Depth, st.Bytes = info.State.Msgs, info.State.Bytes
+	ds, err := q.s.js.Stream(ctx, q.s.n.deadStream)
+	if err != nil {
+		return st, err
+	}
+	st.DeadLetters = ds.CachedInfo().State.Msgs
+	return st, nil
+}
+
+// Counters implements cluster.QueueStore.
+func (q *queue) Counters() cluster.DeliveryCounters {
+	return cluster.DeliveryCounters{Delivered: q.delivered.Load(), Redeliveries: q.redelivered.Load(), DeadLettered: q.dead.Load()}
+}

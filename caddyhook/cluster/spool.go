@@ -1,0 +1,136 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
+)
+
+// Spool accepts events into the replicated queue and, while the engine is
+// unreachable, into an optional local fallback spool that drains into the
+// queue (deduplicated by event id) once it is back.
+type Spool struct {
+	b        Backend
+	q        QueueStore
+	fallback *spool.Store
+	timeout  time.Duration
+	metrics  *Metrics
+}
+
+// SpoolOptions tune a Spool.
+type SpoolOptions struct {
+	// Fallback, when set, takes the events the queue cannot; nil: Append
+	// fails with ErrUnavailable instead (the caller answers 503). Its
+	// sender must be Drain(), which moves its events into the queue.
+	Fallback *spool.Store
+	// Timeout bounds one publish (the wait for the engine's acknowledgement).
+	Timeout time.Duration
+	Metrics *Metrics
+}
+
+// NewSpool returns the cluster spool of b, whose Queue must be set.
+func NewSpool(b Backend, opt SpoolOptions) (*Spool, error) {
+	q := b.Queue()
+	if q == nil {
+		return nil, errors.New("cluster backend has no queue")
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = 2 * time.Second
+	}
+	return &Spool{b: b, q: q, fallback: opt.Fallback, timeout: opt.Timeout, metrics: opt.Metrics}, nil
+}
+
+// Drain is the fallback spool's sender: each delivery publishes the event
+// into the queue (deduplicated by its id), retried with the fallback's
+// backoff while the engine is unreachable.
+func (s *Spool) Drain() spool.Sender { return drainSender{s} }
+
+// Queue returns the replicated queue (dead letters, stats).
+func (s *Spool) Queue() QueueStore { return s.q }
+
+// Fallback returns the local fallback spool (nil when rejecting).
+func (s *Spool) Fallback() *spool.Store { return s.fallback }
+
+// Append stores evs durably: in the queue with the engine's acknowledgement,
+// or, when the engine is unreachable, in the fallback. It reports whether
+// the fallback took them. ErrFull and ErrUnavailable (no fallback) mean
+// nothing was accepted and the caller answers 503.
+func (s *Spool) Append(ctx context.Context, evs ...*spool.Event) (fellBack bool, err error) {
+	if s.b.Up() {
+		start := time.Now()
+		pctx, cancel := context.WithTimeout(ctx, s.timeout)
+		err = s.q.Publish(pctx, evs...)
+		cancel()
+		s.metrics.observe("publish", start, err)
+		if err == nil || errors.Is(err, ErrFull) || ctx.Err() != nil {
+			return false, err
+		}
+	} else {
+		err = ErrUnavailable
+	}
+	if s.fallback == nil {
+		return false, unavailable(err)
+	}
+	// Some of evs may be in the queue already (an acknowledgement lost):
+	// the drain republishes them under the same ids, which the queue drops.
+	if err := s.fallback.Append(ctx, evs...); err != nil {
+		return false, err
+	}
+	s.metrics.fallback(len(evs))
+	return true, nil
+}
+
+// SetSender makes this node a delivery node (nil: stop delivering here);
+// workers goroutines, one of them for the ordered wake lane.
+func (s *Spool) SetSender(snd spool.Sender, workers int) {
+	if snd == nil {
+		s.q.SetSender(nil, 0)
+		return
+	}
+	s.q.SetSender(countingSender{snd, s.metrics}, workers)
+}
+
+// countingSender counts the attempts that will be redelivered.
+type countingSender struct {
+	spool.Sender
+	m *Metrics
+}
+
+// Send implements spool.Sender.
+func (c countingSender) Send(ctx context.Context, ev *spool.Event) (int, string, error) {
+	status, reason, err := c.Sender.Send(ctx, ev)
+	if spool.Classify(status, err) == spool.OutcomeRetry && ctx.Err() == nil {
+		c.m.redelivered()
+	}
+	return status, reason, err
+}
+
+// drainSender moves the fallback's events into the queue: each publish is
+// one "delivery" of the local spool, retried with its backoff while the
+// engine is unreachable.
+type drainSender struct{ s *Spool }
+
+// Send implements spool.Sender.
+func (d drainSender) Send(ctx context.Context, ev *spool.Event) (int, string, error) {
+	if !d.s.b.Up() {
+		return 0, "", ErrUnavailable
+	}
+	out := *ev
+	out.Attempts, out.NextTry, out.LastError = 0, time.Time{}, ""
+	start := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, d.s.timeout)
+	err := d.s.q.Publish(pctx, &out)
+	cancel()
+	d.s.metrics.observe("drain", start, err)
+	switch {
+	case err == nil:
+		return http.StatusOK, "", nil
+	case errors.Is(err, ErrFull):
+		return http.StatusServiceUnavailable, "cluster queue full", nil
+	default:
+		return 0, "", err
+	}
+}

@@ -1,0 +1,493 @@
+package caddyhook
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	"github.com/caddyhook/caddyhook/caddyhook/cluster/natstest"
+	"github.com/caddyhook/caddyhook/internal/devgw"
+)
+
+// clusterNodes are n hooks handlers in one in-process Caddy, each in a
+// server of its own (127.0.0.<i+1>, port 0 read back) with its own
+// lockout table, idempotency cache and NATS connection (through a proxy
+// of its own, so each is a distinct cluster node), all in one namespace
+// of an in-process NATS JetStream server.
+type clusterNodes struct {
+	in      *ingress
+	nats    *natstest.Server
+	proxies []*natstest.Proxy
+	nodes   []*ingress // node i: requests go to its server
+	servers []string   // node i's Caddy server name
+}
+
+// startClusterNodes starts NATS and n nodes; hooks(i, natsURL) returns the
+// lines of node i's hooks block besides token and gateway_token (gateway,
+// cluster, spool …).
+func startClusterNodes(t *testing.T, n int, hooks func(i int, natsURL string) string) *clusterNodes {
+	t.Helper()
+	return startClusterNodesOn(t, nil, n, hooks)
+}
+
+// startClusterNodesOn is startClusterNodes on the servers of a NATS
+// cluster (node i connects to server i mod len), or with nc nil on a
+// single server of its own.
+func startClusterNodesOn(t *testing.T, nc *natstest.Cluster, n int, hooks func(i int, natsURL string) string) *clusterNodes {
+	t.Helper()
+	for i := 2; i <= n; i++ {
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.%d:0", i))
+		if err != nil {
+			t.Skipf("this machine's loopback has no 127.0.0.%d: %v", i, err)
+		}
+		ln.Close()
+	}
+	c := &clusterNodes{in: startIngress(t, ingressOpts{})}
+	target := func(i int) string { return nc.Servers[i%len(nc.Servers)].Addr() }
+	if nc == nil {
+		c.nats = natstest.Run(t, natstest.Options{})
+		target = func(int) string { return c.nats.Addr() }
+	}
+	var sites []string
+	for i := range n {
+		p := natstest.NewProxy(t, target(i))
+		c.proxies = append(c.proxies, p)
+		sites = append(sites, fmt.Sprintf(`http://127.0.0.%[1]d:0 {
+	bind 127.0.0.%[1]d
+	hooks {
+		token %[2]s
+		gateway_token %[3]s
+		%[4]s
+	}
+}
+`, i+1, itHookToken, itGatewayToken, hooks(i, p.URL())))
+	}
+	c.in.load(c.in.caddyfile(sites...))
+	addrs := listenAddrs(t)
+	for i := range n {
+		host := fmt.Sprintf("127.0.0.%d", i+1)
+		for name, as := range addrs {
+			if len(as) > 0 && strings.HasPrefix(as[0], host+":") {
+				node := *c.in
+				node.base = "http://" + as[0]
+				c.nodes = append(c.nodes, &node)
+				c.servers = append(c.servers, name)
+			}
+		}
+	}
+	if len(c.nodes) != n {
+		t.Fatalf("listeners %v: want one server per node", addrs)
+	}
+	return c
+}
+
+// clusterLines is the cluster block of a node on url.
+func clusterLines(url string) string {
+	return `cluster nats ` + url + ` {
+			timeout 1s
+			ack_wait 5s
+		}`
+}
+
+// handler returns node i's running handler.
+func (c *clusterNodes) handler(t *testing.T, i int) *Handler {
+	t.Helper()
+	for _, lh := range liveHandlers() {
+		if lh.server == c.servers[i] {
+			return lh.h
+		}
+	}
+	t.Fatalf("no running handler for node %d (server %s)", i, c.servers[i])
+	return nil
+}
+
+// clusterMetric reads the cluster collector name (a counter or gauge
+// without labels) of the running handlers.
+func clusterMetric(t *testing.T, name string) float64 {
+	t.Helper()
+	var m *cluster.Metrics
+	sharedPool.Range(func(_, v any) bool {
+		if s, ok := v.(*clusterMetricsShare); ok {
+			m = s.m
+		}
+		return true
+	})
+	if m == nil {
+		t.Fatal("no cluster metrics in the pool")
+	}
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			met := mf.GetMetric()[0]
+			if c := met.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return met.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// failuresOf reads what t holds for ip now: the failures counted, and
+// whether ip is locked.
+func failuresOf(t *lockoutTable, ip netip.Addr) (uint32, bool) {
+	now := time.Now().UnixMilli()
+	k := t.keyFor(ip)
+	sh, s := t.locate(k)
+	defer sh.mu.Unlock()
+	e := t.find(s, k, now)
+	if e == nil {
+		return 0, false
+	}
+	return t.failures(e, now), e.until != 0 && now < t.lockEnd(e)
+}
+
+// TestClusterLockoutAcrossNodes (issue 14, lockout): wrong-token guesses
+// sent round-robin to three nodes are counted by every node, so the
+// address is locked on all of them after exactly the limit (20) guesses
+// cluster-wide, not 3 × 20. Each guess waits until every node has folded
+// it in (server-side counts), so the count is exact whatever the
+// machine's speed; the bound under a flood is measured by
+// cluster.TestLockoutFloodIsBoundedAcrossNodes.
+func TestClusterLockoutAcrossNodes(t *testing.T) {
+	c := startClusterNodes(t, 3, func(i int, url string) string {
+		return "gateway unix/" + c0sock(t) + "\n" + clusterLines(url)
+	})
+	const limit = 20
+	client := netip.MustParseAddr("127.0.0.1")
+	bad := "Authorization: Bearer " + strings.Repeat("g", 40)
+	evaluated := 0
+	for g := 0; g < 3*limit; g++ {
+		node := c.nodes[g%3]
+		r := node.do(http.MethodPost, "/hooks/wake", `{"text":"guess"}`, bad)
+		if r.status == http.StatusTooManyRequests {
+			break
+		}
+		if r.status != http.StatusUnauthorized {
+			t.Fatalf("guess %d on node %d: %d %s", g, g%3, r.status, r.body)
+		}
+		evaluated++
+		waitFor(t, func() string { return fmt.Sprintf("every node counts %d failures", evaluated) }, func() bool {
+			for i := range c.nodes {
+				n, locked := failuresOf(c.handler(t, i).lockout, client)
+				if !locked && int(n) < evaluated {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	if evaluated != limit {
+		t.Fatalf("%d guesses evaluated cluster-wide before the lock, want exactly %d (3 nodes alone would allow %d)", evaluated, limit, 3*limit)
+	}
+	for i, node := range c.nodes {
+		if r := node.post("/hooks/wake", `{"text":"right token, locked address"}`); r.status != http.StatusTooManyRequests {
+			t.Errorf("node %d after the lock: %d %s, want 429", i, r.status, r.body)
+		}
+	}
+	// each failure reaches the two other nodes (the last one may still be
+	// on its way to a node the lock record reached first)
+	waitFor(t, func() string { return "every failure counted as remote by the two other nodes" }, func() bool {
+		return clusterMetric(t, "caddy_hooks_cluster_remote_failures_total") >= 2*limit
+	})
+	if n := clusterMetric(t, "caddy_hooks_cluster_remote_failures_total"); n != 2*limit {
+		t.Errorf("caddy_hooks_cluster_remote_failures_total = %v, want %d", n, 2*limit)
+	}
+	if up := clusterMetric(t, "caddy_hooks_cluster_up"); up != 1 {
+		t.Errorf("caddy_hooks_cluster_up = %v, want 1", up)
+	}
+}
+
+// c0sock is a gateway socket path nothing listens on (lockout tests need
+// no gateway).
+func c0sock(t *testing.T) string { return "/nonexistent/" + t.Name() + ".sock" }
+
+// TestClusterIdempotencyAcrossNodes (issue 14, idempotency): a keyed
+// request replayed on other nodes gets the first reply (same runId) and
+// reaches the gateway once; the same key sent concurrently to three
+// nodes is dispatched once and every copy gets that reply.
+func TestClusterIdempotencyAcrossNodes(t *testing.T) {
+	gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true, Delay: 50 * time.Millisecond})
+	c := startClusterNodes(t, 3, func(i int, url string) string {
+		return "gateway unix/" + gw.sock + "\n" + clusterLines(url)
+	})
+	dispatched := func(text string) int {
+		n := 0
+		for _, rec := range gw.Received() {
+			if rec.Body["text"] == text {
+				n++
+			}
+		}
+		return n
+	}
+
+	first := c.nodes[0].post("/hooks/wake", `{"text":"sequential"}`, "Idempotency-Key: seq-1")
+	if first.status != http.StatusOK {
+		t.Fatalf("first: %d %s", first.status, first.body)
+	}
+	for i := 1; i < 3; i++ {
+		r := c.nodes[i].post("/hooks/wake", `{"text":"sequential"}`, "Idempotency-Key: seq-1")
+		if r.status != http.StatusOK || r.body != first.body {
+			t.Fatalf("replay on node %d: %d %s, want the first reply %s", i, r.status, r.body, first.body)
+		}
+	}
+	if n := dispatched("sequential"); n != 1 {
+		t.Fatalf("sequential replays: gateway got %d dispatches, want 1", n)
+	}
+
+	const copies = 12
+	replies := make([]result, copies)
+	var wg sync.WaitGroup
+	for k := range copies {
+		wg.Go(func() {
+			replies[k] = c.nodes[k%3].post("/hooks/wake", `{"text":"concurrent"}`, "Idempotency-Key: conc-1")
+		})
+	}
+	wg.Wait()
+	for k, r := range replies {
+		if r.status != http.StatusOK || r.body != replies[0].body {
+			t.Errorf("copy %d (node %d): %d %s, want 200 %s", k, k%3, r.status, r.body, replies[0].body)
+		}
+	}
+	if n := dispatched("concurrent"); n != 1 {
+		t.Fatalf("%d concurrent copies on 3 nodes: gateway got %d dispatches, want 1", copies, n)
+	}
+}
+
+// runIDOf is the runId of an accepted agent request (its event id).
+func runIDOf(t *testing.T, r result) string {
+	t.Helper()
+	id, _ := r.json(t)["runId"].(string)
+	if r.status != http.StatusOK || id == "" {
+		t.Fatalf("want a 200 with a runId: %d %s", r.status, r.body)
+	}
+	return id
+}
+
+// gatewayTally counts what a gateway received by Idempotency-Key.
+func gatewayTally(gw *testGateway) (keys map[string]int, doubled int) {
+	keys = map[string]int{}
+	for _, rec := range gw.Received() {
+		if rec.Status == http.StatusOK {
+			if keys[rec.IdempotencyKey]++; keys[rec.IdempotencyKey] == 2 {
+				doubled++
+			}
+		}
+	}
+	return keys, doubled
+}
+
+// waitAllDelivered waits until gw has received every accepted event id
+// (as its Idempotency-Key) and returns what it received.
+func waitAllDelivered(t *testing.T, gw *testGateway, accepted map[string]bool) (keys map[string]int, doubled int) {
+	t.Helper()
+	waitFor(t, func() string {
+		keys, _ := gatewayTally(gw)
+		return fmt.Sprintf("gateway has %d of %d accepted events", len(keys), len(accepted))
+	}, func() bool {
+		keys, _ := gatewayTally(gw)
+		for id := range accepted {
+			if keys[id] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	return gatewayTally(gw)
+}
+
+// adminCall runs one request through the hooks admin API (the routes the
+// CLI uses) against the running config.
+func adminCall(t *testing.T, method, target, body string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	if err := (&adminAPI{}).serve(rec, req); err != nil {
+		var ae caddy.APIError
+		if errors.As(err, &ae) {
+			return ae.HTTPStatus, ae.Err.Error()
+		}
+		t.Fatalf("%s %s: %v", method, target, err)
+	}
+	return rec.Code, rec.Body.String()
+}
+
+// TestClusterQueueDeliveryNodeAndFallback (issue 14, queue, fallback and
+// operations): two edges without a gateway (deliver off) accept into the
+// replicated queue and the third node, the only one next to the gateway,
+// delivers every event once. With NATS stopped, the edge with
+// `fallback <dir>` keeps answering 200 from its local spool and the one
+// with `fallback reject` answers 503 + Retry-After; when NATS is back the
+// fallback drains into the queue: nothing lost, nothing doubled. Dead
+// letters of the cluster queue are listed, retried and dropped through the
+// admin API while Caddy runs.
+func TestClusterQueueDeliveryNodeAndFallback(t *testing.T) {
+	gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
+	fallbackDir := t.TempDir()
+	c := startClusterNodes(t, 3, func(i int, url string) string {
+		spool := ""
+		switch i {
+		case 0:
+			spool = "deliver off\n fallback " + fallbackDir
+		case 1:
+			spool = "deliver off\n fallback reject"
+		case 2:
+			spool = "fallback reject\n retry_initial 50ms\n retry_max 200ms"
+			return "gateway unix/" + gw.sock + "\n" + clusterLines(url) + "\nspool cluster {\n" + spool + "\n}"
+		}
+		return clusterLines(url) + "\nspool cluster {\n" + spool + "\n}"
+	})
+	accepted := map[string]bool{}
+	post := func(node int, n int, what string) {
+		t.Helper()
+		for k := range n {
+			r := c.nodes[node].post("/hooks/agent", fmt.Sprintf(`{"message":"%s %d"}`, what, k))
+			accepted[runIDOf(t, r)] = true
+		}
+	}
+	allDelivered := func() {
+		t.Helper()
+		keys, doubled := waitAllDelivered(t, gw, accepted)
+		if doubled != 0 || len(keys) != len(accepted) {
+			t.Fatalf("gateway: %d distinct events (%d doubled), %d accepted", len(keys), doubled, len(accepted))
+		}
+	}
+
+	post(0, 15, "edge zero")
+	post(1, 15, "edge one")
+	allDelivered()
+
+	// NATS down: fallback dir accepts, reject refuses
+	c.nats.Stop()
+	for _, i := range []int{0, 1} {
+		h := c.handler(t, i)
+		waitFor(t, func() string { return fmt.Sprintf("node %d sees NATS down", i) }, func() bool { return !h.cluster.backend.Up() })
+	}
+	post(0, 10, "while NATS is down")
+	r := c.nodes[1].post("/hooks/agent", `{"message":"refused"}`)
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" {
+		t.Fatalf("fallback reject with NATS down: %d %s (Retry-After %q), want 503 with Retry-After", r.status, r.body, r.header.Get("Retry-After"))
+	}
+	if n := clusterMetric(t, "caddy_hooks_cluster_fallbacks_total"); n != 10 {
+		t.Errorf("caddy_hooks_cluster_fallbacks_total = %v, want 10", n)
+	}
+	c.nats.Restart(t)
+	for _, p := range c.proxies {
+		p.SetTarget(c.nats.Addr())
+	}
+	allDelivered()
+
+	// dead letters through the admin API
+	gw.FailWith(func(string) int { return http.StatusBadRequest })
+	dead := map[string]bool{}
+	for k := range 2 {
+		r := c.nodes[0].post("/hooks/agent", fmt.Sprintf(`{"message":"refused by the gateway %d"}`, k))
+		dead[runIDOf(t, r)] = true
+	}
+	sel := "?path=/hooks&server=" + c.servers[0]
+	waitFor(t, func() string { return "two dead letters listed" }, func() bool {
+		code, body := adminCall(t, http.MethodGet, "/hooks/spool/dead"+sel, "")
+		return code == http.StatusOK && strings.Count(body, `"id"`) == 2
+	})
+	_, body := adminCall(t, http.MethodGet, "/hooks/spool/dead"+sel, "")
+	for id := range dead {
+		if !strings.Contains(body, id) {
+			t.Fatalf("dead letters %s: %s missing", body, id)
+		}
+	}
+	gw.FailWith(nil)
+	var retryID, dropID string
+	for id := range dead {
+		if retryID == "" {
+			retryID = id
+		} else {
+			dropID = id
+		}
+	}
+	if code, body := adminCall(t, http.MethodPost, "/hooks/spool/dead/retry"+sel, `{"ids":["`+retryID+`"]}`); code != http.StatusOK || !strings.Contains(body, `"retried":1`) {
+		t.Fatalf("retry: %d %s", code, body)
+	}
+	if code, body := adminCall(t, http.MethodPost, "/hooks/spool/dead/drop"+sel, `{"ids":["`+dropID+`"]}`); code != http.StatusOK || !strings.Contains(body, `"dropped":1`) {
+		t.Fatalf("drop: %d %s", code, body)
+	}
+	accepted[retryID] = true
+	allDelivered()
+	if code, body := adminCall(t, http.MethodGet, "/hooks/"+sel, ""); code != http.StatusOK || !strings.Contains(body, `"dead_letters":0`) || !strings.Contains(body, `"dir":"cluster:hooks"`) {
+		t.Fatalf("status: %d %s", code, body)
+	}
+}
+
+// TestClusterLosesOneNATSServer (issue 14, losing one NATS node of three):
+// three edges, each connected to another server of a three-server
+// JetStream cluster, accept into the queue with `replicas 3` while one
+// server is stopped halfway; the delivery node (on the first edge) gets
+// every accepted event to the gateway. Each event is sent until it gets a
+// 200 (a 503 while the cluster elects new leaders is the documented
+// answer to retry on).
+func TestClusterLosesOneNATSServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a three-server JetStream cluster; skipped with -short")
+	}
+	gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
+	nc := natstest.RunCluster(t, 3)
+	cl := func(url string) string {
+		return `cluster nats ` + url + ` {
+			replicas 3
+			timeout 2s
+			ack_wait 5s
+		}`
+	}
+	c := startClusterNodesOn(t, nc, 3, func(i int, url string) string {
+		if i == 0 {
+			return "gateway unix/" + gw.sock + "\n" + cl(url) + "\nspool cluster {\n fallback reject\n retry_initial 50ms\n retry_max 200ms\n}"
+		}
+		return cl(url) + "\nspool cluster {\n deliver off\n fallback reject\n}"
+	})
+	accepted := map[string]bool{}
+	retried := 0
+	send := func(k int) {
+		t.Helper()
+		node := c.nodes[1+k%2] // the edges on servers 2 and 3
+		body := fmt.Sprintf(`{"message":"R3 event %d"}`, k)
+		waitFor(t, func() string { return fmt.Sprintf("event %d accepted", k) }, func() bool {
+			r := node.post("/hooks/agent", body)
+			if r.status == http.StatusServiceUnavailable {
+				retried++
+				return false
+			}
+			accepted[runIDOf(t, r)] = true
+			return true
+		})
+	}
+	for k := range 40 {
+		send(k)
+	}
+	nc.Servers[2].Stop()
+	for k := 40; k < 80; k++ {
+		send(k)
+	}
+	keys, doubled := waitAllDelivered(t, gw, accepted)
+	t.Logf("80 events accepted, 40 of them after one NATS server of three stopped (%d answers 503 and sent again); %d delivered, %d twice", retried, len(keys), doubled)
+	if doubled != 0 || len(keys) != len(accepted) {
+		t.Fatalf("gateway: %d distinct events (%d doubled), %d accepted", len(keys), doubled, len(accepted))
+	}
+}
