@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	caddy.RegisterModule(Handler{})
+	caddy.RegisterModule(new(Handler))
 }
 
 // Defaults of the reference gateway where the spec is silent.
@@ -201,8 +201,10 @@ type Handler struct {
 	gatewayLogs *logBudget
 }
 
-// CaddyModule returns the Caddy module information.
-func (Handler) CaddyModule() caddy.ModuleInfo {
+// CaddyModule returns the Caddy module information. (A pointer receiver:
+// Caddy asks a running handler for it, e.g. as the origin of an event, and
+// a value receiver would copy the whole handler while Cleanup may write it.)
+func (*Handler) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
 		ID:  "http.handlers.hooks",
 		New: func() caddy.Module { return new(Handler) },
