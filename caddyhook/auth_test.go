@@ -16,7 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
-	"github.com/caddyhook/caddyhook/caddyhook/verify"
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 // TestScanTarget covers the URL shapes of issue 17 item 9: which carry the

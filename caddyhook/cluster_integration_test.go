@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
-	"github.com/caddyhook/caddyhook/caddyhook/cluster/natstest"
 	"github.com/caddyhook/caddyhook/internal/devgw"
+	"github.com/caddyhook/caddyhook/internal/natstest"
 )
 
 // clusterNodes are n hooks handlers in one in-process Caddy, each in a

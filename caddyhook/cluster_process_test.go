@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyhook/caddyhook/caddyhook/cluster/natstest"
 	"github.com/caddyhook/caddyhook/internal/devgw"
+	"github.com/caddyhook/caddyhook/internal/natstest"
 )
 
 // clusterProcess is one caddyhook node run as a separate caddy process on

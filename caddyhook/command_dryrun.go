@@ -23,7 +23,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
-	"github.com/caddyhook/caddyhook/caddyhook/verify"
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 // newTestCommand builds `caddy hooks test`: a dry run of one request

@@ -3,7 +3,7 @@ package caddyhook
 import (
 	"encoding/json"
 
-	"github.com/caddyhook/caddyhook/caddyhook/verify"
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 // Content sources named in the external-content wrapper.

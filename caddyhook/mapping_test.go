@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddyhook/caddyhook/caddyhook/tmpl"
+	"github.com/caddyhook/caddyhook/internal/tmpl"
 )
 
 // TestMappingProvisionErrors checks the mapping config errors other than

@@ -7,8 +7,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/caddyhook/caddyhook/caddyhook/tmpl"
-	"github.com/caddyhook/caddyhook/caddyhook/verify"
+	"github.com/caddyhook/caddyhook/internal/tmpl"
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 // compiledMapping is a Mapping parsed and checked at provision; the

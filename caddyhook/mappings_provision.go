@@ -8,7 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/caddyhook/caddyhook/caddyhook/tmpl"
+	"github.com/caddyhook/caddyhook/internal/tmpl"
 )
 
 // maxMappingBody is the largest body limit a mapping may ask for.

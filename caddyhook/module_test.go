@@ -10,7 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/caddyhook/caddyhook/caddyhook/verify"
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 // Secrets of the unit tests (distinct from the integration tests' ones).

@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/caddyhook/caddyhook/caddyhook/tmpl"
+	"github.com/caddyhook/caddyhook/internal/tmpl"
 )
 
 // planMapped resolves a custom hook name through the mappings (configured

@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/caddyhook/caddyhook/caddyhook/verify"
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 // Request-path reasons.

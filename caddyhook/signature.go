@@ -3,7 +3,7 @@ package caddyhook
 import (
 	"slices"
 
-	"github.com/caddyhook/caddyhook/caddyhook/verify"
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 // reasonNoSignature answers a signed path's request that neither carries

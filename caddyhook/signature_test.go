@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/caddyhook/caddyhook/caddyhook/verify"
 	"github.com/caddyhook/caddyhook/internal/devgw"
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 // Provider secrets of the signature tests. The log and adapt checks look

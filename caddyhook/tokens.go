@@ -11,7 +11,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
-	"github.com/caddyhook/caddyhook/caddyhook/verify"
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 // maxTokens bounds the hook tokens of one handler (each costs one

@@ -9,8 +9,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
-	"github.com/caddyhook/caddyhook/caddyhook/tmpl"
-	"github.com/caddyhook/caddyhook/caddyhook/transform"
+	"github.com/caddyhook/caddyhook/internal/tmpl"
+	"github.com/caddyhook/caddyhook/internal/transform"
 )
 
 // transformsPoolKey names the process-wide transform cache in sharedPool:

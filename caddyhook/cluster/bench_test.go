@@ -11,8 +11,8 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/cluster/natscluster"
-	"github.com/caddyhook/caddyhook/caddyhook/cluster/natstest"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/natstest"
 )
 
 // BenchmarkAccept compares durable accept into the local bbolt spool with

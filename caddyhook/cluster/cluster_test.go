@@ -13,8 +13,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
-	"github.com/caddyhook/caddyhook/caddyhook/cluster/natstest"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/natstest"
 )
 
 // lockNodes starts n nodes on one NATS server, each with its own table.

@@ -20,7 +20,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
-	"github.com/caddyhook/caddyhook/caddyhook/cluster/natstest"
+	"github.com/caddyhook/caddyhook/internal/natstest"
 )
 
 // runServer starts a JetStream server with extra options set by mod.

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
-	"github.com/caddyhook/caddyhook/caddyhook/cluster/natstest"
+	"github.com/caddyhook/caddyhook/internal/natstest"
 )
 
 func TestProvisionCreatesStreamsBucketsConsumers(t *testing.T) {

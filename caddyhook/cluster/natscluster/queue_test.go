@@ -14,8 +14,8 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
-	"github.com/caddyhook/caddyhook/caddyhook/cluster/natstest"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/natstest"
 )
 
 func TestQueueDeliversOnceInWakeOrderWithRetries(t *testing.T) {
