@@ -664,6 +664,14 @@ func TestSpoolCommandThroughAdminAPI(t *testing.T) {
 	if err := caddy.Load([]byte(`{"admin":{"disabled":true,"config":{"persist":false}}}`), true); err != nil {
 		t.Fatal(err)
 	}
+	// Caddy shuts the old admin endpoint down in the background
+	waitFor(t, func() string { return "the admin endpoint still answers after Caddy stopped" }, func() bool {
+		c, err := net.Dial("unix", adm.sock)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
 	offline := run("list", "--address", address, "--dir", dir, "--body")
 	if offline != live {
 		t.Fatalf("output differs\nthrough the admin API:\n%s\nfrom the file:\n%s", live, offline)
