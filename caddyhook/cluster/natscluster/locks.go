@@ -26,6 +26,11 @@ func (h *handle) Subscribe(fn func(msg []byte)) (func(), error) {
 		return nil, err
 	}
 	_ = sub.SetPendingLimits(1<<16, 64<<20)
+	// a round trip, so that the server has the subscription before Start
+	// returns: what another node broadcasts from then on reaches this one
+	// (NATS core drops messages for a subscription it does not know yet);
+	// while the server is unreachable this just times out
+	_ = h.nc.FlushTimeout(time.Duration(h.cfg.Timeout))
 	return func() { _ = sub.Unsubscribe() }, nil
 }
 
