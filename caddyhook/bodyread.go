@@ -107,7 +107,7 @@ func settleUnreadBody(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	// (a body that awaits "100 Continue" is not read: that would ask for it)
 	if r.ContentLength <= earlyDrainLimit && setReadDeadline(w, now.Add(earlyDrainWait)) &&
-		r.Header.Get("Expect") == "" && drainArrived(r.Body) {
+		r.Header.Get("Expect") == "" && drainArrived(r.Body, earlyDrainLimit) {
 		return // the server clears the deadline once the body is done
 	}
 	setReadDeadline(w, now.Add(lateBodyGrace))
@@ -131,8 +131,7 @@ func discardTooLarge(w http.ResponseWriter, r *http.Request, now time.Time) bool
 		!setReadDeadline(w, now.Add(lateBodyGrace)) {
 		return false
 	}
-	n, err := io.CopyN(io.Discard, r.Body, tooLargeDrain+1)
-	return err == io.EOF && n <= tooLargeDrain
+	return drainArrived(r.Body, tooLargeDrain)
 }
 
 // connectionClose is the header value of an answer that closes the
@@ -142,16 +141,16 @@ var connectionClose = []string{"close"}
 // drainBufs are the buffers drainArrived reads into.
 var drainBufs = sync.Pool{New: func() any { return new([4 << 10]byte) }}
 
-// drainArrived reads body to its end, at most earlyDrainLimit bytes, and
-// reports whether it got there.
-func drainArrived(body io.Reader) bool {
+// drainArrived reads body to its end, at most limit bytes, and reports
+// whether it got there.
+func drainArrived(body io.Reader, limit int) bool {
 	buf := drainBufs.Get().(*[4 << 10]byte)
 	defer drainBufs.Put(buf)
-	for n := 0; n <= earlyDrainLimit; {
+	for n := 0; n <= limit; {
 		m, err := body.Read(buf[:])
 		n += m
 		if err == io.EOF {
-			return n <= earlyDrainLimit
+			return n <= limit
 		}
 		if err != nil {
 			return false

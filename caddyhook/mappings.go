@@ -214,7 +214,7 @@ func blockedKey(k string) bool {
 // the edge can forward as they are (the gateway gets {prefix}/<sub>).
 func (c *compiledMapping) answers(sub string) bool {
 	if c.path == "" {
-		return !c.forward || validHookPath(sub) && !strings.ContainsAny(sub, "?#")
+		return !c.forward || validHookPath(sub)
 	}
 	return c.path == sub
 }
