@@ -26,6 +26,8 @@ const maxMessage = 512
 type Error struct {
 	Kind    string // one of the Kind constants
 	Message string
+
+	heap bool // stopped by the process-wide heap check (see heapRetries)
 }
 
 // Error implements error.

@@ -63,9 +63,11 @@ func (c *call) stop(reason int32) {
 // first sample after the call started (so at most one tick of allocation
 // goes uncounted, and a sub-millisecond call costs no metrics read). A
 // trivial call allocates tens of kilobytes, so 200 concurrent calls stay an
-// order of magnitude below the budget; only a call that runs for a long
-// time in a process allocating hundreds of MB/s for other reasons could be
-// stopped spuriously, and such a call is near its time budget anyway.
+// order of magnitude below the budget; but a call that runs while the
+// process allocates hundreds of MB/s for other reasons (a flood of large
+// request bodies) can be stopped spuriously, so a call this check stopped
+// is tried again on a fresh runtime (heapRetries, run.go). goja keeps no
+// account of a runtime's allocations that a per-call bound could use.
 // Doubling a string from the budget reaches at most twice the budget
 // before the next tick interrupts it, which keeps a bomb far below +256 MiB.
 type watchdog struct {

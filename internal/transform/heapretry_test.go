@@ -1,0 +1,138 @@
+package transform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// allocSink keeps the test's garbage allocations from being optimised
+// away; only allocateUntil writes it.
+var allocSink []byte
+
+// allocateUntil allocates garbage in 1 MiB pieces, as the rest of a busy
+// process would, until stop is closed.
+func allocateUntil(stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+			allocSink = make([]byte, 1<<20)
+		}
+	}
+}
+
+// stoppedCall waits (on the worker) until the watchdog has stopped v's
+// call, for at most two minutes.
+func stoppedCall(v *vm) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for v.guard.call.reason.Load() == reasonNone {
+		if time.Now().After(deadline) {
+			return errors.New("the heap check never stopped the call")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// TestHeapStopFromElsewhereIsRetried reproduces issue 20 item 6: a call
+// that allocates nothing is stopped by the process-wide heap check because
+// another part of the process allocated more than its budget meanwhile (a
+// flood of large request bodies does). The call is tried again on a fresh
+// runtime, where it succeeds. Before the fix, the caller got "memory
+// limit".
+func TestHeapStopFromElsewhereIsRetried(t *testing.T) {
+	p := compileSource(t, "m.js", `export default () => ({ ok: true });`, "", Options{Timeout: hangBound, MaxBytes: 1 << 20})
+	var attempts atomic.Int32
+	out, err := p.supervise(context.Background(), nil, func(v *vm) (map[string]any, error) {
+		if attempts.Add(1) == 1 {
+			stop := make(chan struct{})
+			go allocateUntil(stop)
+			err := stoppedCall(v)
+			close(stop)
+			if err != nil {
+				return nil, err
+			}
+		}
+		return map[string]any{"ok": true}, nil
+	})
+	if err != nil || out["ok"] != true {
+		t.Fatalf("call beside another part of the process allocating = %v, %v; want it to succeed when tried again", out, err)
+	}
+	if n := attempts.Load(); n != 2 {
+		t.Fatalf("%d attempts, want 2", n)
+	}
+}
+
+// TestHeapStopRetriedAtMostTwice: a call that itself allocates past its
+// budget every time is stopped on each of its three attempts, and the
+// caller gets "memory limit"; a guard refusal (which would repeat) and a
+// timeout are not tried again.
+func TestHeapStopRetriedAtMostTwice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates tens of MiB")
+	}
+	tests := []struct {
+		name, src string
+		kind      string
+		attempts  int32
+		detail    string
+	}{
+		{"heap bomb", `export default () => { const a = []; for (;;) a.push({ s: "x" + a.length }); };`, KindMemory, 1 + heapRetries, "in each of 3 attempts"},
+		{"guard refusal", `export default () => { try { "x".repeat(1e9); } catch (e) {} return {}; };`, KindMemory, 1, "String.prototype.repeat"},
+		{"timeout", `export default () => { for (;;); };`, KindTimeout, 1, "time budget"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			timeout := hangBound
+			if tc.kind == KindTimeout {
+				timeout = 100 * time.Millisecond
+			}
+			p := compileSource(t, "m.js", tc.src, "", Options{Timeout: timeout, MaxBytes: 1 << 20})
+			var attempts atomic.Int32
+			_, err := p.supervise(context.Background(), nil, func(v *vm) (map[string]any, error) {
+				attempts.Add(1)
+				return v.invoke(Input{}, p.opts.MaxBytes)
+			})
+			var e *Error
+			if !errors.As(err, &e) || e.Kind != tc.kind || !strings.Contains(e.Message, tc.detail) {
+				t.Fatalf("error %v, want %s containing %q", err, tc.kind, tc.detail)
+			}
+			if n := attempts.Load(); n != tc.attempts {
+				t.Fatalf("%d attempts, want %d", n, tc.attempts)
+			}
+		})
+	}
+}
+
+// TestRunEachResumesAfterHeapStop: a RunEach element stopped by the heap
+// check (as another part of the process would make it) is tried again,
+// and the retry resumes at that element: every element has its one
+// result, in order.
+func TestRunEachResumesAfterHeapStop(t *testing.T) {
+	p := compileSource(t, "m.js", `export default (ctx) => ({ message: "item " + ctx.payload.items[0] });`, "", Options{Timeout: hangBound})
+	items := []any{"a", "b", "c", "d"}
+	var calls []int
+	results, err := p.runEach(context.Background(), Input{Payload: map[string]any{"items": items}}, "items", items, func(v *vm, i int) {
+		calls = append(calls, i)
+		if len(calls) == 3 { // the first attempt at "c"
+			v.guard.call.stop(reasonMemory)
+		}
+	})
+	if err != nil || len(results) != len(items) {
+		t.Fatalf("RunEach = %v, %v", results, err)
+	}
+	for i, r := range results {
+		if r["message"] != fmt.Sprintf("item %s", items[i]) {
+			t.Fatalf("result %d = %v", i, r)
+		}
+	}
+	if fmt.Sprint(calls) != "[0 1 2 2 3]" {
+		t.Fatalf("elements called %v, want [0 1 2 2 3]", calls)
+	}
+}
