@@ -27,7 +27,7 @@ type Error struct {
 	Kind    string // one of the Kind constants
 	Message string
 
-	heap bool // stopped by the process-wide heap check (see heapRetries)
+	heap bool // a heap stop that others' allocations may have caused (see heapRetries)
 }
 
 // Error implements error.

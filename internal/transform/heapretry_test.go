@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -41,9 +42,10 @@ func stoppedCall(v *vm) error {
 }
 
 // TestHeapStopFromElsewhereIsRetried reproduces issue 20 item 6: a call
-// that allocates nothing is stopped by the process-wide heap check because
-// another part of the process allocated more than its budget meanwhile (a
-// flood of large request bodies does). The call is tried again on a fresh
+// that allocates nothing is stopped by the heap check because another part
+// of the process allocates without end meanwhile (a flood of large request
+// bodies does): past the budget before the fix, past rawFactor budgets
+// now, whatever the call's share. The call is tried again on a fresh
 // runtime, where it succeeds. Before the fix, the caller got "memory
 // limit".
 func TestHeapStopFromElsewhereIsRetried(t *testing.T) {
@@ -69,23 +71,30 @@ func TestHeapStopFromElsewhereIsRetried(t *testing.T) {
 	}
 }
 
-// TestHeapStopRetriedAtMostTwice: a call that itself allocates past its
-// budget every time is stopped on each of its three attempts, and the
-// caller gets "memory limit"; a guard refusal (which would repeat) and a
-// timeout are not tried again.
+// TestHeapStopRetriedAtMostTwice: a call stopped every time although its
+// own share stayed within its budget is tried three times in all, and the
+// caller gets "memory limit"; a call charged with its budget (a heap bomb,
+// where the share can be read), a guard refusal (which would repeat) and
+// a timeout are not tried again.
 func TestHeapStopRetriedAtMostTwice(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates tens of MiB")
 	}
+	bombAttempts, bombDetail := int32(1), "heap grew"
+	if runtime.GOOS != "linux" {
+		bombAttempts, bombDetail = 1+heapRetries, "in each of 3 attempts" // no share to charge
+	}
 	tests := []struct {
 		name, src string
+		uncharged bool // the job stops its call as the heap check does when others allocated
 		kind      string
 		attempts  int32
 		detail    string
 	}{
-		{"heap bomb", `export default () => { const a = []; for (;;) a.push({ s: "x" + a.length }); };`, KindMemory, 1 + heapRetries, "in each of 3 attempts"},
-		{"guard refusal", `export default () => { try { "x".repeat(1e9); } catch (e) {} return {}; };`, KindMemory, 1, "String.prototype.repeat"},
-		{"timeout", `export default () => { for (;;); };`, KindTimeout, 1, "time budget"},
+		{"stopped, not charged", `export default () => ({});`, true, KindMemory, 1 + heapRetries, "in each of 3 attempts"},
+		{"heap bomb", `export default () => { const a = []; for (;;) a.push({ s: "x" + a.length }); };`, false, KindMemory, bombAttempts, bombDetail},
+		{"guard refusal", `export default () => { try { "x".repeat(1e9); } catch (e) {} return {}; };`, false, KindMemory, 1, "String.prototype.repeat"},
+		{"timeout", `export default () => { for (;;); };`, false, KindTimeout, 1, "time budget"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,6 +106,10 @@ func TestHeapStopRetriedAtMostTwice(t *testing.T) {
 			var attempts atomic.Int32
 			_, err := p.supervise(context.Background(), nil, func(v *vm) (map[string]any, error) {
 				attempts.Add(1)
+				if tc.uncharged {
+					v.guard.call.uncharged = true
+					v.guard.call.stop(reasonMemory)
+				}
 				return v.invoke(Input{}, p.opts.MaxBytes)
 			})
 			var e *Error
@@ -111,7 +124,8 @@ func TestHeapStopRetriedAtMostTwice(t *testing.T) {
 }
 
 // TestRunEachResumesAfterHeapStop: a RunEach element stopped by the heap
-// check (as another part of the process would make it) is tried again,
+// check without being charged (as others' allocations would make it) is
+// tried again,
 // and the retry resumes at that element: every element has its one
 // result, in order.
 func TestRunEachResumesAfterHeapStop(t *testing.T) {
@@ -120,7 +134,8 @@ func TestRunEachResumesAfterHeapStop(t *testing.T) {
 	var calls []int
 	results, err := p.runEach(context.Background(), Input{Payload: map[string]any{"items": items}}, "items", items, func(v *vm, i int) {
 		calls = append(calls, i)
-		if len(calls) == 3 { // the first attempt at "c"
+		if len(calls) == 3 { // the first attempt at "c", stopped as others' allocations would
+			v.guard.call.uncharged = true
 			v.guard.call.stop(reasonMemory)
 		}
 	})
@@ -134,5 +149,60 @@ func TestRunEachResumesAfterHeapStop(t *testing.T) {
 	}
 	if fmt.Sprint(calls) != "[0 1 2 2 3]" {
 		t.Fatalf("elements called %v, want [0 1 2 2 3]", calls)
+	}
+}
+
+// TestHeapCheckChargesByCPUShare: while a call idles, another part of the
+// process allocates three times the call's budget; the call, which used
+// next to none of the CPU meanwhile, is charged with next to none of it
+// and is not stopped (before, the whole process's growth was charged).
+func TestHeapCheckChargesByCPUShare(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("per-thread CPU clocks are read on Linux only")
+	}
+	p := compileSource(t, "m.js", `export default () => ({ ok: true });`, "", Options{Timeout: hangBound, MaxBytes: 1 << 20})
+	w := p.watch
+	samples := func() uint64 {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.samples
+	}
+	// waitSamples waits (on the worker, idle) until the watchdog sampled
+	// n more times.
+	waitSamples := func(n uint64) error {
+		target := samples() + n
+		deadline := time.Now().Add(2 * time.Minute)
+		for samples() < target {
+			if time.Now().After(deadline) {
+				return errors.New("the watchdog did not sample")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	}
+	var attempts atomic.Int32
+	out, err := p.supervise(context.Background(), nil, func(v *vm) (map[string]any, error) {
+		attempts.Add(1)
+		if err := waitSamples(1); err != nil { // the call's first sample
+			return nil, err
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range 3 * 16 {
+				allocSink = make([]byte, 1<<20)
+			}
+		}()
+		<-done
+		if err := waitSamples(2); err != nil { // samples that see the growth
+			return nil, err
+		}
+		return map[string]any{"ok": true}, nil
+	})
+	if err != nil || out["ok"] != true {
+		t.Fatalf("idle call beside 48 MiB allocated elsewhere = %v, %v; want it to succeed", out, err)
+	}
+	if n := attempts.Load(); n != 1 {
+		t.Fatalf("%d attempts, want 1 (never stopped)", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -42,20 +43,20 @@ type outcome struct {
 	err error
 }
 
-// heapRetries is how many more times supervise runs a job that the
-// process-wide heap check stopped. Go cannot attribute allocations to a
-// goroutine (and goja keeps no account of its own), so that check counts
-// whatever the rest of the process allocated while the call ran: under a
-// flood of large request bodies about 2 % of legitimate calls were
-// stopped. A call that really allocates its budget is stopped again each
-// time, so a bomb costs three budgets instead of one; a call stopped
-// because of others almost never is twice in a row, as the allocation it
-// was charged with came from elsewhere. Guard refusals and timeouts,
+// heapRetries is how many more times supervise runs a job that the heap
+// check stopped although the call's own share of the heap growth stayed
+// within its budget (or could not be told: no per-thread CPU clock).
+// Neither Go nor goja can attribute allocations to a call, so that check
+// starts from the whole process's heap growth (watchdog.go): a flood of
+// large request bodies made about 2 % of legitimate calls fail with
+// "memory limit". A call stopped because of others almost never is twice
+// in a row. Guard refusals, timeouts and calls charged with their budget,
 // which would repeat, are not retried.
 const heapRetries = 2
 
 // supervise runs job on a pooled runtime under the watchdog, again (on a
-// fresh runtime) when the heap check stopped it, up to heapRetries times.
+// fresh runtime) when the heap check stopped it without charging it with
+// its budget, up to heapRetries times.
 // payload is only used to sanitize error messages.
 func (p *Program) supervise(ctx context.Context, payload map[string]any, job func(*vm) (map[string]any, error)) (map[string]any, error) {
 	for attempt := 0; ; attempt++ {
@@ -147,6 +148,11 @@ func (p *Program) work(ctx context.Context, v *vm, t *task, payload map[string]a
 // still fit for reuse.
 func (p *Program) run(v *vm, c *call, payload map[string]any, f func(*vm) (map[string]any, error)) (map[string]any, bool, error) {
 	c.rt = v.rt
+	// the call keeps its OS thread, so that the thread's CPU time is the
+	// call's (the watchdog's heap check charges by CPU share)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c.cpuClock, c.cpuKnown = threadCPUClock()
 	v.guard.call = c
 	p.watch.add(c)
 	var out map[string]any
@@ -197,7 +203,7 @@ func (p *Program) stopError(c *call, reason int32) *Error {
 			return newError(KindMemory, c.detail)
 		}
 		e := newError(KindMemory, fmt.Sprintf("memory limit: the heap grew by more than %d bytes during the call", c.budget))
-		e.heap = true
+		e.heap = c.uncharged
 		return e
 	}
 }
