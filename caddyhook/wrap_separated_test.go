@@ -72,18 +72,7 @@ var separatedVariants = func() []struct{ name, in, want string } {
 // reached the agent verbatim. Each is neutralised whole, and the wrapper
 // around it keeps exactly one close marker.
 func TestNeutraliseSeparatedMarkers(t *testing.T) {
-	for _, tc := range separatedVariants {
-		t.Run(tc.name, func(t *testing.T) {
-			got := sanitizeContent("before\n" + tc.in)
-			if want := "before\n" + tc.want; got != want {
-				t.Fatalf("sanitizeContent(%q)\n got %q\nwant %q", tc.in, got, want)
-			}
-			out := wrapExternal(tc.in, sourceWebhook)
-			if _, ok := splitWrapped(out); !ok || strings.Count(out, markerClose) != 1 {
-				t.Fatalf("wrapper broken by %q:\n%s", tc.in, out)
-			}
-		})
-	}
+	checkNeutralised(t, separatedVariants)
 }
 
 // TestNeutraliseRoleTurns: a line that starts with a chat role label

@@ -222,7 +222,13 @@ var forgeryVariants = func() []struct{ name, in, want string } {
 // is replaced whole (brackets and id included), and the wrapper around it
 // keeps exactly one close marker.
 func TestNeutraliseForgeryVariants(t *testing.T) {
-	for _, tc := range forgeryVariants {
+	checkNeutralised(t, forgeryVariants)
+}
+
+// checkNeutralised checks that each variant, after a line of text, becomes
+// its want, and that the wrapper around it keeps exactly one close marker.
+func checkNeutralised(t *testing.T, variants []struct{ name, in, want string }) {
+	for _, tc := range variants {
 		t.Run(tc.name, func(t *testing.T) {
 			got := sanitizeContent("before\n" + tc.in)
 			if want := "before\n" + tc.want; got != want {

@@ -28,17 +28,23 @@ func allocateUntil(stop <-chan struct{}) {
 	}
 }
 
-// stoppedCall waits (on the worker) until the watchdog has stopped v's
-// call, for at most two minutes.
-func stoppedCall(v *vm) error {
+// pollOnWorker waits (on a worker, where t.Fatal is not allowed) until
+// cond holds, for at most two minutes.
+func pollOnWorker(what string, cond func() bool) error {
 	deadline := time.Now().Add(2 * time.Minute)
-	for v.guard.call.reason.Load() == reasonNone {
+	for !cond() {
 		if time.Now().After(deadline) {
-			return errors.New("the heap check never stopped the call")
+			return errors.New("timed out waiting for " + what)
 		}
 		time.Sleep(time.Millisecond)
 	}
 	return nil
+}
+
+// stoppedCall waits (on the worker) until the watchdog has stopped v's
+// call.
+func stoppedCall(v *vm) error {
+	return pollOnWorker("the heap check to stop the call", func() bool { return v.guard.call.reason.Load() != reasonNone })
 }
 
 // TestHeapStopFromElsewhereIsRetried reproduces issue 20 item 6: a call
@@ -171,14 +177,7 @@ func TestHeapCheckChargesByCPUShare(t *testing.T) {
 	// n more times.
 	waitSamples := func(n uint64) error {
 		target := samples() + n
-		deadline := time.Now().Add(2 * time.Minute)
-		for samples() < target {
-			if time.Now().After(deadline) {
-				return errors.New("the watchdog did not sample")
-			}
-			time.Sleep(time.Millisecond)
-		}
-		return nil
+		return pollOnWorker("the watchdog to sample", func() bool { return samples() >= target })
 	}
 	var attempts atomic.Int32
 	out, err := p.supervise(context.Background(), nil, func(v *vm) (map[string]any, error) {

@@ -2,7 +2,6 @@ package transform
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -75,19 +74,7 @@ func TestRegExpSymbolAttackMemory(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := compileSource(t, "m.js", "export default (ctx) => { const s = ctx.payload.s; try { return { n: "+expr+".length }; } catch (e) { for (;;); } };", "",
 				Options{Timeout: 200 * time.Millisecond})
-			var err error
-			goPeak, rssPeak := memoryGrowth(t, func() {
-				_, err = p.Run(context.Background(), Input{Payload: map[string]any{"s": payload}})
-				waitUntil(t, "the worker ends", func() bool { return len(p.pool.slots) == 0 && p.pool.zombieCount() == 0 })
-			})
-			var e *Error
-			if !errors.As(err, &e) || (e.Kind != KindMemory && e.Kind != KindTimeout) {
-				t.Fatalf("Run = %v, want a memory or time stop", err)
-			}
-			t.Logf("%s: Go memory +%d MiB, peak RSS +%d MiB", e.Message, goPeak>>20, rssPeak>>20)
-			if goPeak > limit || rssPeak > limit {
-				t.Fatalf("memory grew by %d MiB (Go) / %d MiB (RSS), limit %d MiB", goPeak>>20, rssPeak>>20, limit>>20)
-			}
+			checkStopped(t, p, Input{Payload: map[string]any{"s": payload}}, limit)
 		})
 	}
 }
