@@ -92,11 +92,15 @@ func startClusterNodesOn(t *testing.T, nc *natstest.Cluster, n int, hooks func(i
 	return c
 }
 
+// itClusterKey is the signing key of the test clusters.
+const itClusterKey = "it-cluster-signing-key-7d6c5b4a39281706f5e4d3c2"
+
 // clusterLines is the cluster block of a node on url.
 func clusterLines(url string) string {
 	return `cluster nats ` + url + ` {
 			timeout 1s
 			ack_wait 5s
+			signing_key ` + itClusterKey + `
 		}`
 }
 
@@ -454,6 +458,7 @@ func TestClusterLosesOneNATSServer(t *testing.T) {
 			replicas 3
 			timeout 2s
 			ack_wait 5s
+			signing_key ` + itClusterKey + `
 		}`
 	}
 	c := startClusterNodesOn(t, nc, 3, func(i int, url string) string {

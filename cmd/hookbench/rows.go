@@ -76,7 +76,7 @@ func clusterLines(row string, servers int) string {
 	if servers > 1 {
 		replicas = fmt.Sprintf("\n\t\t\treplicas %d", servers)
 	}
-	return fmt.Sprintf("cluster nats {nats%d} {\n\t\t\tname bench_%s%s\n\t\t}", servers, row, replicas)
+	return fmt.Sprintf("cluster nats {nats%d} {\n\t\t\tname bench_%s%s\n\t\t\tsigning_key {cluster_key}\n\t\t}", servers, row, replicas)
 }
 
 // clusterSpoolLines adds the replicated queue to clusterLines.

@@ -81,12 +81,15 @@ func TestValidate(t *testing.T) {
 		{Config{Credentials: creds}, ""},
 		{Config{Timeout: -1}, "timeout"},
 	} {
+		if tc.c.SigningKeys == nil {
+			tc.c.SigningKeys = []string{testSigningKey}
+		}
 		err := tc.c.validate()
 		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.c, err, tc.want)
 		}
 	}
-	c := Config{}
+	c := Config{SigningKeys: []string{testSigningKey}}
 	_ = c.validate()
 	if len(c.URLs) != 1 || c.URLs[0] != defaultURL || c.Replicas != 1 || time.Duration(c.Timeout) != defaultTimeout {
 		t.Errorf("defaults: %+v", c)
