@@ -59,10 +59,22 @@ func startClusterNodesOn(t *testing.T, nc *natstest.Cluster, n int, hooks func(i
 		c.nats = natstest.Run(t, natstest.Options{})
 		target = func(int) string { return c.nats.Addr() }
 	}
-	var sites []string
 	for i := range n {
-		p := natstest.NewProxy(t, target(i))
-		c.proxies = append(c.proxies, p)
+		c.proxies = append(c.proxies, natstest.NewProxy(t, target(i)))
+	}
+	if err := c.reload(t, hooks); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	return c
+}
+
+// reload loads the nodes' config again with the hooks lines of hooks (a
+// `caddy reload`); a refused config leaves the running one, and its
+// error is returned.
+func (c *clusterNodes) reload(t *testing.T, hooks func(i int, natsURL string) string) error {
+	t.Helper()
+	var sites []string
+	for i, p := range c.proxies {
 		sites = append(sites, fmt.Sprintf(`http://127.0.0.%[1]d:0 {
 	bind 127.0.0.%[1]d
 	hooks {
@@ -73,9 +85,12 @@ func startClusterNodesOn(t *testing.T, nc *natstest.Cluster, n int, hooks func(i
 }
 `, i+1, itHookToken, itGatewayToken, hooks(i, p.URL())))
 	}
-	c.in.load(c.in.caddyfile(sites...))
+	if err := c.in.tryLoad(c.in.caddyfile(sites...)); err != nil {
+		return err
+	}
+	c.nodes, c.servers = nil, nil
 	addrs := listenAddrs(t)
-	for i := range n {
+	for i := range c.proxies {
 		host := fmt.Sprintf("127.0.0.%d", i+1)
 		for name, as := range addrs {
 			if len(as) > 0 && strings.HasPrefix(as[0], host+":") {
@@ -86,10 +101,10 @@ func startClusterNodesOn(t *testing.T, nc *natstest.Cluster, n int, hooks func(i
 			}
 		}
 	}
-	if len(c.nodes) != n {
+	if len(c.nodes) != len(c.proxies) {
 		t.Fatalf("listeners %v: want one server per node", addrs)
 	}
-	return c
+	return nil
 }
 
 // itClusterKey is the signing key of the test clusters.

@@ -28,6 +28,12 @@ type node struct {
 // openNode connects a node to urls with namespace name.
 func openNode(t *testing.T, urls []string, name string, q *cluster.QueueParams, mod func(*Config)) *node {
 	t.Helper()
+	return openNodeMetrics(t, urls, name, q, mod, nil)
+}
+
+// openNodeMetrics is openNode counting on m.
+func openNodeMetrics(t *testing.T, urls []string, name string, q *cluster.QueueParams, mod func(*Config), m *cluster.Metrics) *node {
+	t.Helper()
 	n := &NATS{Config: Config{URLs: urls, Timeout: caddy.Duration(2 * time.Second), AckWait: caddy.Duration(2 * time.Second),
 		SigningKeys: []string{testSigningKey}}}
 	if mod != nil {
@@ -37,7 +43,7 @@ func openNode(t *testing.T, urls []string, name string, q *cluster.QueueParams, 
 		t.Fatal(err)
 	}
 	n.logger = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	b, err := n.Open(cluster.Params{Name: name, LockTTL: time.Minute, IdempotencyTTL: time.Minute, Queue: q})
+	b, err := n.Open(cluster.Params{Name: name, LockTTL: time.Minute, IdempotencyTTL: time.Minute, Queue: q, Metrics: m})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
