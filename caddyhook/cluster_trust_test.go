@@ -647,7 +647,8 @@ func TestDryRunTouchesNoClusterState(t *testing.T) {
 		t.Fatal(err)
 	}
 	payload := filepath.Join(t.TempDir(), "agent.json")
-	if err := os.WriteFile(payload, []byte(`{"message":"dry"}`), 0o600); err != nil {
+	const body = `{"message":"the same request, dry then live"}`
+	if err := os.WriteFile(payload, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	conns, err := c.nats.Varz(nil)
@@ -681,11 +682,11 @@ func TestDryRunTouchesNoClusterState(t *testing.T) {
 	if !strings.Contains(notes.String(), "the cluster is not contacted in a dry run") {
 		t.Errorf("notes %q: want a note that the cluster is not contacted", notes.String())
 	}
-	r := c.nodes[0].post("/hooks/agent", `{"message":"live"}`, "Idempotency-Key: k-dry")
+	r := c.nodes[0].post("/hooks/agent", body, "Idempotency-Key: k-dry")
 	if r.status != http.StatusOK {
 		t.Fatalf("live request: %d %s", r.status, r.body)
 	}
-	if got := gw.Received(); len(got) != 1 || !strings.Contains(string(got[0].Raw), "live") {
+	if got := gw.Received(); len(got) != 1 || !strings.Contains(string(got[0].Raw), "dry then live") {
 		t.Fatalf("gateway got %d requests: the live request after the dry run was not dispatched", len(got))
 	}
 	if v, err := c.nats.Varz(nil); err != nil || v.TotalConnections != base {
