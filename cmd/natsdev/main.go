@@ -2,12 +2,15 @@
 // caddyhook's cluster mode locally (./dev cluster): the nats-server of the
 // module's go.mod, in-process, so nothing needs installing.
 //
-//	natsdev [-listen 127.0.0.1:4222] [-store .cache/nats] [-ready FILE]
+//	natsdev [-listen 127.0.0.1:4222] [-store .cache/nats] [-ready FILE] [-user caddyhook]
 //
 // Port 0 picks a free port; -ready then tells which.
-// It is a development server: loopback only, no authentication. Ctrl-C
-// (or SIGTERM) stops it cleanly; JetStream's files stay in -store, so the
-// queued events survive a restart.
+// It is a development server, on loopback only, that requires a user name
+// and password (-user, and the password in $NATS_PASSWORD, never on the
+// command line), as a production server should: caddyhook warns about a
+// connection without credentials. Ctrl-C (or SIGTERM) stops it cleanly;
+// JetStream's files stay in -store, so the queued events survive a
+// restart.
 package main
 
 import (
@@ -28,13 +31,17 @@ func main() {
 	listen := flag.String("listen", "127.0.0.1:4222", "client address (loopback)")
 	store := flag.String("store", ".cache/nats", "JetStream store directory")
 	ready := flag.String("ready", "", "write the client URL to this file once the server accepts connections")
+	user := flag.String("user", "caddyhook", "the user name clients authenticate with (the password is $NATS_PASSWORD)")
 	flag.Parse()
-	if err := run(*listen, *store, *ready); err != nil {
+	if err := run(*listen, *store, *ready, *user, os.Getenv("NATS_PASSWORD")); err != nil {
 		log.Fatalf("natsdev: %v", err)
 	}
 }
 
-func run(listen, store, ready string) error {
+func run(listen, store, ready, user, password string) error {
+	if user == "" || len(password) < 16 {
+		return fmt.Errorf("-user and $NATS_PASSWORD (at least 16 characters, e.g. $(openssl rand -hex 16)) are required")
+	}
 	host, portStr, err := net.SplitHostPort(listen)
 	if err != nil {
 		return fmt.Errorf("-listen: %w", err)
@@ -54,6 +61,7 @@ func run(listen, store, ready string) error {
 	}
 	s, err := server.NewServer(&server.Options{
 		ServerName: "natsdev", Host: host, Port: port, JetStream: true, StoreDir: store, NoSigs: true,
+		Username: user, Password: password,
 	})
 	if err != nil {
 		return err
