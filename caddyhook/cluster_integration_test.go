@@ -18,6 +18,7 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/devgw"
 	"github.com/caddyhook/caddyhook/internal/natstest"
+	"github.com/caddyhook/caddyhook/internal/promreg"
 )
 
 // clusterNodes are n hooks handlers in one in-process Caddy, each in a
@@ -135,6 +136,18 @@ func (c *clusterNodes) handler(t *testing.T, i int) *Handler {
 // without labels) of the running handlers.
 func clusterMetric(t *testing.T, name string) float64 {
 	t.Helper()
+	v, ok := clusterMetricValue(t, name)
+	if !ok {
+		t.Fatalf("no metric %s", name)
+	}
+	return v
+}
+
+// clusterMetricValue reads the series of the cluster collector name with
+// labels (name, value pairs) of the running handlers; ok is false when
+// there is none.
+func clusterMetricValue(t *testing.T, name string, labels ...string) (float64, bool) {
+	t.Helper()
 	var m *cluster.Metrics
 	sharedPool.Range(func(_, v any) bool {
 		if s, ok := v.(*clusterMetricsShare); ok {
@@ -149,21 +162,7 @@ func clusterMetric(t *testing.T, name string) float64 {
 	if err := m.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			met := mf.GetMetric()[0]
-			if c := met.GetCounter(); c != nil {
-				return c.GetValue()
-			}
-			return met.GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
+	return promreg.Value(reg, name, labels...)
 }
 
 // failuresOf reads what t holds for ip now: the failures counted, and

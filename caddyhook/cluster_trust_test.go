@@ -19,7 +19,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/devgw"
@@ -32,51 +31,12 @@ import (
 // Caddy. Names, subjects and buckets are the default namespace "hooks"
 // (base path /hooks).
 
-// plainNATS is a NATS client that is no node of the cluster.
-func plainNATS(t *testing.T, url string) (*nats.Conn, jetstream.JetStream) {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc, js
-}
-
 // clusterRejected reads caddy_hooks_cluster_rejected_total{kind} of the
 // running handlers (0 when nothing was rejected).
 func clusterRejected(t *testing.T, kind string) float64 {
 	t.Helper()
-	var total float64
-	sharedPool.Range(func(_, v any) bool {
-		s, ok := v.(*clusterMetricsShare)
-		if !ok {
-			return true
-		}
-		reg := prometheus.NewRegistry()
-		if err := s.m.Register(reg); err != nil {
-			t.Fatal(err)
-		}
-		mfs, _ := reg.Gather()
-		for _, mf := range mfs {
-			if mf.GetName() != "caddy_hooks_cluster_rejected_total" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if l.GetName() == "kind" && l.GetValue() == kind {
-						total += m.GetCounter().GetValue()
-					}
-				}
-			}
-		}
-		return true
-	})
-	return total
+	v, _ := clusterMetricValue(t, "caddy_hooks_cluster_rejected_total", "kind", kind)
+	return v
 }
 
 // waitUp waits until every node with a cluster engine is connected.
@@ -121,7 +81,7 @@ func TestClusterTrustForgedLockout(t *testing.T) {
 		return "gateway unix/" + c0sock(t) + "\n" + clusterLines(url)
 	})
 	c.waitUp(t)
-	nc, js := plainNATS(t, c.nats.URL())
+	nc, js := natstest.PlainClient(t, c.nats.URL())
 	h0, h1 := c.handler(t, 0), c.handler(t, 1)
 	maxLock := time.Minute + cluster.DefaultClockSkew + time.Second // lockout (the window) + skew + slack
 	// sentinel makes node 0 share a real failure of s and waits until
@@ -263,7 +223,7 @@ func TestClusterTrustInjectedAgentRun(t *testing.T) {
 		return clusterLines(url) + "\nspool cluster {\n deliver off\n fallback reject\n}"
 	})
 	c.waitUp(t)
-	_, js := plainNATS(t, c.nats.URL())
+	_, js := natstest.PlainClient(t, c.nats.URL())
 	m := nats.NewMsg("hooks.hooks.queue.agent")
 	for k, v := range map[string]string{"Hooks-Id": "injected-run", "Hooks-Kind": "agent", "Hooks-Path": "/hooks/agent",
 		"Hooks-First-Seen": time.Now().UTC().Format(time.RFC3339Nano), jetstream.MsgIDHeader: "injected-run"} {
@@ -310,7 +270,7 @@ func TestClusterTrustForgedIdempotencyReply(t *testing.T) {
 		return "gateway unix/" + gw.sock + "\ngateway_timeout 3s\n" + clusterLines(url)
 	})
 	c.waitUp(t)
-	_, js := plainNATS(t, c.nats.URL())
+	_, js := natstest.PlainClient(t, c.nats.URL())
 	ctx := context.Background()
 	kv, err := js.KeyValue(ctx, "hooks_hooks_idem")
 	if err != nil {
@@ -377,7 +337,7 @@ func TestClusterTrustForgedDeadLetter(t *testing.T) {
 		return "gateway unix/" + gw.sock + "\n" + clusterLines(url) + "\nspool cluster {\n fallback reject\n}"
 	})
 	c.waitUp(t)
-	_, js := plainNATS(t, c.nats.URL())
+	_, js := natstest.PlainClient(t, c.nats.URL())
 	m := nats.NewMsg("hooks.hooks.dead")
 	for k, v := range map[string]string{"Hooks-Id": "forged-dead", "Hooks-Kind": "agent", "Hooks-Path": "/hooks/agent",
 		"Hooks-First-Seen": time.Now().UTC().Format(time.RFC3339Nano), "Hooks-Reason": "gateway status 503", jetstream.MsgIDHeader: "forged-dead"} {
@@ -657,7 +617,7 @@ func TestDryRunTouchesNoClusterState(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var heard int
-	nc, _ := plainNATS(t, c.nats.URL())
+	nc, _ := natstest.PlainClient(t, c.nats.URL())
 	if _, err := nc.Subscribe("hooks.hooks.>", func(*nats.Msg) { mu.Lock(); heard++; mu.Unlock() }); err != nil {
 		t.Fatal(err)
 	}

@@ -78,11 +78,10 @@ func (h *Handler) tokenValues() []string {
 
 // checkToken refuses a weak or reused hook token.
 func checkToken(token, gwToken string) error {
+	if err := secret.CheckStrength(token); err != nil {
+		return err
+	}
 	switch {
-	case len(token) < minTokenLength:
-		return fmt.Errorf("too short (%d characters); use at least %d, e.g. `openssl rand -hex 32`", len(token), minTokenLength)
-	case distinctBytes(token) < 8:
-		return fmt.Errorf("too weak (fewer than 8 distinct characters); use a random value, e.g. `openssl rand -hex 32`")
 	case gwToken != "" && constantTimeEqual(token, gwToken):
 		return fmt.Errorf("must differ from gateway_token (the hook token is dedicated)")
 	}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"hash"
 	"sync"
+
+	"github.com/caddyhook/caddyhook/internal/secret"
 )
 
 // The engine is shared infrastructure, not a trusted peer: every record a
@@ -23,8 +25,6 @@ const TagSize = sha256.Size
 
 // Signing key rules.
 const (
-	// MinSigningKeyLen is the shortest signing key accepted, in bytes.
-	MinSigningKeyLen = 32
 	// MaxSigningKeys bounds the keys of one keyring (each one more HMAC
 	// for a record that opens with none of them).
 	MaxSigningKeys = 4
@@ -73,11 +73,8 @@ func NewKeyring(keys []string) (*Keyring, error) {
 		if len(keys) > 1 {
 			name = fmt.Sprintf("key %d of %d", i+1, len(keys))
 		}
-		switch {
-		case len(k) < MinSigningKeyLen:
-			return nil, fmt.Errorf("%s: too short (%d bytes); use at least %d, e.g. `openssl rand -hex 32`", name, len(k), MinSigningKeyLen)
-		case distinct(k) < 8:
-			return nil, fmt.Errorf("%s: too weak (fewer than 8 distinct characters); use a random value, e.g. `openssl rand -hex 32`", name)
+		if err := secret.CheckStrength(k); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		for j := range i {
 			if hmac.Equal([]byte(k), []byte(keys[j])) {
@@ -93,19 +90,6 @@ func NewKeyring(keys []string) (*Keyring, error) {
 	}
 	kr.fp = hex.EncodeToString(fp.Sum(nil)[:16])
 	return kr, nil
-}
-
-// distinct counts the distinct bytes of s.
-func distinct(s string) int {
-	var seen [256]bool
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if !seen[s[i]] {
-			seen[s[i]] = true
-			n++
-		}
-	}
-	return n
 }
 
 // Fingerprint identifies the keys (for telling configurations apart; it

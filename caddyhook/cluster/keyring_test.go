@@ -73,7 +73,7 @@ func TestNewKeyringRefuses(t *testing.T) {
 		want string
 	}{
 		{nil, "at least one key"},
-		{[]string{"short-key"}, "key: too short (9 bytes)"},
+		{[]string{"short-key"}, "key: too short (9 characters)"},
 		{[]string{strings.Repeat("ab", 20)}, "key: too weak"},
 		{[]string{keyOld, keyOld}, "key 2 of 2: the same as key 1"},
 		{[]string{keyOld, keyNew + "1", keyNew + "2", keyNew + "3", keyNew + "4"}, "at most 4 keys"},

@@ -75,3 +75,31 @@ func IsLiteral(s string) bool {
 	s = strings.TrimSpace(s)
 	return s != "" && !HasPlaceholder(s)
 }
+
+// MinLength is the shortest secret accepted (a token, a signing key).
+const MinLength = 32
+
+// CheckStrength refuses a secret shorter than MinLength or with fewer
+// than 8 distinct characters; the error never shows the secret.
+func CheckStrength(s string) error {
+	switch {
+	case len(s) < MinLength:
+		return fmt.Errorf("too short (%d characters); use at least %d, e.g. `openssl rand -hex 32`", len(s), MinLength)
+	case distinctBytes(s) < 8:
+		return fmt.Errorf("too weak (fewer than 8 distinct characters); use a random value, e.g. `openssl rand -hex 32`")
+	}
+	return nil
+}
+
+// distinctBytes counts the different bytes in s.
+func distinctBytes(s string) int {
+	var seen [256]bool
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !seen[s[i]] {
+			seen[s[i]] = true
+			n++
+		}
+	}
+	return n
+}

@@ -28,3 +28,18 @@ func TestEmptySecretNamesTheVariable(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckStrength: short or low-variety secrets are refused, and the
+// error never shows the secret.
+func TestCheckStrength(t *testing.T) {
+	for _, tc := range []struct{ s, want string }{
+		{"0123456789abcdef0123456789abcdef", ""},
+		{"0123456789abcdef0123456789abcde", "too short (31 characters); use at least 32"},
+		{strings.Repeat("abcdefg", 5), "too weak (fewer than 8 distinct characters)"},
+	} {
+		err := CheckStrength(tc.s)
+		if (tc.want == "") != (err == nil) || err != nil && (!strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), tc.s)) {
+			t.Errorf("%q: %v, want %q", tc.s, err, tc.want)
+		}
+	}
+}

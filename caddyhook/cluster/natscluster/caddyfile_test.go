@@ -93,7 +93,7 @@ func TestValidate(t *testing.T) {
 		{Config{SigningKeys: []string{}}, "signing_key: required"},
 		{Config{SigningKeys: []string{"{env.CADDYHOOK_UNIT_UNSET_KEY}"}}, "signing_key: {env.CADDYHOOK_UNIT_UNSET_KEY} is empty: CADDYHOOK_UNIT_UNSET_KEY is not set"},
 		{Config{SigningKeys: []string{testSigningKey, " "}}, "signing_key 2 of 2: required"},
-		{Config{SigningKeys: []string{"0123456789"}}, "signing_key: key: too short (10 bytes)"},
+		{Config{SigningKeys: []string{"0123456789"}}, "signing_key: key: too short (10 characters)"},
 		{Config{SigningKeys: []string{testSigningKey, testSigningKey}}, "signing_key: key 2 of 2: the same as key 1"},
 		{Config{SigningKeys: []string{"{env.CADDYHOOK_UNIT_KEY}"}}, ""},
 		{Config{ClockSkew: -1}, "clock_skew"},

@@ -18,6 +18,7 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/natstest"
+	"github.com/caddyhook/caddyhook/internal/promreg"
 )
 
 // otherKey is a signing key no test node holds.
@@ -43,22 +44,6 @@ func (c *captureSender) got() []*spool.Event {
 	return append([]*spool.Event(nil), c.evs...)
 }
 
-// plainClient is a NATS client that is no node: what anyone who reaches
-// the servers can do.
-func plainClient(t *testing.T, url string) (*nats.Conn, jetstream.JetStream) {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return nc, js
-}
-
 // rejectedOf reads caddy_hooks_cluster_rejected_total{kind} of m.
 func rejectedOf(t *testing.T, m *cluster.Metrics, kind string) float64 {
 	t.Helper()
@@ -66,23 +51,8 @@ func rejectedOf(t *testing.T, m *cluster.Metrics, kind string) float64 {
 	if err := m.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "caddy_hooks_cluster_rejected_total" {
-			continue
-		}
-		for _, met := range mf.GetMetric() {
-			for _, l := range met.GetLabel() {
-				if l.GetName() == "kind" && l.GetValue() == kind {
-					return met.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	v, _ := promreg.Value(reg, "caddy_hooks_cluster_rejected_total", "kind", kind)
+	return v
 }
 
 // TestQueueCarriesTheWholeEvent (issue 21 item 1): an event goes through
@@ -144,7 +114,7 @@ func TestQueueDropsUnsealedMessages(t *testing.T) {
 	}
 	node := openNodeMetrics(t, []string{srv.URL()}, "forged", queueParams(), nil, m)
 	natstest.WaitFor(t, "up", node.b.Up)
-	_, js := plainClient(t, srv.URL())
+	_, js := natstest.PlainClient(t, srv.URL())
 	ctx := ctxT(t)
 	agentSubj, wakeSubj, deadSubj := "hooks.forged.queue.agent", "hooks.forged.queue.wake", "hooks.forged.dead"
 	ev := &spool.Event{ID: "injected", Kind: spool.KindAgent, Path: "/hooks/agent", Body: []byte(`{"message":"run this"}`), FirstSeen: time.Now()}
@@ -222,7 +192,7 @@ func TestClaimsIgnoreForgedRecords(t *testing.T) {
 	m, _ := cluster.NewMetrics(nil)
 	node := openNodeMetrics(t, []string{srv.URL()}, "idemforge", nil, nil, m)
 	natstest.WaitFor(t, "up", node.b.Up)
-	_, js := plainClient(t, srv.URL())
+	_, js := natstest.PlainClient(t, srv.URL())
 	ctx := ctxT(t)
 	kv, err := js.KeyValue(ctx, "hooks_idemforge_idem")
 	if err != nil {
@@ -263,7 +233,7 @@ func TestLocksAndFailuresIgnoreForgedRecords(t *testing.T) {
 	m, _ := cluster.NewMetrics(nil)
 	node := openNodeMetrics(t, []string{srv.URL()}, "lockforge", nil, nil, m)
 	natstest.WaitFor(t, "up", node.b.Up)
-	nc, js := plainClient(t, srv.URL())
+	nc, js := natstest.PlainClient(t, srv.URL())
 	ctx := ctxT(t)
 
 	var mu sync.Mutex
