@@ -207,7 +207,7 @@ func TestImportTemplateTokens(t *testing.T) {
 		"plain", "two words", `say "hi" {{payload.x}}`, "line one\nline two {{now}}",
 		"back`tick", "{{ headers.x-github-event }} on {{repository.full_name}}",
 	} {
-		tok, err := templateToken(tmpl)
+		tok, _, err := templateArg(tmpl).encode()
 		if err != nil {
 			t.Fatalf("%q: %v", tmpl, err)
 		}
@@ -230,8 +230,8 @@ func TestImportTemplateTokens(t *testing.T) {
 			t.Errorf("%q came back as %q (token %s)", tmpl, got, tok)
 		}
 	}
-	for _, bad := range []string{"{$HOME}", `a\nb`, "{path} x", "{{cel: 1}}", "`\\\""} {
-		if tok, err := templateToken(bad); err == nil {
+	for _, bad := range []string{"{$HOME}", `a\nb`, "{path} x", "{{cel: 1}}", "{{http.request.uri.path}}"} {
+		if tok, _, err := templateArg(bad).encode(); err == nil {
 			t.Errorf("%q accepted as %s, want a refusal", bad, tok)
 		}
 	}
