@@ -124,9 +124,9 @@ func plainRefusal(s string) error {
 	return nil
 }
 
-// caddyShorthand matches a single-brace placeholder, which Caddy would
-// expand.
-var caddyShorthand = regexp.MustCompile(`(^|[^{])\{[A-Za-z_%?][^{}\s]*\}`)
+// templateSpan matches a placeholder of a reference template, as the
+// gateway finds them.
+var templateSpan = regexp.MustCompile(`\{\{[^}]+\}\}`)
 
 // templateRefusal says why a reference template cannot be written so that
 // caddyhook reads back the same template.
@@ -136,8 +136,8 @@ func templateRefusal(s string) error {
 		return errors.New(`"{$" would be read as a Caddyfile environment variable`)
 	case strings.Contains(s, `\n`):
 		return errors.New(`a literal \n would be read as a newline`)
-	case caddyShorthand.MatchString(strings.ReplaceAll(strings.ReplaceAll(s, "{{", "\x00\x00"), "}}", "\x00\x00")):
-		return errors.New("a single-brace {…} would be read as a Caddy placeholder")
+	case strings.ContainsAny(templateSpan.ReplaceAllString(s, ""), "{}"):
+		return errors.New("a brace outside {{ }} would be read as (part of) a Caddy placeholder")
 	case strings.Contains(strings.ReplaceAll(s, " ", ""), "{{cel:"):
 		return errors.New(`"{{cel:" is a payload path to the gateway but CEL to caddyhook`)
 	}
