@@ -160,11 +160,10 @@ var bareToken = regexp.MustCompile(`^[A-Za-z0-9._~:/@+=,%*-]+$`)
 // Caddy expands {$VAR} in the file's raw text before it is tokenized,
 // quoted or not, so "{$" is refused; so are invalid UTF-8, control and
 // bidirectional-control characters (they would hide what the file says
-// from whoever reviews it). The token is bare when s is plain; in double
-// quotes when s has no quote or backslash; in backquotes when s has no
-// backquote (the lexer escapes nothing there); in double quotes with \"
-// escapes when s has neither \" nor a trailing backslash (the lexer keeps
-// every other backslash); else a heredoc whose marker s does not contain.
+// from whoever reviews it). Of the candidate forms (tokenForms) the first
+// is taken that Caddy's own tokenizer reads back as s between two other
+// tokens and that Caddy's formatter leaves as it is (so the adapter does
+// not warn, and `caddy fmt` cannot change what the file says).
 func caddyfileToken(s string) (string, error) {
 	if !utf8.ValidString(s) {
 		return "", errors.New("not valid UTF-8")
@@ -177,21 +176,52 @@ func caddyfileToken(s string) (string, error) {
 			return "", fmt.Errorf("control character %U", r)
 		}
 	}
-	switch {
-	case bareToken.MatchString(s):
-		return s, nil
-	case !strings.ContainsAny(s, "\"\\"):
-		return `"` + s + `"`, nil
-	case !strings.Contains(s, "`"):
-		return "`" + s + "`", nil
-	case !strings.Contains(s, `\"`) && !strings.HasSuffix(s, `\`):
-		return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`, nil
+	for _, tok := range tokenForms(s) {
+		if tokenReadsBack(tok, s) {
+			return tok, nil
+		}
+	}
+	return "", errors.New("no Caddyfile token reads back as it")
+}
+
+// tokenForms are the ways s may be written, plainest first: bare when s
+// is plain; in double quotes when s has no quote or backslash; in
+// backquotes when s has no backquote (the lexer escapes nothing there);
+// in double quotes with \" escapes when s has neither \" nor a trailing
+// backslash (the lexer keeps every other backslash); last a heredoc whose
+// marker s does not contain.
+func tokenForms(s string) []string {
+	var forms []string
+	if bareToken.MatchString(s) {
+		forms = append(forms, s)
+	}
+	if !strings.ContainsAny(s, "\"\\") {
+		forms = append(forms, `"`+s+`"`)
+	}
+	if !strings.Contains(s, "`") {
+		forms = append(forms, "`"+s+"`")
+	}
+	if !strings.Contains(s, `\"`) && !strings.HasSuffix(s, `\`) {
+		forms = append(forms, `"`+strings.ReplaceAll(s, `"`, `\"`)+`"`)
 	}
 	marker := "END"
 	for i := 2; strings.Contains(s, marker); i++ {
 		marker = "END" + strconv.Itoa(i)
 	}
-	return "<<" + marker + "\n" + s + "\n" + marker, nil
+	return append(forms, "<<"+marker+"\n"+s+"\n"+marker)
+}
+
+// tokenReadsBack reports whether Caddy's tokenizer reads tok, between two
+// other tokens, as s, and Caddy's formatter leaves that line unchanged and
+// then formats the next line again (it has not taken the token's end for
+// something else: it collapses the double space).
+func tokenReadsBack(tok, s string) bool {
+	line := "a " + tok + " b\n"
+	toks, err := caddyfile.Tokenize([]byte(line), "")
+	if err != nil || len(toks) != 3 || toks[0].Text != "a" || toks[1].Text != s || toks[2].Text != "b" {
+		return false
+	}
+	return string(caddyfile.Format([]byte(line+"c  d\n"))) == line+"c d\n"
 }
 
 // cfNode is one line of the generated Caddyfile: a directive with its
@@ -313,7 +343,9 @@ func writeCaddyfile(f siteFile) (string, error) {
 	for _, h := range f.header {
 		w.comment(0, h)
 	}
-	w.newline()
+	if len(f.header) > 0 {
+		w.newline()
+	}
 	w.token(f.site, f.site)
 	w.b.WriteByte(' ')
 	w.token("{", "{")
@@ -329,6 +361,9 @@ func writeCaddyfile(f siteFile) (string, error) {
 	out := w.b.String()
 	if err := verifyTokens(out, w.want, strings.Count(f.site, "{$")); err != nil {
 		return "", fmt.Errorf("the generated Caddyfile does not read back as written (%w); nothing printed", err)
+	}
+	if string(caddyfile.Format([]byte(out))) != out {
+		return "", errors.New("the generated Caddyfile is not as caddy fmt writes it; nothing printed")
 	}
 	return out, nil
 }
