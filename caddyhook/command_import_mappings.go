@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -112,11 +113,30 @@ func (im *importer) importedMapping(s referenceMappingSpec, gmailLimit int64) (M
 }
 
 // edgeMatchPath is the edge's match_path for the gateway's match.path.
+// The gateway compares match.path with the request path as the URL parser
+// leaves it (percent-encoded: café arrives as caf%C3%A9); the edge
+// compares the decoded path and escapes it again when it forwards. So a
+// match.path is carried, decoded, when it is exactly the escaping of its
+// decoding (caf%C3%A9 becomes café); any other (café itself, lower-case
+// or needless escapes, %2F) either never matches on the gateway or
+// matches a name the edge does not forward as such: it is noted and the
+// mapping left out.
 func (im *importer) edgeMatchPath(s referenceMappingSpec) (string, bool) {
 	if s.path == "" {
 		return "", true
 	}
-	return s.path, im.writable(s.key+".match.path", fieldArg(s.path), "the mapping is left out")
+	key := s.key + ".match.path"
+	decoded, err := url.PathUnescape(s.path)
+	if err == nil {
+		if escaped := (&url.URL{Path: "/" + decoded}).EscapedPath(); escaped != "/"+s.path {
+			err = fmt.Errorf("the gateway compares it with the percent-encoded request path, and the edge forwards this hook name as %q, which it does not match", strings.TrimPrefix(escaped, "/"))
+		}
+	}
+	if err != nil {
+		im.note(noteNotPorted, key, "%q: %v; the mapping is left out", s.path, err)
+		return "", false
+	}
+	return decoded, im.writable(key, fieldArg(decoded), "the mapping is left out")
 }
 
 // mappingNode writes m as a mapping block, in the order of its fields.

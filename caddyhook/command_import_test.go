@@ -236,3 +236,50 @@ func TestImportTemplateTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestImportNonASCIIMatchPath is the regression test of issue 26 item 4:
+// a mapping whose match.path is not plain ASCII made the import print a
+// Caddyfile that Caddy refused to load. The gateway's caf%C3%A9 becomes
+// the edge's match_path café (the edge compares decoded names), in both
+// modes; the paths that never match what the edge forwards are noted and
+// left out; the file loads.
+func TestImportNonASCIIMatchPath(t *testing.T) {
+	t.Setenv(hookTokenEnv, utHookToken)
+	t.Setenv(gatewayTokenEnv, utGatewayToken)
+	file := filepath.Join("testdata", "import", "nonascii.json5")
+	for _, mode := range importModes {
+		var out, notes bytes.Buffer
+		if err := runImport(&out, &notes, file, importOptions{mode: mode}); err != nil {
+			t.Fatal(err)
+		}
+		cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt(out.Bytes(), nil)
+		if err != nil {
+			t.Fatalf("%s: adapt: %v", mode, err)
+		}
+		if err := validateJSON(string(cfgJSON)); err != nil {
+			t.Fatalf("%s: the import does not load: %v\n%s", mode, err, out.String())
+		}
+		var raw any
+		if err := json.Unmarshal(cfgJSON, &raw); err != nil {
+			t.Fatal(err)
+		}
+		var found []map[string]any
+		findHooksHandlers(raw, &found)
+		var h Handler
+		if b, err := json.Marshal(found[0]); err != nil || json.Unmarshal(b, &h) != nil {
+			t.Fatal(err)
+		}
+		var paths []string
+		for _, m := range h.Mappings {
+			paths = append(paths, m.ID+"="+m.MatchPath)
+		}
+		if want := []string{"cafe-encoded=café", "space=a b"}; strings.Join(paths, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: mappings %q, want %q", mode, paths, want)
+		}
+		for _, i := range []string{"1", "2", "3"} {
+			if !strings.Contains(notes.String(), "not ported: hooks.mappings["+i+"].match.path: ") {
+				t.Errorf("%s: no note for hooks.mappings[%s].match.path:\n%s", mode, i, notes.String())
+			}
+		}
+	}
+}
