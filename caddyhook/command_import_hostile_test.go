@@ -270,12 +270,7 @@ func importAdapted(t *testing.T, cfg map[string]any, file, mode string) adaptedI
 		a.warning = w.String()
 	}
 	a.cfgJSON = string(cfgJSON)
-	var raw any
-	if err := json.Unmarshal(cfgJSON, &raw); err != nil {
-		t.Fatal(err)
-	}
-	var found []map[string]any
-	findHooksHandlers(raw, &found)
+	raw, found := hooksHandlersIn(t, cfgJSON)
 	if len(found) != 1 {
 		a.err = fmt.Errorf("%d hooks handlers, want 1", len(found))
 		return a

@@ -1,7 +1,6 @@
 package caddyhook
 
 import (
-	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -179,14 +178,8 @@ func adaptedArg(t *testing.T, a cfArg) *Handler {
 	for _, w := range warnings {
 		t.Errorf("%q (kind %d): adapt warning: %s\n%s", a.val, a.kind, w.String(), out)
 	}
-	var raw any
-	if err := json.Unmarshal(cfgJSON, &raw); err != nil {
-		t.Fatal(err)
-	}
-	var found []map[string]any
-	findHooksHandlers(raw, &found)
-	var h Handler
-	if b, err := json.Marshal(found); err != nil || len(found) != 1 || json.Unmarshal(b[1:len(b)-1], &h) != nil || len(h.Mappings) != 1 {
+	h, err := adaptedHandler(t, cfgJSON)
+	if err != nil || len(h.Mappings) != 1 {
 		t.Errorf("%q (kind %d): not one hooks handler with one mapping: %s", a.val, a.kind, cfgJSON)
 		return nil
 	}
