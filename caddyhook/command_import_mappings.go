@@ -203,7 +203,8 @@ type mappingCheck struct {
 	root, dir  string          // transforms_root and transforms_dir to write
 	resolved   string          // the transforms directory they resolve to, "" if they do not
 	rootErr    error
-	transforms bool // a ported mapping has a transform
+	transforms bool             // a ported mapping has a transform
+	cache      *transform.Cache // compiles the transforms, once each
 }
 
 // newMappingCheck sets up the check with the imported policy.
@@ -257,7 +258,10 @@ func (c *mappingCheck) check(m Mapping) error {
 		if err != nil {
 			return fmt.Errorf("transform: %w", err)
 		}
-		if _, err := transform.NewCache().Program(file, strings.TrimSpace(t.Export), transform.Options{Root: c.resolved}); err != nil {
+		if c.cache == nil {
+			c.cache = transform.NewCache()
+		}
+		if _, err := c.cache.Program(file, strings.TrimSpace(t.Export), transform.Options{Root: c.resolved}); err != nil {
 			return fmt.Errorf("transform: %w", err)
 		}
 		c.transforms = true
