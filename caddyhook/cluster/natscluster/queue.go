@@ -209,7 +209,8 @@ func inProcess(err error) bool {
 // publishErr maps a publish failure to ErrFull or ErrUnavailable when the
 // event was certainly not stored (the servers refused it, nobody serves
 // the stream, or it was never sent), else to ErrUnconfirmed: sent, and not
-// acknowledged in time (or unreadably), so it may be in the queue.
+// acknowledged in time (or unreadably, or the connection closed while
+// waiting), so it may be in the queue.
 func publishErr(err error) error {
 	if err == nil || errors.Is(err, cluster.ErrUnconfirmed) || errors.Is(err, cluster.ErrUnavailable) ||
 		errors.Is(err, cluster.ErrFull) {
@@ -223,7 +224,7 @@ func publishErr(err error) error {
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.As(err, &apiErr), errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders),
-		errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining),
+		errors.Is(err, nats.ErrConnectionDraining),
 		errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrInvalidConnection),
 		errors.Is(err, nats.ErrMaxPayload), errors.Is(err, nats.ErrBadSubject):
 		return fmt.Errorf("%w: %w", cluster.ErrUnavailable, err)
