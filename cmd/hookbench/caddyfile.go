@@ -18,10 +18,10 @@ type benchEnv struct {
 	admin     string // Caddy's admin Unix socket ("" = admin off)
 	token     string
 	gwToken   string
-	ports     map[string]int // row id → loopback port (of a socket hookbench holds)
-	fds       map[string]int // row id → the descriptor Caddy gets that socket as
-	accessLog bool           // every site gets an access log
-	forwarded bool           // row (e) varies X-Forwarded-For from a trusted proxy
+	ports     map[string]int     // row id → loopback port (of a socket hookbench holds)
+	fds       map[string]int     // row id → the descriptor Caddy gets that socket as
+	accessLog bool               // every site gets an access log
+	forwarded bool               // row (e) varies X-Forwarded-For from a trusted proxy
 	natsURLs  map[natsKey]string // NATS servers of the cluster rows → their client URLs ({nats<n>}, {nats<n>always})
 }
 
