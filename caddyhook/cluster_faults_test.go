@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/devgw"
 )
@@ -57,35 +55,6 @@ func deliveredNames(gw *testGateway) map[string]int {
 		}
 	}
 	return out
-}
-
-// clusterUpGauge reads caddy_hooks_cluster_up through a registry, as a
-// /metrics scrape does.
-func clusterUpGauge() (float64, error) {
-	var m *cluster.Metrics
-	sharedPool.Range(func(_, v any) bool {
-		if s, ok := v.(*clusterMetricsShare); ok {
-			m = s.m
-		}
-		return true
-	})
-	if m == nil {
-		return 0, fmt.Errorf("no cluster metrics")
-	}
-	reg := prometheus.NewRegistry()
-	if err := m.Register(reg); err != nil {
-		return 0, err
-	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		return 0, err
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "caddy_hooks_cluster_up" {
-			return mf.GetMetric()[0].GetGauge().GetValue(), nil
-		}
-	}
-	return 0, fmt.Errorf("no caddy_hooks_cluster_up")
 }
 
 // drainedThrough sends one more event through node after a fault healed
@@ -177,7 +146,7 @@ func TestClusterEdgeCutFromNATSAnswersWithinTimeout(t *testing.T) {
 			start := time.Now()
 			got := make(chan []bool, 1)
 			go func() {
-				_, _ = clusterUpGauge()
+				_, _ = gatherClusterMetric("caddy_hooks_cluster_up")
 				got <- []bool{backends[0].Up(), backends[1].Up()}
 			}()
 			select {

@@ -211,6 +211,11 @@ func (s *shared) onConnect() {
 		signal(s.probeNow)
 		return
 	}
+	s.provisionInBackground()
+}
+
+// provisionInBackground runs provisionLoop unless the backend is closing.
+func (s *shared) provisionInBackground() {
 	select {
 	case <-s.closing:
 		return

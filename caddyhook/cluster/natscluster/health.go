@@ -87,13 +87,7 @@ func (s *shared) reprovision() {
 	}
 	s.log.Warn("cluster streams are gone; provisioning them again")
 	s.refresh()
-	select {
-	case <-s.closing:
-		return
-	default:
-	}
-	s.bg.Add(1)
-	go func() { defer s.bg.Done(); s.provisionLoop() }()
+	s.provisionInBackground()
 }
 
 // opFailed marks the namespace as not answering after an operation that
