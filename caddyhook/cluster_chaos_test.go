@@ -588,7 +588,8 @@ func TestClusterChaos(t *testing.T) {
 			r.maxLat.Round(time.Millisecond), r.delivered, r.dup, r.lost, drains[f].Round(100*time.Millisecond))
 	}
 	fmt.Fprintf(w, "/metrics: %d scrapes of the running edges, slowest %s\n", len(c.scrape), maxScrape.Round(time.Millisecond))
-	fmt.Fprintf(w, "(no-ans: requests in flight to edge 1 when it was killed; dup: delivered more than once, each with one Idempotency-Key)\n")
+	fmt.Fprintf(w, "(no-ans: requests in flight to edge 1 when it was killed, given up by the client after 15 s, which max-lat then shows;\n"+
+		" dup: delivered more than once, each with one Idempotency-Key; drain: after the load stopped, until every 200 was delivered)\n")
 	w.Flush()
 	t.Log("\n" + b.String())
 }
