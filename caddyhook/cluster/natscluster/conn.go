@@ -175,7 +175,7 @@ func (s *shared) options() ([]nats.Option, error) {
 		nats.ReconnectBufSize(-1),
 		nats.FlusherTimeout(max(timeout/2, 50*time.Millisecond)),
 		nats.ReconnectOnFlusherError(),
-		nats.PingInterval(max(timeout, time.Second)),
+		nats.PingInterval(max(timeout, 2*time.Second)),
 		nats.MaxPingsOutstanding(2),
 	}
 	switch {
