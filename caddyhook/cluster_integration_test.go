@@ -136,18 +136,17 @@ func (c *clusterNodes) handler(t *testing.T, i int) *Handler {
 // without labels) of the running handlers.
 func clusterMetric(t *testing.T, name string) float64 {
 	t.Helper()
-	v, ok := clusterMetricValue(t, name)
-	if !ok {
-		t.Fatalf("no metric %s", name)
+	v, err := gatherClusterMetric(name)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return v
 }
 
-// clusterMetricValue reads the series of the cluster collector name with
-// labels (name, value pairs) of the running handlers; ok is false when
-// there is none.
-func clusterMetricValue(t *testing.T, name string, labels ...string) (float64, bool) {
-	t.Helper()
+// gatherClusterMetric reads the series of the cluster collector name
+// with labels (name, value pairs; none: its only series) through a
+// registry, as a /metrics scrape does.
+func gatherClusterMetric(name string, labels ...string) (float64, error) {
 	var m *cluster.Metrics
 	sharedPool.Range(func(_, v any) bool {
 		if s, ok := v.(*clusterMetricsShare); ok {
@@ -156,13 +155,17 @@ func clusterMetricValue(t *testing.T, name string, labels ...string) (float64, b
 		return true
 	})
 	if m == nil {
-		t.Fatal("no cluster metrics in the pool")
+		return 0, errors.New("no cluster metrics in the pool")
 	}
 	reg := prometheus.NewRegistry()
 	if err := m.Register(reg); err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
-	return promreg.Value(reg, name, labels...)
+	v, ok := promreg.Value(reg, name, labels...)
+	if !ok {
+		return 0, fmt.Errorf("no metric %s %v", name, labels)
+	}
+	return v, nil
 }
 
 // failuresOf reads what t holds for ip now: the failures counted, and
