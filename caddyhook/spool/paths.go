@@ -17,30 +17,38 @@ import (
 // directory or file that does not exist yet is fine (Open creates it,
 // never through a link: see openNoFollow).
 func checkPaths(dir, path string) error {
-	fi, err := os.Lstat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return fmt.Errorf("spool: %w", err)
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("spool: %s is a symbolic link: give the directory it points to (a link would put the queue wherever it points)", dir)
-	case fi.IsDir() && fi.Mode().Perm()&0o002 != 0 && fi.Mode()&fs.ModeSticky == 0:
+	fi, err := notLink(dir, "give the directory it points to")
+	if fi == nil || err != nil {
+		return err
+	}
+	if fi.IsDir() && fi.Mode().Perm()&0o002 != 0 && fi.Mode()&fs.ModeSticky == 0 {
 		return fmt.Errorf("spool: %s: anyone may write to it (mode %v), so anyone could put a link to another file in place of %s; "+
 			"make it writable by its owner only (chmod o-w), or use a directory of its own", dir, fi.Mode().Perm(), DBFile)
 	}
-	fi, err = os.Lstat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return fmt.Errorf("spool: %w", err)
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("spool: %s is a symbolic link: the spool file must be a regular file in the spool directory (a link would put the queue wherever it points)", path)
-	case !fi.Mode().IsRegular():
+	fi, err = notLink(path, "the spool file must be a regular file in the spool directory")
+	if fi == nil || err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("spool: %s is not a regular file (%v)", path, fi.Mode().Type())
 	}
 	return nil
+}
+
+// notLink describes path without following a link: nil and no error when
+// it does not exist, an error naming it (with advice) when it is a
+// symbolic link.
+func notLink(path, advice string) (fs.FileInfo, error) {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("spool: %w", err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("spool: %s is a symbolic link: %s (a link would put the queue wherever it points)", path, advice)
+	}
+	return fi, nil
 }
 
 // prepareDir checks dir and its spool file (checkPaths), creates dir
