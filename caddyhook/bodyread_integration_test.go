@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -272,4 +273,62 @@ func rawRequestBody(addr, req string) (rawAnswer, []byte) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return rawAnswer{status: resp.StatusCode, header: resp.Header, closing: resp.Close, err: err}, b
+}
+
+// TestMeasureUnauthSlotsContinuousAttack is the measurement of issue 20
+// item 5, run on demand (CADDYHOOK_MEASURE=1; it keeps 270 connections
+// busy for seconds): 270 connections from one address withhold signed
+// bodies and reopen as soon as they are answered, so the address is soon
+// locked by its 408s and keeps trying; meanwhile 32 rounds of 32 valid
+// deliveries from 32 other addresses must all be served.
+func TestMeasureUnauthSlotsContinuousAttack(t *testing.T) {
+	if os.Getenv("CADDYHOOK_MEASURE") == "" {
+		t.Skip("a measurement: set CADDYHOOK_MEASURE=1 to run it")
+	}
+	setSigEnv(t)
+	in := startIngress(t, ingressOpts{global: trustLoopback, hooks: signedSlowHooks("256 300ms")})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	attacker := map[int]int{}
+	for range 270 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				a, _ := rawRequestBody(in.hostPort(), withheldSigned("203.0.113.66"))
+				mu.Lock()
+				attacker[a.status]++
+				mu.Unlock()
+			}
+		}()
+	}
+	for deadline := time.Now().Add(answerWithin); ; time.Sleep(10 * time.Millisecond) {
+		mu.Lock()
+		n := attacker[http.StatusTooManyRequests]
+		mu.Unlock()
+		if n > 0 { // the attacker is locked and still at it
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the attacking address was never locked")
+		}
+	}
+	valid := map[int]int{}
+	for range 32 {
+		for k, v := range in.validDeliveries(32) {
+			valid[k] += v
+		}
+	}
+	close(stop)
+	wg.Wait()
+	t.Logf("attacker answers %v; valid deliveries from 32 other addresses during the attack %v", attacker, valid)
+	if valid[200] != 32*32 {
+		t.Fatalf("valid deliveries during the attack: %v, want all %d answered 200", valid, 32*32)
+	}
 }
