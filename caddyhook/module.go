@@ -118,7 +118,8 @@ type Handler struct {
 	// AllowedAgentIDs restricts the effective agent: omitted or ["*"] = any,
 	// [] = no explicit agent id allowed.
 	AllowedAgentIDs *[]string `json:"allowed_agent_ids,omitempty"`
-	// DefaultSessionKey is used when no session key is given.
+	// DefaultSessionKey is used when no session key is given. It is used as
+	// written: no placeholder is expanded, and a brace is refused.
 	DefaultSessionKey string `json:"default_session_key,omitempty"`
 	// AllowRequestSessionKey lets payloads (and templated mapping keys) set sessionKey.
 	AllowRequestSessionKey bool `json:"allow_request_session_key,omitempty"`
@@ -252,7 +253,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		Agents:                    h.Agents,
 		AllowRequestSessionKey:    h.AllowRequestSessionKey,
 		AllowedSessionKeyPrefixes: h.AllowedSessionKeyPrefixes,
-		DefaultSessionKey:         repl.ReplaceKnown(h.DefaultSessionKey, ""),
+		DefaultSessionKey:         h.DefaultSessionKey, // as written: never a placeholder (newPolicy)
 		AllowedModels:             h.AllowedModels,
 		Channels:                  h.Channels,
 	}
