@@ -102,6 +102,9 @@ type Handler struct {
 	// request is authenticated (deliveries a provider signature must
 	// authenticate): how many at once, and how long each may take.
 	UnauthenticatedBodies *UnauthenticatedBodies `json:"unauthenticated_bodies,omitempty"`
+	// BodyTimeout is how long an authenticated request's body may take to
+	// arrive (default 60s); a slower one is answered 408.
+	BodyTimeout caddy.Duration `json:"body_timeout,omitempty"`
 	// LockoutTableSize is the number of addresses the lockout table holds
 	// (default 2,097,152 = 64 MiB at most).
 	LockoutTableSize int `json:"lockout_table_size,omitempty"`
@@ -239,7 +242,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.base = cleanBasePath(h.Path)
 	h.fillDefaults()
-	if err := h.provisionUnauthReads(); err != nil {
+	if err := h.provisionBodyReads(); err != nil {
 		return err
 	}
 	if err := h.provisionModes(); err != nil {
