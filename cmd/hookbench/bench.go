@@ -132,7 +132,7 @@ func (b *bench) setup(dir string) error {
 		}
 	}
 	b.env = &benchEnv{dir: dir, sink: filepath.Join(dir, "sink.sock"), admin: filepath.Join(dir, "admin.sock"),
-		token: randomToken(), gwToken: randomToken(), ports: map[string]int{}, fds: map[string]int{},
+		token: randomToken(), gwToken: randomToken(), clusterKey: randomToken(), ports: map[string]int{}, fds: map[string]int{},
 		accessLog: b.o.accessLog, forwarded: b.o.spread == "xff"}
 	if err := b.env.writeFiles(); err != nil {
 		return err

@@ -102,7 +102,7 @@ func clusterLinesOn(row string, k natsKey) string {
 	if k.servers > 1 {
 		replicas = fmt.Sprintf("\n\t\t\treplicas %d", k.servers)
 	}
-	return fmt.Sprintf("cluster nats %s {\n\t\t\tname bench_%s%s\n\t\t}", k.placeholder(), row, replicas)
+	return fmt.Sprintf("cluster nats %s {\n\t\t\tname bench_%s%s\n\t\t\tsigning_key {cluster_key}\n\t\t}", k.placeholder(), row, replicas)
 }
 
 // clusterSpoolLines adds the replicated queue to clusterLines.
