@@ -236,13 +236,14 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	return rep.Status >= 400, nil
 }
 
-// prepareDryRun makes a handler config safe to run offline: no spool, a
-// random token (and gateway token) when their placeholders are unset, and
-// random signing secrets where a secret's variable is unset (noted on
+// prepareDryRun makes a handler config safe to run offline: no spool, no
+// event log, a random token (and gateway token) when their placeholders
+// are unset, and random signing secrets where a secret's variable is unset (noted on
 // notes for the mappings that could answer hookPath: such a mapping then
 // refuses every signature). It returns the token to present.
 func prepareDryRun(h *Handler, hookPath string, notes io.Writer) string {
 	h.Spool = nil
+	h.Events = &EventsConfig{Disabled: true} // a dry run is no event
 	repl := caddy.NewReplacer()
 	if len(h.tokenValues()) == 0 {
 		h.Token = randomToken()
