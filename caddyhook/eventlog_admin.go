@@ -153,7 +153,8 @@ func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, l
 		return nil
 	}
 	_ = rc.Flush()
-	var lastRows, lastWrite time.Time
+	var lastRows time.Time
+	lastWrite := time.Now()
 	for {
 		now := time.Now()
 		rows := now.Sub(lastRows) >= streamRowsEvery

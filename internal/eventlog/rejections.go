@@ -157,11 +157,17 @@ func (l *Log) dropRow() {
 	}
 }
 
-// trimRows drops rows past the retention and over the bound; l.mu is held.
+// trimRows drops rows past the retention, and rows of earlier minutes
+// while the table is over its bound (the current minute's rows stay: a
+// flood beyond the bound is counted in the overflow rows); l.mu is held.
 func (l *Log) trimRows(ns int64) {
 	t := &l.rej
-	oldest := ns - int64(l.bounds.Retain)
-	for t.head < len(t.order) && (t.order[t.head].last < oldest || len(t.rows) > l.bounds.MaxRejections) {
+	oldest, minute := ns-int64(l.bounds.Retain), ns/int64(time.Minute)
+	for t.head < len(t.order) {
+		r := t.order[t.head]
+		if r.last >= oldest && (len(t.rows) <= l.bounds.MaxRejections || r.key.minute >= minute) {
+			return
+		}
 		l.dropRow()
 	}
 }
