@@ -418,6 +418,10 @@ func (rec *eventRecorder) keepReplay(e *eventlog.Event, items []prepared, ip net
 				delete(out[i].Header, n)
 			}
 		}
+		if token != "" && (bytes.Contains(it.body, []byte(token)) || headerHolds(out[i].Header, token)) {
+			e.ReplayNote = "not kept: it carries the hook token"
+			return
+		}
 		size += len(it.body)
 	}
 	if size > rec.maxBody {
@@ -425,14 +429,23 @@ func (rec *eventRecorder) keepReplay(e *eventlog.Event, items []prepared, ip net
 		return
 	}
 	b, err := json.Marshal(out)
-	switch {
-	case err != nil:
+	if err != nil {
 		e.ReplayNote = "not kept: " + err.Error()
-	case token != "" && bytes.Contains(b, []byte(token)):
-		e.ReplayNote = "not kept: it carries the hook token"
-	default:
-		e.Replay = b
+		return
 	}
+	e.Replay = b
+}
+
+// headerHolds reports whether a header value contains s.
+func headerHolds(h http.Header, s string) bool {
+	for _, vs := range h {
+		for _, v := range vs {
+			if strings.Contains(v, s) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // recordDelivery is the callback for dispatch outcomes: a delivery
