@@ -28,5 +28,6 @@ func hooksSubcommands() []*cobra.Command {
 		newTestCommand(),
 		newSpoolCommand(),
 		newImportCommand(),
+		newTailCommand(),
 	}
 }

@@ -440,3 +440,10 @@ func (l *Log) Destruct() error {
 	})
 	return err
 }
+
+// Subscribers counts the live tails following the log.
+func (l *Log) Subscribers() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.subs)
+}
