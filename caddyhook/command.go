@@ -29,5 +29,6 @@ func hooksSubcommands() []*cobra.Command {
 		newSpoolCommand(),
 		newImportCommand(),
 		newTailCommand(),
+		newConsoleCommand(),
 	}
 }

@@ -140,59 +140,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	origin := in.base
 	shots := t.ArtifactDir()
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1400, 1100),
-	)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	defer cancel()
-	watch := &browserWatch{origin: origin}
-	if err := chromedp.Listen(ctx, watch.listen); err != nil {
-		t.Fatalf("starting %s: %v", chromium, err)
-	}
-	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
-	go func() { // a dialog would block the page: close it (the watch has noted it)
-		for _, err := range dialogs {
-			if err != nil {
-				return
-			}
-			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
-		}
-	}()
-	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("op:op-password"))
-	if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
-		Headers: network.Headers{"Authorization": basic}}); err != nil {
-		t.Fatal(err)
-	}
-	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
-		defer scancel()
-		if err := chromedp.Do(sctx, actions...); err != nil {
-			shot(t, ctx, shots, "failed-"+name)
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
-	waitJS := func(name, expr string, within time.Duration) {
-		t.Helper()
-		sctx, scancel := context.WithTimeout(ctx, within+5*time.Second)
-		defer scancel()
-		if _, err := chromedp.Run(sctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(within))); err != nil {
-			shot(t, ctx, shots, "failed-"+name)
-			t.Fatalf("%s: not true within %s: %s (%v)", name, within, expr, err)
-		}
-	}
-	count := func(sel string) string { return fmt.Sprintf("document.querySelectorAll(%q).length", sel) }
+	br := startBrowser(t, chromium, origin, "Basic "+base64.StdEncoding.EncodeToString([]byte("op:op-password")))
+	ctx, watch, step, waitJS, count := br.ctx, br.watch, br.step, br.waitJS, browserCount
 
 	// load
 	step("load", chromedp.Navigate(origin+"/ops/"), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`)))
@@ -298,6 +247,144 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		if err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// browser is a headless chromium on a fresh profile, with the watch on
+// its tab.
+type browser struct {
+	ctx    context.Context
+	watch  *browserWatch
+	t      *testing.T
+	shots  string
+	step   func(name string, actions ...chromedp.Action[chromedp.Void])
+	waitJS func(name, expr string, within time.Duration)
+}
+
+// startBrowser starts chromium for pages of origin; auth, when set, is
+// sent as the Authorization header of every request.
+func startBrowser(t *testing.T, chromium, origin, auth string) *browser {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1100),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	t.Cleanup(cancel)
+	b := &browser{ctx: ctx, watch: &browserWatch{origin: origin}, t: t, shots: t.ArtifactDir()}
+	if err := chromedp.Listen(ctx, b.watch.listen); err != nil {
+		t.Fatalf("starting %s: %v", chromium, err)
+	}
+	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	go func() { // a dialog would block the page: close it (the watch has noted it)
+		for _, err := range dialogs {
+			if err != nil {
+				return
+			}
+			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
+		}
+	}()
+	if auth != "" {
+		if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
+			Headers: network.Headers{"Authorization": auth}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.step = func(name string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
+		defer scancel()
+		if err := chromedp.Do(sctx, actions...); err != nil {
+			shot(t, ctx, b.shots, "failed-"+name)
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	b.waitJS = func(name, expr string, within time.Duration) {
+		t.Helper()
+		sctx, scancel := context.WithTimeout(ctx, within+5*time.Second)
+		defer scancel()
+		if _, err := chromedp.Run(sctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(within))); err != nil {
+			shot(t, ctx, b.shots, "failed-"+name)
+			t.Fatalf("%s: not true within %s: %s (%v)", name, within, expr, err)
+		}
+	}
+	return b
+}
+
+// browserCount is a JS expression counting the elements sel selects.
+func browserCount(sel string) string { return fmt.Sprintf("document.querySelectorAll(%q).length", sel) }
+
+// TestAdminConsoleInBrowser: the admin endpoint's console, opened in
+// chromium through the relay of `caddy hooks console`, loads without an
+// error, shows a hook within 2 s through the live tail and replays it
+// (a POST the relay lets through from the page's own origin).
+func TestAdminConsoleInBrowser(t *testing.T) {
+	chromium := findChromium(t)
+	in, adm := startOpsIngress(t, ingressOpts{hooks: "events {\n\t\t\tbodies on\n\t\t}"})
+	ac, err := newAdminClient("unix/" + adm.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := consoleListener("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "/" + randomHex(16)
+	srv := &http.Server{Handler: newConsoleProxy(ac, prefix, ln.Addr().String())}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	origin := "http://" + ln.Addr().String()
+	br := startBrowser(t, chromium, origin, "")
+	br.step("load", chromedp.Navigate(origin+prefix+"/"), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`)))
+	br.waitJS("live tail connected", `document.getElementById("live").className === "live on"`, 10*time.Second)
+	if r := in.post("/hooks/wake", `{"text":"through the relay"}`); r.status != 200 {
+		t.Fatalf("accept: %d", r.status)
+	}
+	br.waitJS("event listed", browserCount(`#events tr[data-id]`)+" === 1", 2*time.Second)
+	br.step("open", chromedp.Click(chromedp.CSS(`#events tr[data-id]`)), chromedp.WaitVisible(chromedp.ID("detail")))
+	br.step("replay", chromedp.Click(chromedp.ID("replay")))
+	br.waitJS("replayed", `document.getElementById("replay-result").textContent.startsWith("replayed as ")`, 10*time.Second)
+	waitFor(t, func() string { return "the replay did not reach the gateway" }, func() bool { return in.gw.Count("wake") == 2 })
+	shot(t, br.ctx, br.shots, "admin-console")
+	br.watch.check(t)
+	// the relay passes nothing but /hooks/, from the page's own origin
+	for _, c := range []struct {
+		method, path string
+		hdr          []string
+		want         int
+	}{
+		{"GET", prefix + "/config/", nil, http.StatusNotFound},
+		{"GET", "/hooks/console/", nil, http.StatusNotFound},
+		{"POST", prefix + "/hooks/spool/pause", nil, http.StatusForbidden},
+		{"POST", prefix + "/hooks/spool/pause", []string{"Origin", "http://evil.example"}, http.StatusForbidden},
+		{"GET", prefix + "/hooks/events", []string{"Host", "evil.example"}, http.StatusForbidden},
+	} {
+		req, _ := http.NewRequest(c.method, origin+c.path, nil)
+		for i := 0; i+1 < len(c.hdr); i += 2 {
+			if c.hdr[i] == "Host" {
+				req.Host = c.hdr[i+1]
+			} else {
+				req.Header.Set(c.hdr[i], c.hdr[i+1])
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("%s %s %v: %d, want %d", c.method, c.path, c.hdr, resp.StatusCode, c.want)
 		}
 	}
 }

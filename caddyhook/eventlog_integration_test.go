@@ -400,11 +400,15 @@ func TestEventStreamFilters(t *testing.T) {
 	in.post("/hooks/wake", `{"text":"w"}`)
 	in.post("/hooks/agent", `{"message":"a"}`)
 	in.do(http.MethodPost, "/hooks/agent", `{}`, "Authorization: Bearer nope")
-	got := agents.until(t, func(s string) bool { return strings.Contains(s, "event: rejections") && strings.Contains(s, `"hook":"agent"`) })
+	got := agents.until(t, func(s string) bool {
+		return strings.Contains(s, "event: rejections") && strings.Contains(s, `"hook":"agent"`)
+	})
 	if strings.Contains(got, `"hook":"wake"`) {
 		t.Fatalf("hook=agent sent a wake:\n%s", got)
 	}
-	all.until(t, func(s string) bool { return strings.Contains(s, `"hook":"wake"`) && strings.Contains(s, `"hook":"agent"`) })
+	all.until(t, func(s string) bool {
+		return strings.Contains(s, `"hook":"wake"`) && strings.Contains(s, `"hook":"agent"`)
+	})
 }
 
 // TestEventLogOff: events off answers 404 on the event routes and records
