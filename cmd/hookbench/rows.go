@@ -36,6 +36,10 @@ type rowDef struct {
 	// nats is the number of NATS JetStream servers (1, or 3 in a cluster)
 	// the row's site reaches as {nats<n>}; 0: none.
 	nats int
+	// twinOf names the row this one repeats with one feature off (the
+	// event log): that row must measure at least twinTarget × this one.
+	twinOf     string
+	twinTarget float64
 }
 
 // Request bodies.
@@ -111,6 +115,10 @@ func hooksSite(extra string) string {
 	return s + "\t}"
 }
 
+// The event log is on by default: rows (c) and (e) measure it, and rows
+// (p) and (q) are the same with `events off`, so that its cost is the
+// ratio of each pair.
+
 // rowCatalogue lists every row in display order.
 func rowCatalogue() []rowDef {
 	wake := func(r rowDef) rowDef {
@@ -151,6 +159,10 @@ func rowCatalogue() []rowDef {
 			nats: 1, site: hooksSite(clusterLines("n", 1)), badToken: true, source: srcSpread, expect: http.StatusUnauthorized}),
 		wake(rowDef{id: "o", title: "429 flood, locked address, cluster on", base: "f", target: 0.9, probe: true,
 			nats: 1, site: hooksSite(clusterLines("o", 1)), badToken: true, source: srcLocked, expect: http.StatusTooManyRequests}),
+		wake(rowDef{id: "p", title: "(c) with the event log off", base: "b", sinkBound: true, probe: true,
+			site: hooksSite("events off"), twinOf: "c", twinTarget: 0.95}),
+		wake(rowDef{id: "q", title: "(e) with the event log off", base: "a", probe: true,
+			site: hooksSite("events off"), badToken: true, source: srcSpread, expect: http.StatusUnauthorized, twinOf: "e", twinTarget: 0.95}),
 	}
 }
 

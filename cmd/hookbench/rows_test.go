@@ -16,7 +16,8 @@ func TestSelectRows(t *testing.T) {
 		want      []string // after withBases
 		wantError bool
 	}{
-		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o"}},
+		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q"}},
+		{list: "p,q", want: []string{"a", "b", "c", "e", "p", "q"}},
 		{list: "m", want: []string{"b", "c", "i", "m"}},
 		{list: "k", want: []string{"b", "c", "k"}},
 		{list: "c", want: []string{"b", "c"}},
