@@ -51,6 +51,7 @@ func TestTailCommand(t *testing.T) {
 	r := in.post("/hooks/agent", `{"message":"a"}`)
 	in.post("/hooks/evil%1b[2J%07", `{}`)
 	out := <-plain
+	t.Logf("caddy hooks tail:\n%s", out)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 3 || !strings.Contains(lines[0], " wake ") || !strings.Contains(lines[1], "run="+r.json(t)["runId"].(string)) ||
 		!strings.Contains(lines[2], "404") || !strings.Contains(lines[2], "evil") {

@@ -314,13 +314,13 @@ func (rec *eventRecorder) outcomes(items []prepared, status int, body []byte, he
 		case status == http.StatusNoContent:
 			d.State = eventlog.StateSkipped
 		default:
-			d.RunID = runIDs(body, 1)[0]
+			d.RunID = runID(body)
 		}
 		return []eventlog.Dispatch{d}
 	}
 	ds := make([]eventlog.Dispatch, len(items))
 	var ids []string
-	if herr == nil && !rec.spooled {
+	if herr == nil && !rec.spooled && len(items) > 1 {
 		ids = runIDs(body, len(items))
 	}
 	for i := range items {
@@ -330,34 +330,38 @@ func (rec *eventRecorder) outcomes(items []prepared, status int, body []byte, he
 			d.State, d.Error = eventlog.StateFailed, herr.reason
 		case rec.spooled:
 			d.State = eventlog.StateQueued
-		default:
+		case ids != nil:
 			d.State, d.GatewayStatus, d.RunID, d.Attempts = eventlog.StateSent, status, ids[i], 1
+		default:
+			d.State, d.GatewayStatus, d.RunID, d.Attempts = eventlog.StateSent, status, runID(body), 1
 		}
 		ds[i] = d
 	}
 	return ds
 }
 
-// runIDs reads n run ids from a reply: runIds when there are several,
-// else runId ("" where missing).
+// runIDs reads the n run ids of a fan-out reply ("" where missing).
 func runIDs(body []byte, n int) []string {
 	out := make([]string, n)
-	if len(body) == 0 || !bytes.Contains(body, []byte(`"runId`)) {
-		return out
-	}
 	var r struct {
-		RunID  string   `json:"runId"`
 		RunIDs []string `json:"runIds"`
 	}
-	if json.Unmarshal(body, &r) != nil {
-		return out
-	}
-	if n > 1 {
+	if bytes.Contains(body, []byte(`"runIds"`)) && json.Unmarshal(body, &r) == nil {
 		copy(out, r.RunIDs)
-	} else {
-		out[0] = r.RunID
 	}
 	return out
+}
+
+// runID reads the runId of a reply ("" when it has none: a wake).
+func runID(body []byte) string {
+	if !bytes.Contains(body, []byte(`"runId"`)) {
+		return ""
+	}
+	var r struct {
+		RunID string `json:"runId"`
+	}
+	_ = json.Unmarshal(body, &r)
+	return r.RunID
 }
 
 // redacted replaces the hook token in kept text.
@@ -462,7 +466,7 @@ func (h *Handler) recordDelivery(id string, attempts, status int, err error, rep
 		switch out {
 		case spool.OutcomeDone:
 			d.State, d.Error = eventlog.StateDelivered, ""
-			d.RunID = runIDs(reply, 1)[0]
+			d.RunID = runID(reply)
 		case spool.OutcomeDead:
 			d.State, d.Error = eventlog.StateDead, deliveryError(status, err, reply)
 		default:
