@@ -20,6 +20,8 @@
 //	j  respond with e's churn       a new connection every 19 requests, as e
 //	                                pays: what e costs beyond that churn
 //	k  hooks wake, forward mode     ratio to c, target ≥ 1.0
+//	p  (c) with the event log off   (c) must be ≥ 0.95 × (p)
+//	q  (e) with the event log off   (e) must be ≥ 0.95 × (q)
 //
 // Rows whose directives this build does not accept yet are skipped.
 //

@@ -436,3 +436,27 @@ func TestMemoryWithinBound(t *testing.T) {
 	}
 	runtime.KeepAlive(l)
 }
+
+// FuzzParseFilter: any query is parsed or refused with an error, never a
+// panic, and a parsed filter lists without one.
+func FuzzParseFilter(f *testing.F) {
+	for _, s := range []string{"", "status=4xx&hook=x", "since=10m&before=3&limit=5", "status=%ff", "before=2026-01-01T00:00:00Z", "reason=\x00"} {
+		f.Add(s)
+	}
+	l, _ := New(Bounds{}, Options{})
+	l.Accept(accepted("a", time.Now(), 1))
+	l.Reject(refusal(1, time.Now()))
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		flt, err := ParseFilter(q, time.Now())
+		if err != nil {
+			return
+		}
+		if p := l.List(flt); len(p.Entries) > flt.Limit {
+			t.Fatalf("%d entries over the limit %d", len(p.Entries), flt.Limit)
+		}
+	})
+}
