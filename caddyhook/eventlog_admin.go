@@ -48,15 +48,24 @@ func (lh *liveHandler) events() (*eventlog.Log, error) {
 	return lh.h.evrec.log, nil
 }
 
-// serveEventList answers GET events: a page of entries, newest first.
-func serveEventList(w http.ResponseWriter, r *http.Request, lh *liveHandler, _ string) error {
+// eventsFiltered returns the handler's event log and the request's filter.
+func (lh *liveHandler) eventsFiltered(r *http.Request) (*eventlog.Log, eventlog.Filter, error) {
 	l, err := lh.events()
 	if err != nil {
-		return err
+		return nil, eventlog.Filter{}, err
 	}
 	f, err := eventlog.ParseFilter(r.URL.Query(), time.Now())
 	if err != nil {
-		return apiError(http.StatusBadRequest, "%v", err)
+		return nil, f, apiError(http.StatusBadRequest, "%v", err)
+	}
+	return l, f, nil
+}
+
+// serveEventList answers GET events: a page of entries, newest first.
+func serveEventList(w http.ResponseWriter, r *http.Request, lh *liveHandler, _ string) error {
+	l, f, err := lh.eventsFiltered(r)
+	if err != nil {
+		return err
 	}
 	return writeAdminJSON(w, l.List(f))
 }
@@ -120,13 +129,9 @@ const (
 // second are "rejections" messages, and "lost" says the client fell too
 // far behind (reload the list).
 func serveEventStream(w http.ResponseWriter, r *http.Request, lh *liveHandler, _ string) error {
-	l, err := lh.events()
+	l, f, err := lh.eventsFiltered(r)
 	if err != nil {
 		return err
-	}
-	f, err := eventlog.ParseFilter(r.URL.Query(), time.Now())
-	if err != nil {
-		return apiError(http.StatusBadRequest, "%v", err)
 	}
 	f.Before, f.Limit = 0, 0
 	return streamEvents(r.Context(), w, r, l, f)

@@ -315,29 +315,8 @@ func TestEventsSurviveReloadAndRestart(t *testing.T) {
 // caddyfile is the test ingress's Caddyfile with the admin endpoint on
 // and hooks as the extra lines of the hooks block.
 func (a *testAdmin) caddyfile(hooks string) string {
-	in := a.in
-	return fmt.Sprintf(`{
-	admin unix/%s
-	auto_https off
-	persist_config off
-	log {
-		output file %s
-		format json
-		level DEBUG
-	}
-}
-%s {
-	bind 127.0.0.1
-	hooks {
-		token %s
-		gateway unix/%s
-		gateway_token %s
-		%s
-		%s
-	}
-	respond "next handler" 200
-}
-`, a.sock, in.logPath, testSiteAddress, itHookToken, in.sock, itGatewayToken, testTransformTimeout, hooks)
+	site := hooksSite(testSiteAddress, itHookToken, a.in.sock, testTransformTimeout+"\n\t\t"+hooks)
+	return strings.Replace(a.in.caddyfile(site), "admin off", "admin unix/"+a.sock, 1)
 }
 
 // sseReader reads a live tail.
