@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -397,5 +398,46 @@ func TestEventLogOff(t *testing.T) {
 	in.post("/hooks/wake", `{"text":"w"}`)
 	if st, ans := adm.do(http.MethodGet, "/hooks/events", ""); st != http.StatusNotFound || !strings.Contains(ans, "events off") {
 		t.Fatalf("events off: %d %s", st, ans)
+	}
+}
+
+// TestStreamsEndOnReload: a live tail, on the admin endpoint and on a
+// hooks_console site, ends when a reload replaces its config, so the
+// reload does not wait for it (Caddy's servers shut down gracefully, with
+// no time limit by default), and `caddy hooks tail` reconnects.
+func TestStreamsEndOnReload(t *testing.T) {
+	in, adm := startOpsIngress(t, ingressOpts{})
+	cf := strings.Replace(adm.caddyfile(""), `respond "next handler" 200`, "handle_path /ops/* {\n\t\thooks_console {\n\t\t\tinsecure_no_auth\n\t\t}\n\t}\n\trespond \"next handler\" 200", 1)
+	in.load(cf)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	adminStream := adm.openStream(ctx, "")
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, in.base+"/ops/api/events/stream", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("site stream: %v %v", resp, err)
+	}
+	siteEnded := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, resp.Body); resp.Body.Close(); close(siteEnded) }()
+	waitFor(t, func() string { return "the streams did not subscribe" }, func() bool {
+		lh := liveHandlers()
+		return len(lh) == 1 && lh[0].h.evrec.log.Subscribers() == 2
+	})
+	loaded := make(chan error, 1)
+	go func() { loaded <- in.tryLoad(cf) }()
+	select {
+	case err := <-loaded:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the reload waits for the open live tails")
+	}
+	select {
+	case <-siteEnded:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the site's live tail outlived its config")
+	}
+	for range adminStream.lines { // until the admin endpoint's stream ends
 	}
 }
