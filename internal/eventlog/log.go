@@ -165,6 +165,9 @@ func (l *Log) insert(e *Event) {
 // changed journals a change of e, marks it for the directory and wakes
 // the live tails; l.mu is held.
 func (l *Log) changed(e *Event) {
+	if old := &l.journal[e.changed%journalSize]; e.changed != 0 && *old == e {
+		*old = nil // one slot per event: the journal keeps no evicted event alive
+	}
 	l.version++
 	e.changed = l.version
 	l.journal[l.version%journalSize] = e
@@ -200,6 +203,9 @@ func (l *Log) trim(now time.Time) {
 
 // evict forgets e; l.mu is held.
 func (l *Log) evict(e *Event) {
+	if slot := &l.journal[e.changed%journalSize]; e.changed != 0 && *slot == e {
+		*slot = nil
+	}
 	l.bytes -= e.size
 	if l.byID[e.ID] == e {
 		delete(l.byID, e.ID)

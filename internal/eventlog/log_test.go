@@ -460,3 +460,26 @@ func FuzzParseFilter(f *testing.F) {
 		}
 	})
 }
+
+// TestEvictedEventsAreReleased: the journal of the live tails holds no
+// evicted event, so the bounds hold for the memory too (with bodies on,
+// 4,096 evicted events of 64 KiB would be 256 MiB).
+func TestEvictedEventsAreReleased(t *testing.T) {
+	l, _ := New(Bounds{MaxEvents: 10}, Options{})
+	for i := range 100 {
+		l.Accept(accepted(fmt.Sprint(i), time.Now(), 0))
+		l.Update(fmt.Sprint(i), func(d *Dispatch) bool { d.State = StateDelivered; return true })
+	}
+	held := 0
+	for _, e := range l.journal {
+		if e != nil {
+			held++
+			if l.byID[e.ID] != e {
+				t.Fatalf("the journal holds the evicted event %s", e.ID)
+			}
+		}
+	}
+	if held != 10 {
+		t.Fatalf("the journal holds %d events, want the 10 kept", held)
+	}
+}
