@@ -241,13 +241,17 @@ func (h *Handler) recordEvent(ex *exchange, status int, body []byte, herr *hookE
 			Reason: herr.reason, Hook: hook, Locked: herr.reason == reasonLockedOut})
 		return
 	}
-	e := &eventlog.Event{Time: ex.now, Path: h.base, Hook: ex.sub, Route: ex.route, Mapping: ex.mapping,
-		Client: client, ClientBits: bits, Auth: authOf(ex), Status: status, IdemKey: h.idempotencyKey(ex)}
+	now := time.Now()
+	box := new(eventBox) // the event and its first action in one allocation
+	e := &box.e
+	*e = eventlog.Event{Time: ex.now, Path: h.base, Hook: ex.sub, Route: ex.route, Mapping: ex.mapping,
+		Client: client, ClientBits: bits, Auth: authOf(ex), Status: status, IdemKey: h.idempotencyKey(ex),
+		Tracked: rec.spooled && ex.items != nil, Latency: now.Sub(ex.now)}
 	if herr != nil {
 		e.Reason = herr.reason
 	}
 	e.Headers = rec.headers(ex.r.Header)
-	e.Dispatch = rec.outcomes(ex.items, status, body, herr, ex.route == "challenge")
+	e.Dispatch = rec.outcomes(box.d[:0], ex.items, status, body, herr, ex.route == "challenge", now)
 	e.ID = e.Dispatch[0].ID
 	if rec.bodies {
 		var token string
@@ -257,8 +261,13 @@ func (h *Handler) recordEvent(ex *exchange, status int, body []byte, herr *hookE
 		rec.keepBody(e, ex.body, token)
 		rec.keepReplay(e, ex.items, ex.ip, token)
 	}
-	e.Latency = time.Since(ex.now)
 	rec.log.Accept(e)
+}
+
+// eventBox allocates an event with room for one action.
+type eventBox struct {
+	e eventlog.Event
+	d [1]eventlog.Dispatch
 }
 
 // displayAddr is a lockout key as an address (and its IPv6 grouping).
@@ -299,13 +308,12 @@ func (rec *eventRecorder) headers(hd http.Header) []eventlog.Header {
 	return out
 }
 
-// outcomes is the dispatch state of each item right after the answer:
-// sent or failed (sync), queued or failed (spool), or for a request that
-// dispatched nothing, what it was answered with (duplicate, skipped,
-// challenge). It always returns at least one entry, whose id is the
-// event's.
-func (rec *eventRecorder) outcomes(items []prepared, status int, body []byte, herr *hookError, challenge bool) []eventlog.Dispatch {
-	now := time.Now()
+// outcomes appends to dst the dispatch state of each item right after
+// the answer (at now): sent or failed (sync), queued or failed (spool),
+// or for a request that dispatched nothing, what it was answered with
+// (duplicate, skipped, challenge). It always returns at least one entry,
+// whose id is the event's.
+func (rec *eventRecorder) outcomes(dst []eventlog.Dispatch, items []prepared, status int, body []byte, herr *hookError, challenge bool, now time.Time) []eventlog.Dispatch {
 	if len(items) == 0 {
 		d := eventlog.Dispatch{ID: uuid.NewString(), State: eventlog.StateDuplicate, Updated: now}
 		switch {
@@ -316,9 +324,9 @@ func (rec *eventRecorder) outcomes(items []prepared, status int, body []byte, he
 		default:
 			d.RunID = runID(body)
 		}
-		return []eventlog.Dispatch{d}
+		return append(dst, d)
 	}
-	ds := make([]eventlog.Dispatch, len(items))
+	ds := slices.Grow(dst, len(items))[:len(items)]
 	var ids []string
 	if herr == nil && !rec.spooled && len(items) > 1 {
 		ids = runIDs(body, len(items))

@@ -62,7 +62,7 @@ func (h *Handler) replayEvent(ctx context.Context, id string) (*replayAnswer, er
 	}
 	e := &eventlog.Event{Time: now, Path: h.base, Hook: orig.Hook, Route: orig.Route, Mapping: orig.Mapping,
 		Auth: "replay", Status: status, IdemKey: items[0].eventID, ReplayOf: orig.ID, Headers: orig.Headers,
-		BodyBytes: orig.BodyBytes, BodyNote: orig.BodyNote, Replay: data}
+		BodyBytes: orig.BodyBytes, BodyNote: orig.BodyNote, Replay: data, Tracked: rec.spooled}
 	if orig.Body != nil {
 		e.Body = []byte(*orig.Body)
 	}
@@ -72,9 +72,9 @@ func (h *Handler) replayEvent(ctx context.Context, id string) (*replayAnswer, er
 	if herr != nil {
 		e.Reason = herr.reason
 	}
-	e.Dispatch = h.evrec.outcomes(items, status, body, herr, false)
-	e.ID = e.Dispatch[0].ID
 	e.Latency = time.Since(now)
+	e.Dispatch = h.evrec.outcomes(nil, items, status, body, herr, false, now.Add(e.Latency))
+	e.ID = e.Dispatch[0].ID
 	rec.log.Accept(e)
 	h.logger.Info("event replayed through the admin API", zap.String("event", orig.ID), zap.String("replay", e.ID))
 	ans := &replayAnswer{ID: e.ID, ReplayOf: orig.ID, Status: status, OK: herr == nil}

@@ -75,9 +75,15 @@ type Event struct {
 	Replay     []byte
 	ReplayNote string
 	Dispatch   []Dispatch
+	// Tracked events' dispatch evolves (spooled: queued, delivered, dead):
+	// Update finds them by their action ids through an index. Others are
+	// found by a scan (the admin API's detail), which keeps the index off
+	// the request path of a sync dispatch.
+	Tracked bool
 
 	changed uint64 // journal version of its last change
 	size    int64  // accounted bytes
+	evicted bool
 }
 
 // Per-item overheads of the byte accounting (struct, slice and map

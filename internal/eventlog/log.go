@@ -23,7 +23,7 @@ type Log struct {
 	events  []*Event // oldest first, from head
 	head    int
 	bytes   int64
-	byID    map[string]*Event // event ids and action ids
+	byID    map[string]*Event // action ids of the tracked events
 	seq     uint64            // last sequence number given (events and rows)
 	rej     rejections
 	series  series
@@ -124,10 +124,10 @@ func (l *Log) Bounds() Bounds {
 	return l.bounds
 }
 
-// Accept records an accepted event (Seq is set here). The log owns e from
-// now on.
+// Accept records an accepted event (Seq is set here), answered at
+// e.Time + e.Latency. The log owns e from now on.
 func (l *Log) Accept(e *Event) {
-	now := time.Now()
+	now := e.Time.Add(e.Latency)
 	l.series.observe(now, seriesAccepted, e.Latency)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -154,12 +154,35 @@ func (l *Log) insert(e *Event) {
 	e.size = e.accountedSize()
 	l.events = append(l.events, e)
 	l.bytes += e.size
+	if !e.Tracked {
+		return
+	}
 	l.byID[e.ID] = e
 	for i := range e.Dispatch {
 		if id := e.Dispatch[i].ID; id != "" {
 			l.byID[id] = e
 		}
 	}
+}
+
+// find returns the event with the id (or an action id): tracked ones
+// through the index, the others by a scan, newest first; l.mu is held.
+func (l *Log) find(id string) *Event {
+	if e := l.byID[id]; e != nil {
+		return e
+	}
+	for i := len(l.events) - 1; i >= l.head; i-- {
+		e := l.events[i]
+		if e.ID == id {
+			return e
+		}
+		for j := range e.Dispatch {
+			if e.Dispatch[j].ID == id {
+				return e
+			}
+		}
+	}
+	return nil
 }
 
 // changed journals a change of e, marks it for the directory and wakes
@@ -207,6 +230,7 @@ func (l *Log) evict(e *Event) {
 		*slot = nil
 	}
 	l.bytes -= e.size
+	e.evicted = true
 	if l.byID[e.ID] == e {
 		delete(l.byID, e.ID)
 	}
@@ -222,8 +246,9 @@ func (l *Log) evict(e *Event) {
 }
 
 // Update changes the dispatch of the action id (an event's own id names
-// its first action) with f, which reports whether it changed anything.
-// It reports false when the log does not hold the action.
+// its first action) of a tracked event with f, which reports whether it
+// changed anything. It reports false when the log does not hold the
+// action (yet: f is applied when it is accepted).
 func (l *Log) Update(id string, f func(d *Dispatch) bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -268,7 +293,7 @@ func (l *Log) Update(id string, f func(d *Dispatch) bool) bool {
 func (l *Log) Get(id string) (EventJSON, []byte, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e := l.byID[id]
+	e := l.find(id)
 	if e == nil {
 		return EventJSON{}, nil, false
 	}
@@ -409,7 +434,7 @@ func (s *Subscription) Next(f Filter, rows bool) Changes {
 		if e == nil || e.changed != v { // changed again later: sent then
 			continue
 		}
-		if l.byID[e.ID] != e { // evicted meanwhile
+		if e.evicted {
 			continue
 		}
 		if f.matchEvent(e) {

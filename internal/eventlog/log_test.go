@@ -23,7 +23,7 @@ func accepted(id string, at time.Time, n int) *Event {
 	return &Event{ID: id, Time: at, Path: "/hooks", Hook: "wake", Route: "wake", Client: ip, Auth: "token", Status: 200,
 		Headers:  []Header{{Name: "Content-Type", Value: "application/json", Shown: true}, {Name: "Authorization"}},
 		Body:     make([]byte, n),
-		Dispatch: []Dispatch{{ID: id, Kind: "wake", State: StateSent, GatewayStatus: 200, Attempts: 1}}}
+		Dispatch: []Dispatch{{ID: id, Kind: "wake", State: StateSent, GatewayStatus: 200, Attempts: 1}}, Tracked: true}
 }
 
 // refusal is a wrong-token refusal from the i-th address.
@@ -162,6 +162,13 @@ func TestBoundsCountBytesAge(t *testing.T) {
 			}
 			if _, _, ok := l.Get(fmt.Sprint(c.n - c.wantN - 1)); ok {
 				t.Fatal("an evicted event is still found by id")
+			}
+			untracked := accepted("untracked", now, 0)
+			untracked.Tracked = false
+			untracked.Dispatch = append(untracked.Dispatch, Dispatch{ID: "second-action"})
+			l.Accept(untracked)
+			if ev, _, ok := l.Get("second-action"); !ok || ev.ID != "untracked" {
+				t.Fatal("an untracked event is not found by its second action's id")
 			}
 		})
 	}
@@ -474,7 +481,7 @@ func TestEvictedEventsAreReleased(t *testing.T) {
 	for _, e := range l.journal {
 		if e != nil {
 			held++
-			if l.byID[e.ID] != e {
+			if e.evicted {
 				t.Fatalf("the journal holds the evicted event %s", e.ID)
 			}
 		}

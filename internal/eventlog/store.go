@@ -56,6 +56,7 @@ type storedEvent struct {
 	ReplayNote string        `json:"replay_note,omitempty"`
 	Dispatch   []Dispatch    `json:"dispatch,omitempty"`
 	HasBody    bool          `json:"has_body,omitempty"`
+	Tracked    bool          `json:"tracked,omitempty"`
 }
 
 // stored converts e (a snapshot taken under the lock).
@@ -63,7 +64,7 @@ func stored(e *Event) storedEvent {
 	s := storedEvent{Seq: e.Seq, ID: e.ID, Time: e.Time, Path: e.Path, Hook: e.Hook, Route: e.Route, Mapping: e.Mapping,
 		ClientBits: e.ClientBits, Auth: e.Auth, Status: e.Status, Reason: e.Reason, Latency: e.Latency, IdemKey: e.IdemKey,
 		ReplayOf: e.ReplayOf, Headers: e.Headers, Body: e.Body, BodyBytes: e.BodyBytes, BodyNote: e.BodyNote,
-		Replay: e.Replay, ReplayNote: e.ReplayNote, Dispatch: e.Dispatch, HasBody: e.Body != nil}
+		Replay: e.Replay, ReplayNote: e.ReplayNote, Dispatch: e.Dispatch, HasBody: e.Body != nil, Tracked: e.Tracked}
 	if e.Client.IsValid() {
 		s.Client = e.Client.String()
 	}
@@ -75,7 +76,7 @@ func (s *storedEvent) event() *Event {
 	e := &Event{Seq: s.Seq, ID: s.ID, Time: s.Time, Path: s.Path, Hook: s.Hook, Route: s.Route, Mapping: s.Mapping,
 		ClientBits: s.ClientBits, Auth: s.Auth, Status: s.Status, Reason: s.Reason, Latency: s.Latency, IdemKey: s.IdemKey,
 		ReplayOf: s.ReplayOf, Headers: s.Headers, Body: s.Body, BodyBytes: s.BodyBytes, BodyNote: s.BodyNote,
-		Replay: s.Replay, ReplayNote: s.ReplayNote, Dispatch: s.Dispatch}
+		Replay: s.Replay, ReplayNote: s.ReplayNote, Dispatch: s.Dispatch, Tracked: s.Tracked}
 	if s.HasBody && e.Body == nil {
 		e.Body = []byte{}
 	}
