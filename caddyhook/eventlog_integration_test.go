@@ -441,3 +441,40 @@ func TestStreamsEndOnReload(t *testing.T) {
 	for range adminStream.lines { // until the admin endpoint's stream ends
 	}
 }
+
+// TestEventFanOutAndDuplicate: a fan-out (the gmail preset on a batch of
+// three messages) is one event with an action per message, each with the
+// gateway's run id; its idempotent replay is an event of its own, a
+// duplicate answered from the cache, naming the first run.
+func TestEventFanOutAndDuplicate(t *testing.T) {
+	in, adm := startOpsIngress(t, ingressOpts{hooks: fixturePolicy})
+	body := readFixture(t, "gmail-batch.json")
+	first := in.post("/hooks/gmail", body, "Idempotency-Key: batch-1")
+	if first.status != 200 {
+		t.Fatalf("gmail: %d %s", first.status, first.body)
+	}
+	var reply struct{ RunIDs []string }
+	_ = json.Unmarshal([]byte(first.body), &reply)
+	if again := in.post("/hooks/gmail", body, "Idempotency-Key: batch-1"); again.body != first.body {
+		t.Fatalf("the replay answered %s", again.body)
+	}
+	p := adm.listEvents("status=accepted")
+	if len(p.events) != 2 {
+		t.Fatalf("%d events: %v", len(p.events), p.order)
+	}
+	dup, fan := p.events[0], p.events[1]
+	if len(fan.Dispatch) != 3 || len(reply.RunIDs) != 3 {
+		t.Fatalf("fan-out event %+v, reply %s", fan, first.body)
+	}
+	for i, d := range fan.Dispatch {
+		if d.State != "sent" || d.RunID != reply.RunIDs[i] || d.Kind != "agent" {
+			t.Fatalf("action %d: %+v, want run %s", i, d, reply.RunIDs[i])
+		}
+		if got := adm.event(d.ID); got.ID != fan.ID {
+			t.Fatalf("action id %s finds event %s", d.ID, got.ID)
+		}
+	}
+	if fan.Route != "gmail" || dup.State != "duplicate" || dup.RunID != reply.RunIDs[0] || dup.IdemKey != "batch-1" {
+		t.Fatalf("fan-out %+v / duplicate %+v", fan, dup)
+	}
+}
