@@ -3,6 +3,8 @@ package caddyhook
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -227,12 +229,21 @@ func TestEventReplayAcrossDispatchPaths(t *testing.T) {
 
 // TestEventLogNeverHoldsSecrets: whatever carries the hook token (the
 // Authorization header, x-service-token, the body, the URL) or a
-// signature, no event, row, detail, stream or file shows it.
+// signature (a signed delivery's header, a forged one), no event, row,
+// detail, stream or file shows it.
 func TestEventLogNeverHoldsSecrets(t *testing.T) {
 	dir := t.TempDir()
+	setSigEnv(t)
 	in, adm := startOpsIngress(t, ingressOpts{hooks: fmt.Sprintf(`events {
 			bodies on
 			dir %s
+		}
+		mapping github {
+			match_path github
+			message_template "push to {{repository.full_name}}"
+			verify github {
+				secret {env.CH_IT_GITHUB_SECRET}
+			}
 		}`, dir)})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -243,9 +254,23 @@ func TestEventLogNeverHoldsSecrets(t *testing.T) {
 	in.post("/hooks/"+itHookToken, `{}`)
 	in.do(http.MethodPost, "/hooks/wake?token="+itHookToken, `{}`)
 	in.do(http.MethodPost, "/hooks/wake", `{}`, "X-Hub-Signature-256: sha256=00ff"+itHookToken)
+	ghBody := `{"repository":{"full_name":"acme/app"}}`
+	sig := "sha256=" + hex.EncodeToString(macOf(sha256.New, []byte(sigGitHubSecret), ghBody))
+	if r := in.do(http.MethodPost, "/hooks/github", ghBody, "X-Hub-Signature-256: "+sig, "X-GitHub-Event: push", "X-GitHub-Delivery: d-1"); r.status != 200 {
+		t.Fatalf("signed delivery: %d %s", r.status, r.body)
+	}
 	p := adm.listEvents("")
-	if len(p.events) != 3 {
-		t.Fatalf("%d events, want 3: %v", len(p.events), p.order)
+	if len(p.events) != 4 {
+		t.Fatalf("%d events, want 4: %v", len(p.events), p.order)
+	}
+	gh := adm.event(p.events[0].ID)
+	if gh.Auth != "signature github" || gh.IdemKey != "d-1" {
+		t.Fatalf("signed event %+v", gh)
+	}
+	for _, hd := range gh.Headers {
+		if hd.Name == "X-Hub-Signature-256" && hd.Shown {
+			t.Fatal("the signature's value is shown")
+		}
 	}
 	for _, e := range p.events {
 		d := adm.event(e.ID)
@@ -253,13 +278,18 @@ func TestEventLogNeverHoldsSecrets(t *testing.T) {
 			t.Fatalf("the body holding the token: %+v", d)
 		}
 	}
-	seen := stream.until(t, func(s string) bool { return strings.Count(s, "event: event") >= 3 })
-	if strings.Contains(seen, itHookToken) {
-		t.Fatal("the live tail carries the token")
+	seen := stream.until(t, func(s string) bool { return strings.Count(s, "event: event") >= 4 })
+	if strings.Contains(seen, itHookToken) || strings.Contains(seen, sig[7:]) {
+		t.Fatal("the live tail carries the token or the signature")
+	}
+	for _, a := range adm.answers {
+		if strings.Contains(a, sig[7:]) {
+			t.Fatalf("an admin answer carries the signature: %s", a)
+		}
 	}
 	caddyStopAndWait(t)
 	b, err := os.ReadFile(filepath.Join(dir, "events.db"))
-	if err != nil || strings.Contains(string(b), itHookToken) || strings.Contains(string(b), itGatewayToken) {
+	if err != nil || strings.Contains(string(b), itHookToken) || strings.Contains(string(b), itGatewayToken) || strings.Contains(string(b), sig[7:]) {
 		t.Fatalf("events.db (%d bytes, %v) holds a secret", len(b), err)
 	}
 	// adm's cleanup checks every admin answer for the secrets
