@@ -242,8 +242,8 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 // prepareDryRun makes a handler config safe to run offline: no spool, no
 // cluster (no connection to its engine: a dry run claims no idempotency
 // key, shares no failure and queues nothing where the live nodes would
-// see it), a random token (and gateway token) when their placeholders are
-// unset, and
+// see it), no event log, a random token (and gateway token) when their
+// placeholders are unset, and
 // random signing secrets where a secret's variable is unset (noted on
 // notes for the mappings that could answer hookPath: such a mapping then
 // refuses every signature). It returns the token to present.
@@ -253,6 +253,7 @@ func prepareDryRun(h *Handler, hookPath string, notes io.Writer) string {
 		fmt.Fprintln(notes, "note: the cluster is not contacted in a dry run (no idempotency key claimed, no failure shared, nothing queued)")
 		h.ClusterRaw = nil
 	}
+	h.Events = &EventsConfig{Disabled: true} // a dry run is no event
 	repl := caddy.NewReplacer()
 	if len(h.tokenValues()) == 0 {
 		h.Token = randomToken()
