@@ -48,7 +48,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	    max_body                     <size>
 //	    auth_failures                <count> [<window>]
 //	    lockout                      <duration>
-//	    unauthenticated_bodies       <max> [<timeout>]
+//	    unauthenticated_bodies       [<max> [<timeout>]] [{ per_address <n> }]
+//	    body_timeout                 <duration>
 //	    lockout_table_size           <entries>
 //	    ipv6_prefix                  <bits>
 //	    idempotency_ttl              <duration>
@@ -74,6 +75,16 @@ func parseCaddyfile(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	        max_bytes, max_age, retry_initial, retry_max, workers
 //	    }
 //	    cluster <engine> [<url>...] {  (e.g. cluster nats { … }; see the engine)
+//	    }
+//	    events off | on | {           (the event log; on by default)
+//	        bodies         on|off
+//	        max_body       <size>
+//	        max_events     <n>
+//	        max_bytes      <size>
+//	        retain         <duration>
+//	        max_rejections <n>
+//	        dir            <dir>
+//	        headers        <header>...
 //	    }
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
@@ -115,6 +126,8 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		return listArg(d, &h.TokenHeaders, true)
 	case "unauthenticated_bodies":
 		return h.unmarshalUnauthBodies(d)
+	case "body_timeout":
+		return durationArg(d, &h.BodyTimeout)
 	case "gateway":
 		return oneArg(d, &h.Gateway)
 	case "gateway_token":
@@ -173,6 +186,8 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		return h.unmarshalAuthFailures(d)
 	case "spool":
 		return h.unmarshalSpool(d)
+	case "events":
+		return h.unmarshalEvents(d)
 	case "cluster":
 		return h.unmarshalCluster(d)
 	case "mapping":
@@ -217,13 +232,31 @@ func (h *Handler) unmarshalAuthFailures(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-// unmarshalUnauthBodies parses `unauthenticated_bodies <max> [<timeout>]`.
+// unmarshalUnauthBodies parses
+// `unauthenticated_bodies [<max> [<timeout>]] [{ per_address <n> }]`.
 func (h *Handler) unmarshalUnauthBodies(d *caddyfile.Dispenser) error {
-	n, t, err := countAndDuration(d, "max", 1<<16, "timeout")
-	if err != nil {
-		return err
+	u := new(UnauthenticatedBodies)
+	if d.CountRemainingArgs() > 0 {
+		var err error
+		if u.Max, u.Timeout, err = countAndDuration(d, "max", 1<<16, "timeout"); err != nil {
+			return err
+		}
 	}
-	h.UnauthenticatedBodies = &UnauthenticatedBodies{Max: n, Timeout: t}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if d.Val() != "per_address" {
+			return d.Errf("unrecognized unauthenticated_bodies subdirective '%s'", d.Val())
+		}
+		if err := intArg(d, &u.PerAddress); err != nil {
+			return err
+		}
+		if u.PerAddress < 1 || u.PerAddress > 1<<16 {
+			return d.Errf("unauthenticated_bodies: per_address %d must be between 1 and 65536", u.PerAddress)
+		}
+	}
+	if u.Max == 0 && u.PerAddress == 0 {
+		return d.Errf("unauthenticated_bodies: expected <max> [<timeout>] or a block with per_address")
+	}
+	h.UnauthenticatedBodies = u
 	return nil
 }
 

@@ -19,10 +19,11 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
 
-// Cluster timings.
+// Cluster timings. One idempotency or publish operation is bounded by the
+// engine's own timeout (Backend.Timeout).
 const (
-	// clusterOpTimeout bounds one idempotency or publish operation.
-	clusterOpTimeout = 2 * time.Second
+	// clusterAdminTimeout bounds an admin API operation on the queue.
+	clusterAdminTimeout = 4 * time.Second
 	// clusterRetryAfter is what a client is told to wait when the cluster
 	// cannot take an event (fallback reject) or a duplicate is in flight.
 	clusterRetryAfter = 5 * time.Second
@@ -35,8 +36,16 @@ const (
 )
 
 // errClusterDown: the cluster cannot take an event and there is no
-// fallback spool.
+// fallback spool; nothing was stored.
 var errClusterDown = errors.New("cluster unavailable")
+
+// errClusterUnconfirmed: the event was sent to the cluster but its
+// acknowledgement did not arrive in time, and there is no fallback spool:
+// it may have been stored (and be delivered) or not.
+var errClusterUnconfirmed = errors.New("cluster did not confirm in time")
+
+// reasonClusterUnconfirmed is the 504 of errClusterUnconfirmed.
+const reasonClusterUnconfirmed = "cluster queue timeout: the event may have been accepted; retry with the same Idempotency-Key so that it does not run twice"
 
 // clusterState is a handler's view of its cluster engine.
 type clusterState struct {
@@ -91,13 +100,6 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	if !ok {
 		return fmt.Errorf("cluster: module %T is not a cluster engine", mod)
 	}
-	b, err := eng.Open(p)
-	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
-	cs := &clusterState{backend: b, name: b.Name(), key: string(engineKey)}
-	h.cluster = cs
-
 	v, _, err := sharedPool.LoadOrNew(clusterMetricsKey, func() (caddy.Destructor, error) {
 		m, err := cluster.NewMetrics(nil)
 		return &clusterMetricsShare{m}, err
@@ -106,10 +108,19 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 		return err
 	}
 	h.poolKeys = append(h.poolKeys, clusterMetricsKey)
-	cs.metrics = v.(*clusterMetricsShare).m
-	if err := cs.metrics.Register(ctx.GetMetricsRegistry()); err != nil {
+	metrics := v.(*clusterMetricsShare).m
+	if err := metrics.Register(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("cluster metrics: %w", err)
 	}
+	p.Metrics = metrics
+	b, err := eng.Open(p)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	// the node id tells connections apart that settings do not (a signing
+	// key read from a file that changed)
+	cs := &clusterState{backend: b, metrics: metrics, name: b.Name(), key: string(engineKey) + "|" + b.Node()}
+	h.cluster = cs
 	cs.metrics.Bind(b)
 
 	// One LockSync per lockout table and namespace: the handlers of a
@@ -117,6 +128,7 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	key := "hooks.cluster.lockout|" + h.lockoutKey + "|" + cs.key
 	v, _, err = sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
 		s := cluster.NewLockSync(b, h.lockout, cluster.LockSyncOptions{LockTTL: p.LockTTL,
+			Window: time.Duration(h.AuthFailures.Window), Lockout: h.lockout.policy.lockFor,
 			Metrics: cs.metrics, Logger: h.logger.Named("cluster")})
 		if err := s.Start(); err != nil {
 			return nil, fmt.Errorf("cluster: lockout sharing: %w", err)
@@ -130,12 +142,12 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	cs.sync = v.(lockSyncShare).LockSync
 
 	wait := time.Duration(h.GatewayTimeout)
-	lease := time.Duration(h.GatewayWaitTimeout) + 2*clusterOpTimeout
+	lease := time.Duration(h.GatewayWaitTimeout) + 2*b.Timeout()
 	if h.Spool != nil {
-		lease = time.Duration(h.GatewayTimeout) + 2*clusterOpTimeout
+		lease = time.Duration(h.GatewayTimeout) + 2*b.Timeout()
 	}
 	cs.idem = cluster.NewIdempotency(b.Claims(), cluster.IdempotencyOptions{Lease: lease, Wait: wait,
-		Timeout: clusterOpTimeout, Metrics: cs.metrics})
+		Timeout: b.Timeout(), Metrics: cs.metrics})
 	return nil
 }
 
@@ -295,7 +307,7 @@ func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
 		}
 		fb = fbShare.store
 	}
-	sp, err := cluster.NewSpool(cs.backend, cluster.SpoolOptions{Fallback: fb, Timeout: clusterOpTimeout, Metrics: cs.metrics})
+	sp, err := cluster.NewSpool(cs.backend, cluster.SpoolOptions{Fallback: fb, Metrics: cs.metrics})
 	if err != nil {
 		return fmt.Errorf("spool: cluster: %w", err)
 	}
@@ -337,6 +349,8 @@ func (a clusterAppender) append(ctx context.Context, evs []*spool.Event) error {
 	switch {
 	case errors.Is(err, cluster.ErrFull), errors.Is(err, spool.ErrFull):
 		return errFull
+	case errors.Is(err, cluster.ErrUnconfirmed):
+		return errClusterUnconfirmed
 	case errors.Is(err, cluster.ErrUnavailable):
 		return errClusterDown
 	}
@@ -405,7 +419,7 @@ type clusterOps struct {
 }
 
 func opCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 2*clusterOpTimeout)
+	return context.WithTimeout(context.Background(), clusterAdminTimeout)
 }
 
 // Status implements spool.Ops: the queue's depth, bytes and dead letters,

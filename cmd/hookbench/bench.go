@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,8 +32,8 @@ type bench struct {
 	sink     *sinkProc
 	// listeners are the rows' sockets, handed to Caddy
 	listeners []net.Listener
-	// nats are the NATS servers of the cluster rows, by count
-	nats     map[int]*natsServers
+	// nats are the NATS servers of the cluster rows, by count and sync
+	nats     map[natsKey]*natsServers
 	clock    cpuClock
 	spread   spreadAddrs
 	fwd      atomic.Uint64
@@ -99,12 +100,19 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	return rep.writeText(out)
 }
 
-// withBases adds the rows the ratios of rows are taken against.
+// withBases adds the rows the ratios of rows are taken against, and the
+// rows their twins are.
 func withBases(rows []rowDef) []rowDef {
 	all := rowCatalogue()
+	rows = slices.Clone(rows)
 	want := map[string]bool{}
-	for _, r := range rows {
+	for i := 0; i < len(rows); i++ {
+		r := rows[i]
 		want[r.id] = true
+		if r.twinOf != "" && !want[r.twinOf] {
+			tw, _ := findRow(all, r.twinOf)
+			rows = append(rows, tw) // its twin, and the twin's bases
+		}
 		for base := r.base; !want[base]; {
 			want[base] = true
 			br, _ := findRow(all, base)
@@ -132,7 +140,7 @@ func (b *bench) setup(dir string) error {
 		}
 	}
 	b.env = &benchEnv{dir: dir, sink: filepath.Join(dir, "sink.sock"), admin: filepath.Join(dir, "admin.sock"),
-		token: randomToken(), gwToken: randomToken(), ports: map[string]int{}, fds: map[string]int{},
+		token: randomToken(), gwToken: randomToken(), clusterKey: randomToken(), ports: map[string]int{}, fds: map[string]int{},
 		accessLog: b.o.accessLog, forwarded: b.o.spread == "xff"}
 	if err := b.env.writeFiles(); err != nil {
 		return err
@@ -191,17 +199,22 @@ func (b *bench) setup(dir string) error {
 // process: they compete for the CPU with the load, as a NATS server on
 // the ingress's host would with Caddy).
 func (b *bench) startNATS(dir string) error {
-	b.nats, b.env.natsURLs = map[int]*natsServers{}, map[int]string{}
+	b.nats, b.env.natsURLs = map[natsKey]*natsServers{}, map[natsKey]string{}
 	for _, r := range b.rows {
-		if r.nats == 0 || b.nats[r.nats] != nil {
+		k := r.natsSet()
+		if r.nats == 0 || b.nats[k] != nil {
 			continue
 		}
-		fmt.Fprintf(b.progress, "starting %d NATS JetStream server(s) …\n", r.nats)
-		ns, err := startNATS(dir, r.nats)
+		sync := "lazily (NATS's default sync_interval, 2m)"
+		if k.always {
+			sync = "every write (sync_interval always)"
+		}
+		fmt.Fprintf(b.progress, "starting %d NATS JetStream server(s), syncing %s …\n", r.nats, sync)
+		ns, err := startNATS(dir, k)
 		if err != nil {
 			return fmt.Errorf("row %s: NATS: %w", r.id, err)
 		}
-		b.nats[r.nats], b.env.natsURLs[r.nats] = ns, ns.urls()
+		b.nats[k], b.env.natsURLs[k] = ns, ns.urls()
 	}
 	return nil
 }

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/natsrun"
@@ -47,6 +49,9 @@ type Options struct {
 	Routes  []*url.URL
 	// Token requires clients to present it.
 	Token string
+	// SyncAlways makes JetStream fsync every write before acknowledging
+	// it (sync_interval: always), for tests of what survives.
+	SyncAlways bool
 }
 
 // Run starts one server for t and stops it when t ends.
@@ -57,7 +62,7 @@ func Run(t testing.TB, o Options) *Server {
 	}
 	opts := &server.Options{
 		ServerName: o.Name, Host: "127.0.0.1", Port: -1, JetStream: !o.NoJetStream, StoreDir: o.StoreDir,
-		NoLog: true, NoSigs: true, Authorization: o.Token,
+		NoLog: true, NoSigs: true, Authorization: o.Token, SyncAlways: o.SyncAlways,
 	}
 	if o.Cluster != "" {
 		opts.Cluster = server.ClusterOpts{Name: o.Cluster, Host: "127.0.0.1", Port: -1}
@@ -111,13 +116,15 @@ type Cluster struct {
 // RunCluster starts n servers that find each other through a seed route:
 // a proxy the test owns, forwarding to the first server's cluster port,
 // which every server has as its configured route (JetStream needs one).
-// It returns once the cluster has elected its metadata leader.
+// The servers sync every write (these tests are about what survives the
+// loss of a server). It returns once the cluster has elected its
+// metadata leader.
 func RunCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	c := &Cluster{seed: NewProxy(t, "")}
 	seed, _ := url.Parse("nats-route://" + c.seed.Addr())
 	for i := range n {
-		s := Run(t, Options{Name: fmt.Sprintf("n%d", i+1), Cluster: "hooks-test", Routes: []*url.URL{seed}})
+		s := Run(t, Options{Name: fmt.Sprintf("n%d", i+1), Cluster: "hooks-test", Routes: []*url.URL{seed}, SyncAlways: true})
 		if i == 0 {
 			c.seed.SetTarget(s.ClusterAddr().String())
 		}
@@ -177,6 +184,23 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond) // poll interval
 	}
+}
+
+// PlainClient is a NATS client (and its JetStream API) on url that is no
+// node of a caddyhook cluster: what anyone who reaches the servers can
+// do. It closes when t ends.
+func PlainClient(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
 }
 
 // Rotate returns urls starting at i: each node of a test gets its own

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 )
@@ -21,13 +22,46 @@ type claims struct {
 	revs map[string]uint64 // revision of each claim this node holds
 }
 
-// record is a bucket value.
+// record is a bucket value (sealed: see encode).
 type record struct {
 	Pending bool   `json:"p,omitempty"`
 	Node    string `json:"n"`
 	Until   int64  `json:"u,omitempty"` // pending: Unix ms the claim lapses
 	Status  int    `json:"s,omitempty"`
 	Body    []byte `json:"b,omitempty"`
+	Settled int64  `json:"t,omitempty"` // settled: Unix ms it was written
+}
+
+// encode seals r for key.
+func (c *claims) encode(key string, r record) []byte {
+	b, _ := json.Marshal(r)
+	return c.s.seal(b, sealIdem, c.s.n.idem, key)
+}
+
+// decode opens and reads the value of e. It reports false for a record
+// this node must not trust: one that does not open (counted and logged),
+// or a settled one older than the bucket's TTL (a replay). A pending
+// claim's end is clamped to the server's time of the write plus lease and
+// clock skew, so that a claim from a node whose clock runs ahead lapses
+// when the node's own lease would.
+func (c *claims) decode(e jetstream.KeyValueEntry, lease time.Duration) (record, bool, error) {
+	b, ok := c.s.open(e.Value(), sealIdem, c.s.n.idem, e.Key())
+	if !ok {
+		c.s.reject(cluster.RejectedIdempotency, zap.String("bucket", c.s.n.idem))
+		return record{}, false, nil
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return record{}, false, fmt.Errorf("idempotency record %s: %w", e.Key(), err)
+	}
+	skew := time.Duration(c.s.cfg.ClockSkew)
+	if !r.Pending && time.Since(time.UnixMilli(r.Settled)) > max(c.s.p.IdempotencyTTL, time.Second)+skew {
+		return record{}, false, nil
+	}
+	if r.Pending && lease > 0 {
+		r.Until = min(r.Until, e.Created().Add(lease+skew).UnixMilli())
+	}
+	return r, true, nil
 }
 
 func (r record) public() cluster.Record {
@@ -51,15 +85,29 @@ func (c *claims) kv() (jetstream.KeyValue, error) {
 
 // Claim implements cluster.ClaimStore.
 func (c *claims) Claim(ctx context.Context, key string, lease time.Time) (cluster.Record, bool, error) {
+	type claimed struct {
+		rec cluster.Record
+		ok  bool
+	}
+	r, err := bounded(ctx, func(ctx context.Context) (claimed, error) {
+		rec, ok, err := c.claim(ctx, key, lease)
+		return claimed{rec, ok}, err
+	})
+	c.s.opFailed(err)
+	return r.rec, r.ok, err
+}
+
+func (c *claims) claim(ctx context.Context, key string, lease time.Time) (cluster.Record, bool, error) {
 	kv, err := c.kv()
 	if err != nil {
 		return cluster.Record{}, false, err
 	}
-	mine, _ := json.Marshal(record{Pending: true, Node: c.s.node, Until: lease.UnixMilli()})
+	mine := c.encode(key, record{Pending: true, Node: c.s.node, Until: lease.UnixMilli()})
+	leaseFor := time.Until(lease)
 	for range maxClaimRounds {
 		rev, err := kv.Create(ctx, key, mine)
 		if err == nil {
-			c.hold(key, rev)
+			c.hold(ctx, key, rev)
 			return cluster.Record{Pending: true, Node: c.s.node, Until: lease}, true, nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
@@ -72,15 +120,16 @@ func (c *claims) Claim(ctx context.Context, key string, lease time.Time) (cluste
 		if err != nil {
 			return cluster.Record{}, false, err
 		}
-		var r record
-		if err := json.Unmarshal(e.Value(), &r); err != nil {
-			return cluster.Record{}, false, fmt.Errorf("idempotency record %s: %w", key, err)
+		r, trusted, err := c.decode(e, leaseFor)
+		if err != nil {
+			return cluster.Record{}, false, err
 		}
-		if r.Pending && time.Now().UnixMilli() >= r.Until {
-			// the claiming node died or gave up: take over
+		if !trusted || r.Pending && time.Now().UnixMilli() >= r.Until {
+			// not a node's record (or a stale replay), or the claiming
+			// node died or gave up: take over
 			rev, err := kv.Update(ctx, key, mine, e.Revision())
 			if err == nil {
-				c.hold(key, rev)
+				c.hold(ctx, key, rev)
 				return cluster.Record{Pending: true, Node: c.s.node, Until: lease}, true, nil
 			}
 			continue
@@ -90,7 +139,12 @@ func (c *claims) Claim(ctx context.Context, key string, lease time.Time) (cluste
 	return cluster.Record{}, false, fmt.Errorf("idempotency key %s: too much contention", key)
 }
 
-func (c *claims) hold(key string, rev uint64) {
+// hold records the revision of a claim this node made (none when the
+// caller stopped waiting: the claim then lapses by itself).
+func (c *claims) hold(ctx context.Context, key string, rev uint64) {
+	if ctx.Err() != nil {
+		return
+	}
 	c.mu.Lock()
 	if c.revs == nil {
 		c.revs = make(map[string]uint64)
@@ -127,11 +181,12 @@ func (c *claims) Settle(ctx context.Context, key string, status int, body []byte
 	if err != nil {
 		return err
 	}
-	val, _ := json.Marshal(record{Node: c.s.node, Status: status, Body: body})
-	if _, err := kv.Update(ctx, key, val, rev); err != nil {
+	val := c.encode(key, record{Node: c.s.node, Status: status, Body: body, Settled: time.Now().UnixMilli()})
+	if _, err := bounded(ctx, func(ctx context.Context) (uint64, error) { return kv.Update(ctx, key, val, rev) }); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return errLostClaim
 		}
+		c.s.opFailed(err)
 		return err
 	}
 	return nil
@@ -143,59 +198,70 @@ func (c *claims) Release(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	err = kv.Delete(ctx, key, jetstream.LastRevision(rev))
+	_, err = bounded(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, kv.Delete(ctx, key, jetstream.LastRevision(rev))
+	})
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return errLostClaim
 	}
+	c.s.opFailed(err)
 	return err
 }
 
-// Wait implements cluster.ClaimStore: it watches the key until it is
-// settled, deleted, or its claim lapses.
+// Wait pacing: the first read of a pending key follows at once, then
+// the pause doubles up to waitPollMax.
+const (
+	waitPollFirst = 5 * time.Millisecond
+	waitPollMax   = 250 * time.Millisecond
+)
+
+// Wait implements cluster.ClaimStore: it reads the key until it is
+// settled, deleted, or its claim lapses, each read bounded by one
+// operation's timeout. (A KV watch would be pushed the change, but
+// creating one needs the cluster's metadata leader: while a new one is
+// elected the creation blocked for the caller's whole deadline, and the
+// waiting copy got a 409 although its twin had its reply in milliseconds.
+// A read needs only the bucket's own leader.)
 func (c *claims) Wait(ctx context.Context, key string) (cluster.Record, bool, error) {
-	kv, err := c.kv()
-	if err != nil {
-		return cluster.Record{}, false, err
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := kv.Watch(wctx, key)
-	if err != nil {
-		return cluster.Record{}, false, err
-	}
-	defer func() { _ = w.Stop() }()
-	var lapse <-chan time.Time
-	seen := false
+	pause := waitPollFirst
 	for {
+		kv, err := c.kv()
+		if err != nil {
+			return cluster.Record{}, false, err
+		}
+		gctx, cancel := context.WithTimeout(ctx, time.Duration(c.s.cfg.Timeout))
+		e, err := bounded(gctx, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return kv.Get(ctx, key) })
+		cancel()
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			return cluster.Record{}, false, nil // released
+		case ctx.Err() != nil:
+			return cluster.Record{}, false, ctx.Err()
+		case err != nil:
+			c.s.opFailed(err)
+			return cluster.Record{}, false, err
+		}
+		r, trusted, err := c.decode(e, 0)
+		if err != nil {
+			return cluster.Record{}, false, err
+		}
+		if !trusted {
+			return cluster.Record{}, false, nil // compete again: Claim takes it over
+		}
+		if !r.Pending {
+			return r.public(), true, nil
+		}
+		left := time.Until(time.UnixMilli(r.Until))
+		if left <= 0 {
+			return cluster.Record{}, false, nil // lapsed
+		}
+		t := time.NewTimer(min(pause, left))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return cluster.Record{}, false, ctx.Err()
-		case <-lapse:
-			return cluster.Record{}, false, nil
-		case e, ok := <-w.Updates():
-			if !ok {
-				return cluster.Record{}, false, cluster.ErrUnavailable
-			}
-			if e == nil {
-				if !seen {
-					return cluster.Record{}, false, nil // gone already
-				}
-				continue // the current value was delivered; wait for changes
-			}
-			seen = true
-			if e.Operation() != jetstream.KeyValuePut {
-				return cluster.Record{}, false, nil // released
-			}
-			var r record
-			if err := json.Unmarshal(e.Value(), &r); err != nil {
-				return cluster.Record{}, false, fmt.Errorf("idempotency record %s: %w", key, err)
-			}
-			if !r.Pending {
-				return r.public(), true, nil
-			}
-			t := time.NewTimer(time.Until(time.UnixMilli(r.Until)))
-			defer t.Stop()
-			lapse = t.C
+		case <-t.C:
 		}
+		pause = min(2*pause, waitPollMax)
 	}
 }
