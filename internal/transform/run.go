@@ -148,16 +148,18 @@ func (p *Program) work(ctx context.Context, v *vm, t *task, payload map[string]a
 // still fit for reuse.
 func (p *Program) run(v *vm, c *call, payload map[string]any, f func(*vm) (map[string]any, error)) (map[string]any, bool, error) {
 	c.rt = v.rt
-	// the call keeps its OS thread, so that the thread's CPU time is the
-	// call's (the watchdog's heap check charges by CPU share)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	c.cpuClock, c.cpuKnown = threadCPUClock()
 	v.guard.call = c
 	p.watch.add(c)
 	var out map[string]any
 	crashed := false
 	err := func() (err error) {
+		// the call keeps its OS thread while it runs, so that the
+		// thread's CPU time is the call's (the watchdog's heap check
+		// charges by CPU share); the watchdog's lock is taken outside,
+		// as a locked thread that blocks must be woken by name
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		c.setCPUClock(threadCPUClock())
 		defer func() {
 			// A panic here is a bug in this package or the runtime; keep
 			// the process alive, report it, and drop the runtime.

@@ -30,12 +30,12 @@ const (
 type call struct {
 	rt       *goja.Runtime
 	ctx      context.Context
-	task     *task     // the Run this call belongs to; nil in tests
-	deadline time.Time // interrupt after this
-	hard     time.Time // give up waiting for the worker after this
-	budget   uint64    // heap bytes the call may be charged with
-	cpuClock int32     // the worker thread's CPU-time clock, when cpuKnown
-	cpuKnown bool
+	task     *task        // the Run this call belongs to; nil in tests
+	deadline time.Time    // interrupt after this
+	hard     time.Time    // give up waiting for the worker after this
+	budget   uint64       // heap bytes the call may be charged with
+	cpuState atomic.Int32 // cpuPending until the worker set cpuClock (setCPUClock)
+	cpuClock atomic.Int32 // the worker thread's CPU-time clock, when cpuState is cpuKnown
 
 	reason    atomic.Int32
 	detail    string // guard message for reasonMemory or a regexp timeout, set on the worker goroutine
@@ -48,6 +48,24 @@ type call struct {
 	shared      bool          // both were read: the call is charged by its CPU share
 	started     bool
 	gaveUp      bool
+}
+
+// States of a call's CPU-time clock.
+const (
+	cpuPending int32 = iota // the worker has not read it yet
+	cpuKnown
+	cpuNone // no per-thread CPU clock here
+)
+
+// setCPUClock records the CPU-time clock of the thread the call runs on
+// (ok false: none). The watchdog starts charging the call once it is set.
+func (c *call) setCPUClock(clock int32, ok bool) {
+	if !ok {
+		c.cpuState.Store(cpuNone)
+		return
+	}
+	c.cpuClock.Store(clock)
+	c.cpuState.Store(cpuKnown)
 }
 
 // stop records why the call must end and interrupts its runtime. It is
@@ -70,7 +88,8 @@ func (c *call) stop(reason int32) {
 // sub-millisecond call costs no metrics read). A call is charged with the
 // share of that growth that matches its share of the process's CPU time
 // over the same span, read from the CPU-time clock of its worker thread
-// (a call keeps its OS thread while it runs, Program.run), doubled for the
+// (a call keeps its OS thread while it runs, Program.run; the first
+// sample waits until the call has read that clock), doubled for the
 // garbage collector's workers, which run beside an allocating call on
 // the other cores: a call that allocates is the one using the CPU, while
 // one that runs beside a flood of large request bodies gets a small share
@@ -155,11 +174,11 @@ func (w *watchdog) loop() {
 // check enforces c's budgets at one sample; procCPU is the process's CPU
 // time, when procOK.
 func (w *watchdog) check(c *call, now time.Time, allocs uint64, procCPU time.Duration, procOK bool) {
-	if !c.started {
+	if state := c.cpuState.Load(); !c.started && state != cpuPending {
 		c.started, c.startAllocs = true, allocs
 		c.shared = false
-		if c.cpuKnown && procOK {
-			c.startCPU, c.shared = cpuTime(c.cpuClock)
+		if state == cpuKnown && procOK {
+			c.startCPU, c.shared = cpuTime(c.cpuClock.Load())
 			c.startProc = procCPU
 		}
 	}
@@ -168,7 +187,7 @@ func (w *watchdog) check(c *call, now time.Time, allocs uint64, procCPU time.Dur
 		c.stop(reasonCanceled)
 	case now.After(c.deadline):
 		c.stop(reasonTimeout)
-	default:
+	case c.started:
 		if stop, charged := c.overBudget(allocs-c.startAllocs, procCPU); stop {
 			c.uncharged = !charged
 			c.stop(reasonMemory)
@@ -197,7 +216,7 @@ func (c *call) overBudget(grown uint64, procCPU time.Duration) (stop, charged bo
 	if !c.shared {
 		return true, false
 	}
-	thread, ok := cpuTime(c.cpuClock)
+	thread, ok := cpuTime(c.cpuClock.Load())
 	proc := procCPU - c.startProc
 	if !ok || proc <= 0 {
 		return true, false
