@@ -209,14 +209,17 @@ func blockedKey(k string) bool {
 	return k == "__proto__" || k == "prototype" || k == "constructor"
 }
 
-// answers reports whether c's match_path admits the hook name sub. A
-// mapping without match_path admits every name; a forward one only names
-// the edge can forward as they are (the gateway gets {prefix}/<sub>).
-func (c *compiledMapping) answers(sub string) bool {
-	if c.path == "" {
-		return !c.forward || validHookPath(sub)
+// answers reports whether c's match_path admits ex's hook name. A
+// mapping without match_path admits every name. A forward mapping
+// compares with the name the gateway reads (gatewayName: escapes kept as
+// sent, so that the edge picks the mapping the gateway picks) and admits
+// only names the edge can forward as sent.
+func (h *Handler) answers(c *compiledMapping, ex *exchange) bool {
+	if !c.forward {
+		return c.path == "" || c.path == ex.sub
 	}
-	return c.path == sub
+	name, ok := h.gatewayName(ex)
+	return ok && (c.path == "" || c.path == name)
 }
 
 // matches reports whether c's source and CEL conditions hold (CEL last);
@@ -319,7 +322,7 @@ const (
 func (h *Handler) requestVars(ex *exchange) *tmpl.Vars {
 	var needHeaders, needQuery bool
 	for _, c := range h.mappings {
-		if c.answers(ex.sub) {
+		if h.answers(c, ex) {
 			needHeaders = needHeaders || c.readsHeaders
 			needQuery = needQuery || c.readsQuery
 		}
