@@ -111,7 +111,7 @@ var errGatewayTimeout = errors.New("gateway timeout")
 // gatewayRequest is one request to the gateway: a rendered action (sent
 // to {prefix}/{kind}) or a forwarded request (sent to path with header).
 type gatewayRequest struct {
-	kind    Kind
+	kind Kind
 	path string // forwarded: the gateway path and query; "" = by kind
 	// header, for a forwarded request, is what crosses to the gateway
 	// (crossingHeaders: the sender's Host under "Host", its Idempotency-Key
