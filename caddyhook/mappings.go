@@ -193,8 +193,9 @@ func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(str
 	return nil
 }
 
-// validHookPath reports whether p is a path the edge can forward as is:
-// segments of URL path characters, no dot segments.
+// validHookPath reports whether p is a plain hook path (a forward
+// mapping's match_path): segments of URL path characters that need no
+// escaping, no dot segments.
 func validHookPath(p string) bool {
 	for _, seg := range strings.Split(p, "/") {
 		if seg == "" || seg == "." || seg == ".." || url.PathEscape(seg) != seg {
