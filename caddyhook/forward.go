@@ -78,23 +78,29 @@ func (f *forwardReq) seed(key string) string {
 // ok is false when the gateway would read another name than the edge
 // routed.
 func (h *Handler) forwardTarget(ex *exchange) (string, bool) {
-	if !ex.gwDone {
-		ex.gwRest, ex.gwOK = gatewayRest(requestTarget(ex.r), h.base)
-		ex.gwDone = true
-	}
-	if !ex.gwOK {
+	rest, ok := h.forwardRest(ex)
+	if !ok {
 		return "", false
 	}
 	q := ex.r.URL.RawQuery
 	switch {
-	case q == "" && ex.gwRest == "/"+routeWake:
+	case q == "" && rest == "/"+routeWake:
 		return h.gateway.paths[KindWake], true // no allocation on the common paths
-	case q == "" && ex.gwRest == "/"+routeAgent:
+	case q == "" && rest == "/"+routeAgent:
 		return h.gateway.paths[KindAgent], true
 	case q == "":
-		return h.gateway.prefix + ex.gwRest, true
+		return h.gateway.prefix + rest, true
 	}
-	return h.gateway.prefix + ex.gwRest + "?" + q, true
+	return h.gateway.prefix + rest + "?" + q, true
+}
+
+// forwardRest is gatewayRest of ex's request target, computed once.
+func (h *Handler) forwardRest(ex *exchange) (string, bool) {
+	if !ex.gwDone {
+		ex.gwRest, ex.gwOK = gatewayRest(requestTarget(ex.r), h.base)
+		ex.gwDone = true
+	}
+	return ex.gwRest, ex.gwOK
 }
 
 // gatewayName is the hook name the gateway reads from ex's path (its
@@ -102,11 +108,8 @@ func (h *Handler) forwardTarget(ex *exchange) (string, bool) {
 // with a mapping's match.path); ok is false when forwardTarget refuses the
 // path.
 func (h *Handler) gatewayName(ex *exchange) (string, bool) {
-	if !ex.gwDone {
-		ex.gwRest, ex.gwOK = gatewayRest(requestTarget(ex.r), h.base)
-		ex.gwDone = true
-	}
-	return strings.Trim(ex.gwRest, "/"), ex.gwOK
+	rest, ok := h.forwardRest(ex)
+	return strings.Trim(rest, "/"), ok
 }
 
 // gatewayRest returns the part of a request target's path below base as

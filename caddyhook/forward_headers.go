@@ -60,39 +60,102 @@ var transportHeaders = map[string]bool{
 // in it (separators removed), the words as whole words (split at '-', '_'
 // and '.'), forwardingPrefixes at its start.
 var (
-	credentialFragments = []string{"auth", "token", "secret", "passw", "passphrase", "cookie", "credential",
-		"signature", "apikey", "accesskey", "privatekey", "jwt", "bearer", "csrf", "xsrf", "hmac"}
-	credentialWords = map[string]bool{"sig": true, "pwd": true, "pass": true, "session": true, "sid": true}
-	// keyWords: a name ending in one of these words, or in a word ending
-	// in "key", is a credential ("x-api-key", "ocp-apim-subscription-key",
-	// "x-functions-key") unless the word before it says what kind of key
-	// it is (keyKinds: "idempotency-key", Bitbucket's "x-event-key").
+	// nameFragments, by the class they mark: credentials, and forwarding
+	// names written without separators ("x-azure-clientip").
+	nameFragments = map[headerClass][]string{
+		headerCredential: {"auth", "token", "secret", "passw", "passphrase", "cookie", "credential", "signature",
+			"apikey", "accesskey", "privatekey", "jwt", "bearer", "csrf", "xsrf", "hmac"},
+		headerForwarding: {"forwarded", "override", "clientip", "socketip", "realip", "remoteip", "peerip", "sourceip",
+			"userip", "connectingip", "originatingip", "remoteaddr", "clientaddr", "originalurl", "originaluri",
+			"rewriteurl", "httpmethod", "originalmethod"},
+	}
+	// nameWords: whole words and what they mark. An address word marks a
+	// client address when an owner word says whose
+	// ("x-envoy-external-address", "x-client-addr").
+	nameWords = func() map[string]wordKind {
+		m := map[string]wordKind{}
+		for kind, words := range map[wordKind][]string{
+			wordCredential: {"sig", "pwd", "pass", "session", "sid"},
+			wordForwarding: {"forwarded", "via", "remote", "principal", "oidc", "ip", "ips", "ipv4", "ipv6", "ipaddr",
+				"ipaddress", "override", "method", "original", "rewrite", "host", "scheme", "https", "ssl", "tls"},
+			wordAddress: {"addr", "address"},
+			wordOwner:   {"client", "external", "real", "originating", "connecting", "peer", "source", "true", "user", "socket"},
+		} {
+			for _, w := range words {
+				m[w] = kind
+			}
+		}
+		return m
+	}()
+	// keyKinds: a name whose last word ends in "key" is a credential
+	// ("x-api-key", "ocp-apim-subscription-key", "x-functions-key") unless
+	// the word before a last word "key" says what kind of key it is
+	// ("idempotency-key", Bitbucket's "x-event-key").
 	keyKinds = map[string]bool{"idempotency": true, "event": true, "dedupe": true, "dedup": true,
 		"deduplication": true, "routing": true, "partition": true, "cache": true}
-
-	forwardingWords = map[string]bool{
-		"forwarded": true, "via": true, "remote": true, "principal": true, "oidc": true,
-		"ip": true, "ips": true, "ipv4": true, "ipv6": true, "ipaddr": true, "ipaddress": true,
-		"override": true, "method": true, "original": true, "rewrite": true, "host": true,
-		"scheme": true, "https": true, "ssl": true, "tls": true,
-	}
-	// addressWords name a client address when another word of the name
-	// says whose ("x-envoy-external-address", "x-remote-addr").
-	addressWords  = map[string]bool{"addr": true, "address": true}
-	addressOwners = map[string]bool{"client": true, "external": true, "real": true, "originating": true,
-		"connecting": true, "peer": true, "source": true, "true": true, "user": true, "socket": true}
-	// forwardingFragments, anywhere in the name without separators:
-	// "x-azure-clientip", "x-http-methodoverride".
-	forwardingFragments = []string{"forwarded", "override", "clientip", "socketip", "realip", "remoteip", "peerip",
-		"sourceip", "userip", "connectingip", "originatingip", "remoteaddr", "clientaddr", "originalurl", "originaluri",
-		"rewriteurl", "httpmethod", "originalmethod"}
 	forwardingPrefixes = []string{"x-forwarded", "tailscale-", "cf-access-", "x-envoy-", "x-pomerium-",
 		"x-amzn-oidc-", "x-ms-client-", "x-goog-authenticated-"}
+	// fragmentIndex lists nameFragments by their first byte.
+	fragmentIndex = func() (idx [256][]nameFragment) {
+		for class, fs := range nameFragments {
+			for _, f := range fs {
+				idx[f[0]] = append(idx[f[0]], nameFragment{f, class})
+			}
+		}
+		return idx
+	}()
 )
 
-// classifyHeader classifies a header by its name alone (any case). It
-// does not allocate for names up to 64 bytes.
+// wordKind is what a whole word of a header name marks.
+type wordKind uint8
+
+const (
+	wordCredential wordKind = iota + 1
+	wordForwarding
+	wordAddress
+	wordOwner
+)
+
+// nameFragment is a fragment and the class it marks.
+type nameFragment struct {
+	text  string
+	class headerClass
+}
+
+// commonHeaderClasses holds the class of the headers most requests carry,
+// by canonical name, so that they are classified with one lookup;
+// classifyName computes it (and every other name's).
+var commonHeaderClasses = func() map[string]headerClass {
+	m := map[string]headerClass{}
+	for _, n := range []string{"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Cache-Control",
+		"Connection", "Content-Encoding", "Content-Length", "Content-Type", "Cookie", "Expect", "Forwarded", "Host",
+		"Idempotency-Key", "Keep-Alive", "Origin", "Pragma", "Referer", "Te", "Traceparent", "Tracestate", "Transfer-Encoding",
+		"User-Agent", "Via", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "X-Request-Id",
+		"X-Github-Event", "X-Github-Delivery", "X-Github-Hook-Id", "X-Hub-Signature-256", "X-Openclaw-Token",
+		"X-Openclaw-Idempotency-Key", "X-Service-Token", "Stripe-Signature", "Webhook-Id", "Webhook-Timestamp",
+		"Webhook-Signature", "X-Slack-Signature", "X-Slack-Request-Timestamp", "X-Gitlab-Event", "X-Gitlab-Token",
+		"Baggage", "Sentry-Trace", "X-Amzn-Trace-Id", "X-Hub-Signature", "X-Github-Hook-Installation-Target-Id",
+		"X-Github-Hook-Installation-Target-Type", "X-Gitlab-Event-Uuid", "X-Gitlab-Instance", "X-Gitlab-Webhook-Uuid",
+		"X-Slack-Retry-Num", "X-Slack-Retry-Reason", "Svix-Id", "Svix-Timestamp", "Svix-Signature", "X-Goog-Channel-Id",
+		"X-Goog-Resource-State", "X-Goog-Message-Number"} {
+		m[n] = classifyName(n)
+	}
+	return m
+}()
+
+// classifyHeader classifies a header by its name alone (any case): one
+// lookup for a common header as the server canonicalises it, else
+// classifyName.
 func classifyHeader(name string) headerClass {
+	if c, ok := commonHeaderClasses[name]; ok {
+		return c
+	}
+	return classifyName(name)
+}
+
+// classifyName is classifyHeader without the lookup. It does not
+// allocate for names up to 64 bytes.
+func classifyName(name string) headerClass {
 	if !validHeaderName(name) {
 		return headerInvalid
 	}
@@ -127,26 +190,24 @@ func classifyHeader(name string) headerClass {
 			continue
 		}
 		joined = append(joined, w...)
-		switch {
-		case forwardingWords[string(w)]:
+		switch nameWords[string(w)] {
+		case wordForwarding:
 			forwarding = true
-		case addressWords[string(w)]:
+		case wordAddress:
 			address = true
-		case addressOwners[string(w)]:
+		case wordOwner:
 			owner = true
-		case credentialWords[string(w)]:
+		case wordCredential:
 			credential = true
 		}
 		prev, last = last, w
 	}
-	for _, f := range credentialFragments {
-		if containsB(joined, f) {
-			credential = true
-		}
-	}
-	for _, f := range forwardingFragments {
-		if containsB(joined, f) {
-			forwarding = true
+	for i := range joined {
+		for _, f := range fragmentIndex[joined[i]] {
+			if len(joined)-i >= len(f.text) && string(joined[i:i+len(f.text)]) == f.text {
+				credential = credential || f.class == headerCredential
+				forwarding = forwarding || f.class == headerForwarding
+			}
 		}
 	}
 	if hasSuffixB(last, "key") && !(string(last) == "key" && keyKinds[string(prev)]) {
@@ -167,16 +228,6 @@ func isNameSeparator(c byte) bool { return c == '-' || c == '_' || c == '.' }
 // hasSuffixB is strings.HasSuffix for a byte slice.
 func hasSuffixB(b []byte, s string) bool {
 	return len(b) >= len(s) && string(b[len(b)-len(s):]) == s
-}
-
-// containsB is strings.Contains for a byte slice.
-func containsB(b []byte, s string) bool {
-	for i := 0; i+len(s) <= len(b); i++ {
-		if string(b[i:i+len(s)]) == s {
-			return true
-		}
-	}
-	return false
 }
 
 // asciiLower appends s lower-cased (ASCII) to dst.
