@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -125,6 +126,17 @@ func TestLockoutLateNodeCatchesUpFromTheBucket(t *testing.T) {
 	if !first.locked(addr) {
 		t.Fatal("first node not locked at the limit")
 	}
+	// the lock record is written after the failures that made it were
+	// broadcast: once it is in the bucket, they are gone by
+	_, js := natstest.PlainClient(t, srv.URL())
+	natstest.WaitFor(t, "the lock in the bucket", func() bool {
+		kv, err := js.KeyValue(context.Background(), "hooks_lock_locks")
+		if err != nil {
+			return false
+		}
+		_, err = kv.Get(context.Background(), hex.EncodeToString(addr[:]))
+		return err == nil
+	})
 	// a node that starts after the failures were broadcast reads the lock back
 	late := lockNodes(t, func(int) []string { return []string{p2.URL()} }, 1, limit)[0]
 	natstest.WaitFor(t, "late node locked from the bucket", func() bool { return late.locked(addr) })

@@ -72,6 +72,7 @@ type shared struct {
 	closing     chan struct{}
 	started     chan struct{} // closed once nc and js are set
 	bg          sync.WaitGroup
+	rejected    rejections // records dropped: not sealed with the keys
 }
 
 type kvBox struct{ jetstream.KeyValue }
@@ -382,6 +383,9 @@ func (h *handle) Timeout() time.Duration { return time.Duration(h.cfg.Timeout) }
 
 // Watch implements cluster.Backend.
 func (h *handle) Watch(fn func(up bool)) func() { return h.hub.watch(fn, h.up()) }
+
+// ClockSkew implements cluster.Backend.
+func (h *handle) ClockSkew() time.Duration { return time.Duration(h.cfg.ClockSkew) }
 
 // Claims implements cluster.Backend.
 func (h *handle) Claims() cluster.ClaimStore { return h.claims }
