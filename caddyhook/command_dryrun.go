@@ -47,7 +47,8 @@ gateway request body of every resulting action, as JSON:
 
 In forward mode (or for a forward mapping) the one action is the forwarded
 request: {"kind":"forward","forward":true,"path":"/hooks/<name>?<query>",
-"headers":{...},"idempotency_key":"...","body":<the body as sent>}; the reply
+"headers":{...},"idempotency_key":"<the sender's, if any>","body":<the body
+as sent>}, path, query and headers as they cross to the gateway; the reply
 shown is the dry run's, not the gateway's (which resolves the hook itself).
 
 or, for a rejection, {"status":<code>,"error":"<reason>"} (exit status 1).
@@ -136,7 +137,9 @@ type dryRunAction struct {
 func newDryRunAction(it *prepared) dryRunAction {
 	a := dryRunAction{Kind: it.kind.String(), IdempotencyKey: it.idemKey}
 	if it.forward {
-		a.Kind, a.Forward, a.Path = "forward", true, it.path
+		// the key the gateway gets is the sender's own, if any (see
+		// prepareForward; a dry run has no spool)
+		a.Kind, a.Forward, a.Path, a.IdempotencyKey = "forward", true, it.path, strings.Join(it.header["Idempotency-Key"], ", ")
 		a.Headers = make(map[string]string, len(it.header))
 		for k, v := range it.header {
 			a.Headers[k] = strings.Join(v, ", ")

@@ -321,8 +321,8 @@ func TestDryRunForward(t *testing.T) {
 		{name: "mapped hook with query and headers", status: 200,
 			opts: dryRunOptions{path: "/hooks/github?event=pr&access_token=x", payload: write("gh.json", ghBody),
 				headers: []string{"X-GitHub-Event: pull_request", "X-Forwarded-For: 203.0.113.1", "Idempotency-Key: k1"}},
-			path: "/hooks/github?event=pr", body: ghBody,
-			headers: map[string]string{"X-Github-Event": "pull_request", "X-Forwarded-For": "", "Idempotency-Key": ""}},
+			path: "/hooks/github?event=pr&access_token=x", body: ghBody,
+			headers: map[string]string{"X-Github-Event": "pull_request", "X-Forwarded-For": "", "Idempotency-Key": "k1"}},
 		{name: "gmail preset forwarded", opts: dryRunOptions{path: "gmail", payload: write("gm.json", `{"messages":[]}`)}, status: 200,
 			path: "/hooks/gmail", body: `{"messages":[]}`},
 		{name: "parity refusal at the edge", opts: dryRunOptions{path: "agent", payload: write("a.json", `{"message":"m","agentId":"ghost"}`)},
@@ -370,7 +370,7 @@ func TestDryRunForward(t *testing.T) {
 			if a.BodyText != nil {
 				body = *a.BodyText
 			}
-			if a.Kind != "forward" || !a.Forward || a.Path != tc.path || a.Key == "" {
+			if a.Kind != "forward" || !a.Forward || a.Path != tc.path || a.Key != tc.headers["Idempotency-Key"] {
 				t.Fatalf("action %+v, want a forward to %s", a, tc.path)
 			}
 			var compact bytes.Buffer

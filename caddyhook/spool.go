@@ -308,10 +308,9 @@ func eventRequest(ev *spool.Event) gatewayRequest {
 	}
 	g := gatewayRequest{kind: kind, body: ev.Body, idemKey: ev.ID}
 	if ev.Header != nil {
-		g.path, g.header = ev.Path, ev.Header
-		if k := ev.Header.Get("Idempotency-Key"); k != "" {
-			g.idemKey = k
-		}
+		// a copy: send adds the edge's credential to the map, and a failed
+		// attempt stores ev again
+		g.path, g.header = ev.Path, ev.Header.Clone()
 	}
 	return g
 }
@@ -364,8 +363,7 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 			Body: items[i].body, ClientIP: clientIP, FirstSeen: now, TraceParent: tc.parent, TraceState: tc.state}
 		if it := &items[i]; it.header != nil {
 			evs[i].Path = it.path
-			evs[i].Header = it.header // encoded (copied) by Append
-			evs[i].Header["Idempotency-Key"] = []string{it.idemKey}
+			evs[i].Header = it.header // encoded (copied) by Append; the Idempotency-Key among them (prepareForward)
 		}
 		ids[i] = items[i].eventID
 	}
