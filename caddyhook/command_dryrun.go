@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/caddyhook/caddyhook/internal/secret"
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
@@ -205,7 +206,7 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	}
 	if o.token != "" {
 		if token = strings.TrimSpace(caddy.NewReplacer().ReplaceKnown(o.token, "")); token == "" {
-			return false, fmt.Errorf("--token: %s", emptySecret(o.token, "--token '{env.HOOK_TOKEN}'"))
+			return false, fmt.Errorf("--token: %s", secret.WhyEmpty(o.token, "--token '{env.HOOK_TOKEN}'"))
 		}
 	}
 	if !o.noToken && req.Header.Get("Authorization") == "" && !h.tokenHeaderPresent(req) {

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/secret"
 )
 
 func init() {
@@ -227,12 +228,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return nil
 	}
 	repl := caddy.NewReplacer()
-	gwToken := strings.TrimSpace(repl.ReplaceKnown(h.GatewayToken, ""))
+	gwToken, err := secret.Required("gateway_token", h.GatewayToken)
+	if err != nil {
+		return err
+	}
 	if err := h.provisionTokens(repl, gwToken); err != nil {
 		return err
 	}
 	h.warnLiteralSecrets(h.logger)
-	var err error
 	if h.addrCheck, err = checkClientAddressSource(ctx); err != nil {
 		return err
 	}
@@ -294,6 +297,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		if err := h.provisionSpool(ctx); err != nil {
 			return err
 		}
+	}
+	if err := h.guardListeners(ctx); err != nil {
+		return err
 	}
 	h.registerAdmin(ctx)
 	return nil

@@ -4,13 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
-	"os"
-	"regexp"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddyhook/caddyhook/internal/secret"
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
@@ -38,7 +37,7 @@ func (h *Handler) provisionTokens(repl *caddy.Replacer, gwToken string) error {
 		}
 		t := strings.TrimSpace(repl.ReplaceKnown(raw, ""))
 		if t == "" {
-			return fmt.Errorf("%s: %s", field, emptySecret(raw, "token {env.HOOK_TOKEN}"))
+			return fmt.Errorf("%s: %s", field, secret.WhyEmpty(raw, "token {env.HOOK_TOKEN}"))
 		}
 		if err := checkToken(t, gwToken); err != nil {
 			return fmt.Errorf("%s: %w", field, err)
@@ -117,54 +116,6 @@ func validHeaderName(s string) bool {
 	return true
 }
 
-// secretPlaceholder matches the {env.NAME} and {file.PATH} placeholders of
-// a secret.
-var secretPlaceholder = regexp.MustCompile(`\{(env|file)\.([^{}]+)\}`)
-
-// emptySecret says why a required secret expanded to nothing: which
-// environment variable is unset or empty in Caddy's environment, or which
-// file is missing or empty. example shows how to set it when raw is empty.
-func emptySecret(raw, example string) string {
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
-		return fmt.Sprintf("required (set it, e.g. %s)", example)
-	}
-	var why []string
-	for _, m := range secretPlaceholder.FindAllStringSubmatch(raw, -1) {
-		switch name := m[2]; m[1] {
-		case "env":
-			if _, set := os.LookupEnv(name); !set {
-				why = append(why, fmt.Sprintf("%s is not set in Caddy's environment", name))
-			} else {
-				why = append(why, fmt.Sprintf("%s is empty in Caddy's environment", name))
-			}
-		case "file":
-			if _, err := os.Stat(name); err != nil {
-				why = append(why, fmt.Sprintf("file %s cannot be read (%v)", name, unwrapPathError(err)))
-			} else {
-				why = append(why, fmt.Sprintf("file %s is empty", name))
-			}
-		}
-	}
-	if len(why) == 0 {
-		return fmt.Sprintf("%s expands to nothing", raw)
-	}
-	msg := fmt.Sprintf("%s is empty: %s", raw, strings.Join(why, "; "))
-	if strings.Contains(raw, "{env.") {
-		// the running process keeps the environment it started with
-		msg += " (Caddy reads its environment when it starts: export the variable before `caddy run`/`caddy start`; a `caddy reload` does not see variables exported later, {file.…} is read again on every load)"
-	}
-	return msg
-}
-
-// unwrapPathError drops the path from an *os.PathError (already named).
-func unwrapPathError(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
-}
-
 // warnLiteralSecrets logs, once per provision, every secret written into
 // the config as a literal. One rule for all secrets, in a Caddyfile or
 // JSON: a literal is accepted with this warning, because Caddy keeps the
@@ -202,7 +153,7 @@ func (h *Handler) warnLiteralSecrets(logger *zap.Logger) {
 // isLiteralSecret reports a non-empty secret that holds no placeholder.
 func isLiteralSecret(s string) bool {
 	s = strings.TrimSpace(s)
-	return s != "" && !verify.IsSecretPlaceholder(s) && !secretPlaceholder.MatchString(s)
+	return s != "" && !verify.IsSecretPlaceholder(s) && !secret.HasPlaceholder(s)
 }
 
 // tokenHeaderPresent reports whether r has any token header, even an empty
