@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +14,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/caddyhook/caddyhook/internal/devgw"
 )
 
 // fakeProc writes a /proc tree: this process's sockets, the listening
@@ -196,5 +201,108 @@ func TestIntegrationAddressHeldByAnotherProcess(t *testing.T) {
 	in.load(cf)
 	if r := in.post("/hooks/wake", `{"text":"on the freed address"}`); r.status != 200 || in.base != "http://"+held {
 		t.Fatalf("on %s: %d %s", in.base, r.status, r.body)
+	}
+}
+
+// TestSecondInstanceOnOneAddressRefused (issue 25 item 3) runs two caddy
+// processes: the first serves a site and its admin endpoint on listeners
+// bound with SO_REUSEPORT, as Caddy binds them; a second `caddy run` on
+// the same site address, or with the same admin address, refuses to start
+// naming the address and the first instance, and the first keeps
+// answering every request. `caddy validate` of the same config (the usual
+// check before a reload of the running instance) still passes.
+func TestSecondInstanceOnOneAddressRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs caddy processes; skipped with -short")
+	}
+	bin := buildCaddy(t)
+	gw := serveGateway(t, devgw.Config{Token: itGatewayToken})
+	site, err := reusePortListen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { site.Close() })
+	admin, err := reusePortListen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	dir := t.TempDir()
+	hooks := fmt.Sprintf(`hooks {
+		token %s
+		gateway unix/%s
+		gateway_token %s
+	}
+	respond "ready" 200`, itHookToken, gw.sock, itGatewayToken)
+	first := newCaddyProcess(t, bin, dir, fmt.Sprintf(`{
+	admin fd/4
+	auto_https off
+	persist_config off
+}
+http://%s {
+	bind fd/3
+	%s
+}
+`, site.Addr(), hooks), "http://"+site.Addr().String()+"/ready", site, admin)
+	first.start()
+
+	second := func(name, global, siteAddr string) (string, error) {
+		cf := filepath.Join(dir, name)
+		if err := os.WriteFile(cf, []byte(fmt.Sprintf("{\n\t%s\n\tauto_https off\n\tpersist_config off\n}\nhttp://%s {\n\tbind 127.0.0.1\n\t%s\n}\n",
+			global, siteAddr, hooks)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "run", "--config", cf, "--adapter", "caddyfile")
+		cmd.Env = first.env()
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, tc := range []struct{ name, global, site, addr, label string }{
+		{"same-site.Caddyfile", "admin off", site.Addr().String(), site.Addr().String(), "listen address " + site.Addr().String() + " of server srv0"},
+		{"same-admin.Caddyfile", "admin " + admin.Addr().String(), "127.0.0.1:0", admin.Addr().String(), "the admin endpoint, or another listener of this Caddy"},
+	} {
+		out, err := second(tc.name, tc.global, tc.site)
+		// the listeners are the test's too (it handed them over)
+		where := fmt.Sprintf("another process already listens on %s (%s) by ", tc.addr, tc.label)
+		who := fmt.Sprintf("pid %d (%s run --config", first.proc.Pid, bin)
+		if err == nil || !strings.Contains(out, where) || !strings.Contains(out, who) {
+			t.Fatalf("second instance (%s): %v, want it refused with %q … %q\n%s", tc.name, err, where, who, out)
+		}
+	}
+	validate := exec.Command(bin, "validate", "--config", filepath.Join(dir, "same-site.Caddyfile"), "--adapter", "caddyfile")
+	validate.Env = first.env()
+	if out, err := validate.CombinedOutput(); err != nil || !strings.Contains(string(out), "Valid configuration") {
+		t.Fatalf("caddy validate of the same config: %v\n%s", err, out)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	for i := range 20 {
+		resp, err := client.Get("http://" + site.Addr().String() + "/ready")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(body) != "ready" {
+			t.Fatalf("request %d to the first instance: %d %q", i, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestIntegrationReloadOnFixedAddress: the guard never counts this
+// process's own sockets, so reloads on a fixed address (the old config
+// still listening there) go through.
+func TestIntegrationReloadOnFixedAddress(t *testing.T) {
+	in := startIngress(t, ingressOpts{})
+	fixed := in.hostPort() // the port the first load got, now written in the config
+	cf := in.caddyfile(hooksSite("http://"+fixed, itHookToken, in.sock, ""))
+	in.load(cf)
+	in.load(strings.Replace(cf, `respond "next handler" 200`, `respond "reloaded" 200`, 1))
+	if r := in.do("GET", "/elsewhere", ""); r.body != "reloaded" || in.hostPort() != fixed {
+		t.Fatalf("after the reload on %s: %q on %s", fixed, r.body, in.base)
+	}
+	if r := in.post("/hooks/wake", `{"text":"after two reloads"}`); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
 	}
 }
