@@ -220,7 +220,9 @@ func (*Handler) CaddyModule() caddy.ModuleInfo {
 // by Cleanup, which Caddy runs when Provision or Validate fails and when
 // the config is replaced.
 func (h *Handler) Provision(ctx caddy.Context) error {
-	h.logger = ctx.Logger()
+	if h.logger == nil { // a dry run brings its own
+		h.logger = ctx.Logger()
+	}
 	h.rejectLogs = new(logBudget)
 	h.gatewayLogs = new(logBudget)
 	h.enabled = h.Enabled == nil || *h.Enabled
