@@ -129,6 +129,11 @@ type spoolSummary struct {
 	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
 	Paused           bool    `json:"paused"`
 	Rate             string  `json:"rate,omitempty"`
+	// the settings in force, which a reload changes
+	MaxAgeSeconds       float64 `json:"max_age_seconds"`
+	RetryInitialSeconds float64 `json:"retry_initial_seconds"`
+	RetryMaxSeconds     float64 `json:"retry_max_seconds"`
+	Workers             int     `json:"workers"`
 }
 
 // serveStatus answers GET /hooks/ for every handler, or the ?path one.
@@ -153,7 +158,8 @@ func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ strin
 			}
 			st.Spool = &spoolSummary{Dir: lh.h.spoolDir, Depth: s.Depth, InFlight: s.InFlight, Bytes: s.Bytes,
 				MaxBytes: s.MaxBytes, DeadLetters: s.Dead, OldestAgeSeconds: s.OldestAge.Seconds(),
-				Paused: s.Paused, Rate: s.Rate.String()}
+				Paused: s.Paused, Rate: s.Rate.String(), MaxAgeSeconds: s.MaxAge.Seconds(),
+				RetryInitialSeconds: s.RetryInitial.Seconds(), RetryMaxSeconds: s.RetryMax.Seconds(), Workers: s.Workers}
 		}
 		out = append(out, st)
 	}
