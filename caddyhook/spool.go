@@ -183,7 +183,7 @@ type spoolReg struct {
 	share    *spoolShare
 	sender   spool.Sender
 	rate     spool.Rate
-	settings *spool.Config  // a local spool's settings (nil: the cluster queue's are the engine's)
+	settings *spool.Config   // a local spool's settings (nil: the cluster queue's are the engine's)
 	config   <-chan struct{} // Done of the registering config's context: tells configs apart
 }
 
