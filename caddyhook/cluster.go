@@ -445,7 +445,7 @@ func (o *clusterOps) Status() (spool.Stats, error) {
 		st.OldestAge = fs.OldestAge
 	}
 	o.qt.mu.Lock()
-	st.Paused = o.qt.paused
+	st.Paused, st.Delivering = o.qt.paused, o.qt.sender != nil
 	o.qt.mu.Unlock()
 	return st, nil
 }

@@ -346,6 +346,7 @@ type Stats struct {
 	Retries      uint64        // failed attempts rescheduled since open
 	DeadLetters  uint64        // events dead-lettered since open
 	Paused       bool          // delivery paused by the operator
+	Delivering   bool          // a sender is installed: this process delivers
 	Rate         Rate          // the delivery rate limit in force (zero: none)
 }
 
@@ -363,6 +364,7 @@ func (s *Store) Stats() Stats {
 		RetryMax:     s.cfg.RetryMax,
 		Workers:      s.cfg.Workers,
 		Paused:       s.paused,
+		Delivering:   s.sender.Load() != nil,
 		Rate:         s.sends.rate,
 	}
 	if it := s.idx.oldest(); it != nil {

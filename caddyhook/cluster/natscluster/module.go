@@ -254,4 +254,5 @@ var (
 	_ caddy.Provisioner  = (*NATS)(nil)
 	_ caddy.CleanerUpper = (*NATS)(nil)
 	_ cluster.Engine     = (*NATS)(nil)
+	_ cluster.Describer  = (*handle)(nil)
 )
