@@ -128,6 +128,7 @@ type handlerStatus struct {
 type handlerSettings struct {
 	UnauthenticatedBodies        int     `json:"unauthenticated_bodies"`
 	UnauthenticatedTimeoutSecond float64 `json:"unauthenticated_body_timeout_seconds"`
+	UnauthenticatedPerAddress    int     `json:"unauthenticated_bodies_per_address"`
 	LockoutTableSize             int     `json:"lockout_table_size"`
 	IdempotencyTTLSeconds        float64 `json:"idempotency_ttl_seconds"`
 }
@@ -178,7 +179,8 @@ func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ strin
 		st := handlerStatus{Path: lh.h.base, Server: lh.server,
 			ActiveLockouts: lh.h.lockout.Active(now), IdempotencyEntries: lh.h.idem.entries(),
 			Settings: handlerSettings{UnauthenticatedBodies: cap(lh.h.unauth.slots), UnauthenticatedTimeoutSecond: lh.h.unauth.timeout.Seconds(),
-				LockoutTableSize: lh.h.lockout.capacity(), IdempotencyTTLSeconds: lh.h.idem.ttl.Seconds()}}
+				UnauthenticatedPerAddress: int(lh.h.unauth.perAddr.max),
+				LockoutTableSize:          lh.h.lockout.capacity(), IdempotencyTTLSeconds: lh.h.idem.ttl.Seconds()}}
 		if cs := lh.h.cluster; cs != nil {
 			st.Cluster = &clusterSummary{Name: cs.name, Up: cs.backend.Up()}
 			if d, ok := cs.backend.(cluster.Describer); ok {

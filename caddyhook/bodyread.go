@@ -2,6 +2,7 @@ package caddyhook
 
 import (
 	"fmt"
+	"hash/maphash"
 	"io"
 	"net/http"
 	"sync"
@@ -10,10 +11,25 @@ import (
 	"github.com/caddyserver/caddy/v2"
 )
 
-// Defaults of unauthenticated_bodies.
+// Defaults of unauthenticated_bodies and body_timeout.
 const (
-	defaultUnauthBodies  = 256
-	defaultUnauthTimeout = 10 * time.Second
+	defaultUnauthBodies     = 256
+	defaultUnauthTimeout    = 10 * time.Second
+	defaultUnauthPerAddress = 8
+	// defaultBodyTimeout bounds an authenticated body: twice the reference
+	// gateway's 30 s, so that whatever the gateway would read the edge
+	// reads too; the default 256 KiB body then needs 4.4 KB/s, below any
+	// sender that is not stalling.
+	defaultBodyTimeout = 60 * time.Second
+)
+
+// A locked address's request that offers a signature header is read only
+// when its declared body is at most lockedBodyMax bytes, within
+// lockedBodyWait (or the unauthenticated timeout, if shorter), and never
+// with one of the unauthenticated_bodies slots (see unauthReads.begin).
+const (
+	lockedBodyMax  = 64 << 10
+	lockedBodyWait = 2 * time.Second
 )
 
 // An early answer (one decided before the body is read) keeps the
@@ -30,6 +46,10 @@ const (
 // reference gateway's text and status, 408).
 const reasonBodyTimeout = "request body timeout"
 
+// reasonTooManyFromAddr answers an unauthenticated read over the per
+// address cap.
+const reasonTooManyFromAddr = "too many unauthenticated requests in progress from this address"
+
 // UnauthenticatedBodies bounds the request bodies read before the request
 // is authenticated: on a hook name that a verify mapping answers, a
 // request without the hook token must be read to check its signature.
@@ -41,17 +61,26 @@ type UnauthenticatedBodies struct {
 	// a slower or abandoned body is answered 408 and counts as an
 	// authentication failure of its address.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
+	// PerAddress is how many of them one client address (its lockout
+	// key: an IPv4 address or an ipv6_prefix network) may have at once
+	// (default 8); one more is answered 503 with Retry-After at once.
+	PerAddress int `json:"per_address,omitempty"`
 }
 
-// unauthReads is the handler's allowance of unauthenticated body reads.
+// unauthReads is the handler's allowance of unauthenticated body reads:
+// slots for every address together, reads in progress per address, and a
+// separate allowance for the small reads of locked addresses.
 type unauthReads struct {
 	slots   chan struct{}
+	locked  chan struct{}
 	timeout time.Duration
+	perAddr addrCounts
 }
 
-// provisionUnauthReads fills the defaults of unauthenticated_bodies.
-func (h *Handler) provisionUnauthReads() error {
-	u := UnauthenticatedBodies{Max: defaultUnauthBodies, Timeout: caddy.Duration(defaultUnauthTimeout)}
+// provisionBodyReads fills the defaults of unauthenticated_bodies and
+// body_timeout and checks their ranges.
+func (h *Handler) provisionBodyReads() error {
+	u := UnauthenticatedBodies{Max: defaultUnauthBodies, Timeout: caddy.Duration(defaultUnauthTimeout), PerAddress: defaultUnauthPerAddress}
 	if c := h.UnauthenticatedBodies; c != nil {
 		if c.Max < 0 || c.Max > 1<<16 {
 			return fmt.Errorf("unauthenticated_bodies: %d must be between 1 and 65536", c.Max)
@@ -59,35 +88,143 @@ func (h *Handler) provisionUnauthReads() error {
 		if c.Timeout < 0 || time.Duration(c.Timeout) > 10*time.Minute {
 			return fmt.Errorf("unauthenticated_bodies: timeout %s must be between 1ms and 10m", time.Duration(c.Timeout))
 		}
+		if c.PerAddress < 0 || c.PerAddress > 1<<16 {
+			return fmt.Errorf("unauthenticated_bodies: per_address %d must be between 1 and 65536", c.PerAddress)
+		}
 		if c.Max > 0 {
 			u.Max = c.Max
 		}
 		if c.Timeout > 0 {
 			u.Timeout = c.Timeout
 		}
+		if c.PerAddress > 0 {
+			u.PerAddress = c.PerAddress
+		}
+	}
+	u.PerAddress = min(u.PerAddress, u.Max)
+	if h.BodyTimeout < 0 || time.Duration(h.BodyTimeout) > time.Hour {
+		return fmt.Errorf("body_timeout: %s must be between 1ms and 1h", time.Duration(h.BodyTimeout))
+	}
+	if h.BodyTimeout == 0 {
+		h.BodyTimeout = caddy.Duration(defaultBodyTimeout)
 	}
 	h.UnauthenticatedBodies = &u
-	h.unauth = &unauthReads{slots: make(chan struct{}, u.Max), timeout: time.Duration(u.Timeout)}
+	h.unauth = &unauthReads{
+		slots:   make(chan struct{}, u.Max),
+		locked:  make(chan struct{}, u.Max),
+		timeout: time.Duration(u.Timeout),
+		perAddr: newAddrCounts(u.PerAddress),
+	}
 	return nil
 }
 
-// begin takes a slot for one unauthenticated read and sets the read
-// deadline of w's connection; ok is false when every slot is taken. The
-// caller calls end when the read is over.
-func (u *unauthReads) begin(w http.ResponseWriter, now time.Time) (ok bool) {
+// begin takes what one unauthenticated read of ex's body needs and sets
+// the read deadline of its connection; end gives it back when the read is
+// over. An address may have perAddr reads at once, and all
+// addresses together len(slots). A locked address (one that offered a
+// signature) gets none of those slots: only a declared body of at most
+// lockedBodyMax bytes is read, from a separate allowance, within
+// lockedBodyWait; anything else is its 429 at once.
+func (u *unauthReads) begin(ex *exchange, key addrKey) *hookError {
+	pool, wait := u.pool(ex), u.timeout
+	if ex.lockedFor > 0 {
+		if ex.r.ContentLength < 0 || ex.r.ContentLength > lockedBodyMax {
+			return lockedOut(ex.lockedFor)
+		}
+		wait = min(wait, lockedBodyWait)
+	}
+	busy := func(reason string) *hookError {
+		if ex.lockedFor > 0 {
+			return lockedOut(ex.lockedFor)
+		}
+		return &hookError{status: http.StatusServiceUnavailable, reason: reason, retryAfter: time.Second}
+	}
+	if !u.perAddr.take(key) {
+		return busy(reasonTooManyFromAddr)
+	}
 	select {
-	case u.slots <- struct{}{}:
+	case pool <- struct{}{}:
 	default:
+		u.perAddr.give(key)
+		return busy(reasonTooManyUnauth)
+	}
+	if ex.w != nil {
+		setReadDeadline(ex.w, ex.now.Add(wait))
+	}
+	return nil
+}
+
+// end gives back what begin took for ex.
+func (u *unauthReads) end(ex *exchange, key addrKey) {
+	<-u.pool(ex)
+	u.perAddr.give(key)
+}
+
+// pool is the allowance ex's read comes from.
+func (u *unauthReads) pool(ex *exchange) chan struct{} {
+	if ex.lockedFor > 0 {
+		return u.locked
+	}
+	return u.slots
+}
+
+// addrShards splits addrCounts into independently locked parts.
+const addrShards = 64
+
+// addrCounts counts reads in progress per lockout key, up to max each. An
+// entry exists only while its address has a read in progress, so the
+// memory follows the reads, not the addresses ever seen.
+type addrCounts struct {
+	max    int32
+	seed   maphash.Seed
+	shards *[addrShards]addrShard
+}
+
+// addrShard is one part of addrCounts.
+type addrShard struct {
+	mu sync.Mutex
+	n  map[addrKey]int32
+	_  [40]byte // keep neighbouring shard mutexes off one cache line
+}
+
+// newAddrCounts returns an empty count with a cap of max per key.
+func newAddrCounts(max int) addrCounts {
+	c := addrCounts{max: int32(max), seed: maphash.MakeSeed(), shards: new([addrShards]addrShard)}
+	for i := range c.shards {
+		c.shards[i].n = map[addrKey]int32{}
+	}
+	return c
+}
+
+// shard returns k's shard.
+func (c addrCounts) shard(k addrKey) *addrShard {
+	return &c.shards[maphash.Bytes(c.seed, k[:])%addrShards]
+}
+
+// take counts one more read for k; false (and nothing counted) when k has
+// max already.
+func (c addrCounts) take(k addrKey) bool {
+	sh := c.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.n[k] >= c.max {
 		return false
 	}
-	if w != nil {
-		setReadDeadline(w, now.Add(u.timeout))
-	}
+	sh.n[k]++
 	return true
 }
 
-// end gives the slot back.
-func (u *unauthReads) end() { <-u.slots }
+// give counts one read of k less.
+func (c addrCounts) give(k addrKey) {
+	sh := c.shard(k)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.n[k] <= 1 {
+		delete(sh.n, k)
+		return
+	}
+	sh.n[k]--
+}
 
 // settleUnreadBody prepares an answer given without reading the request
 // body (a rejection decided before it: wrong token, locked out, wrong
@@ -175,18 +312,22 @@ func setReadDeadline(w http.ResponseWriter, d time.Time) bool {
 	}
 }
 
-// readRequestBody reads the body through the hook name's limit. A body
-// read before the request is authenticated (one a signature must
-// authenticate) takes one of the unauthenticated_bodies slots and has a
-// read deadline; a slow or abandoned one counts as an authentication
-// failure of its address.
+// readRequestBody reads the body through the hook name's limit and within
+// body_timeout. A body read before the request is authenticated (one a
+// signature must authenticate) is bounded by unauthenticated_bodies
+// instead (see unauthReads.begin); a slow or abandoned one counts as an
+// authentication failure of its address. A slow authenticated body is a
+// 408 that counts as nothing: the sender holds the token.
 func (h *Handler) readRequestBody(ex *exchange) *hookError {
 	unauth := !ex.tokenOK
 	if unauth {
-		if !h.unauth.begin(ex.w, ex.now) {
-			return &hookError{status: http.StatusServiceUnavailable, reason: reasonTooManyUnauth, retryAfter: time.Second}
+		key := h.lockout.keyFor(ex.ip)
+		if herr := h.unauth.begin(ex, key); herr != nil {
+			return herr
 		}
-		defer h.unauth.end()
+		defer h.unauth.end(ex, key)
+	} else if ex.w != nil {
+		setReadDeadline(ex.w, ex.now.Add(time.Duration(h.BodyTimeout)))
 	}
 	var err error
 	ex.body, err = readBody(ex.r, h.bodyLimit(ex.sub), ex.body)

@@ -48,7 +48,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	    max_body                     <size>
 //	    auth_failures                <count> [<window>]
 //	    lockout                      <duration>
-//	    unauthenticated_bodies       <max> [<timeout>]
+//	    unauthenticated_bodies       [<max> [<timeout>]] [{ per_address <n> }]
+//	    body_timeout                 <duration>
 //	    lockout_table_size           <entries>
 //	    ipv6_prefix                  <bits>
 //	    idempotency_ttl              <duration>
@@ -115,6 +116,8 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		return listArg(d, &h.TokenHeaders, true)
 	case "unauthenticated_bodies":
 		return h.unmarshalUnauthBodies(d)
+	case "body_timeout":
+		return durationArg(d, &h.BodyTimeout)
 	case "gateway":
 		return oneArg(d, &h.Gateway)
 	case "gateway_token":
@@ -217,13 +220,31 @@ func (h *Handler) unmarshalAuthFailures(d *caddyfile.Dispenser) error {
 	return nil
 }
 
-// unmarshalUnauthBodies parses `unauthenticated_bodies <max> [<timeout>]`.
+// unmarshalUnauthBodies parses
+// `unauthenticated_bodies [<max> [<timeout>]] [{ per_address <n> }]`.
 func (h *Handler) unmarshalUnauthBodies(d *caddyfile.Dispenser) error {
-	n, t, err := countAndDuration(d, "max", 1<<16, "timeout")
-	if err != nil {
-		return err
+	u := new(UnauthenticatedBodies)
+	if d.CountRemainingArgs() > 0 {
+		var err error
+		if u.Max, u.Timeout, err = countAndDuration(d, "max", 1<<16, "timeout"); err != nil {
+			return err
+		}
 	}
-	h.UnauthenticatedBodies = &UnauthenticatedBodies{Max: n, Timeout: t}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if d.Val() != "per_address" {
+			return d.Errf("unrecognized unauthenticated_bodies subdirective '%s'", d.Val())
+		}
+		if err := intArg(d, &u.PerAddress); err != nil {
+			return err
+		}
+		if u.PerAddress < 1 || u.PerAddress > 1<<16 {
+			return d.Errf("unauthenticated_bodies: per_address %d must be between 1 and 65536", u.PerAddress)
+		}
+	}
+	if u.Max == 0 && u.PerAddress == 0 {
+		return d.Errf("unauthenticated_bodies: expected <max> [<timeout>] or a block with per_address")
+	}
+	h.UnauthenticatedBodies = u
 	return nil
 }
 

@@ -19,10 +19,11 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
 
-// Cluster timings.
+// Cluster timings. One idempotency or publish operation is bounded by the
+// engine's own timeout (Backend.Timeout).
 const (
-	// clusterOpTimeout bounds one idempotency or publish operation.
-	clusterOpTimeout = 2 * time.Second
+	// clusterAdminTimeout bounds an admin API operation on the queue.
+	clusterAdminTimeout = 4 * time.Second
 	// clusterRetryAfter is what a client is told to wait when the cluster
 	// cannot take an event (fallback reject) or a duplicate is in flight.
 	clusterRetryAfter = 5 * time.Second
@@ -35,8 +36,16 @@ const (
 )
 
 // errClusterDown: the cluster cannot take an event and there is no
-// fallback spool.
+// fallback spool; nothing was stored.
 var errClusterDown = errors.New("cluster unavailable")
+
+// errClusterUnconfirmed: the event was sent to the cluster but its
+// acknowledgement did not arrive in time, and there is no fallback spool:
+// it may have been stored (and be delivered) or not.
+var errClusterUnconfirmed = errors.New("cluster did not confirm in time")
+
+// reasonClusterUnconfirmed is the 504 of errClusterUnconfirmed.
+const reasonClusterUnconfirmed = "cluster queue timeout: the event may have been accepted; retry with the same Idempotency-Key so that it does not run twice"
 
 // clusterState is a handler's view of its cluster engine.
 type clusterState struct {
@@ -130,12 +139,12 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	cs.sync = v.(lockSyncShare).LockSync
 
 	wait := time.Duration(h.GatewayTimeout)
-	lease := time.Duration(h.GatewayWaitTimeout) + 2*clusterOpTimeout
+	lease := time.Duration(h.GatewayWaitTimeout) + 2*b.Timeout()
 	if h.Spool != nil {
-		lease = time.Duration(h.GatewayTimeout) + 2*clusterOpTimeout
+		lease = time.Duration(h.GatewayTimeout) + 2*b.Timeout()
 	}
 	cs.idem = cluster.NewIdempotency(b.Claims(), cluster.IdempotencyOptions{Lease: lease, Wait: wait,
-		Timeout: clusterOpTimeout, Metrics: cs.metrics})
+		Timeout: b.Timeout(), Metrics: cs.metrics})
 	return nil
 }
 
@@ -296,7 +305,7 @@ func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
 		}
 		fb = fbShare.store
 	}
-	sp, err := cluster.NewSpool(cs.backend, cluster.SpoolOptions{Fallback: fb, Timeout: clusterOpTimeout, Metrics: cs.metrics})
+	sp, err := cluster.NewSpool(cs.backend, cluster.SpoolOptions{Fallback: fb, Metrics: cs.metrics})
 	if err != nil {
 		return fmt.Errorf("spool: cluster: %w", err)
 	}
@@ -338,6 +347,8 @@ func (a clusterAppender) append(ctx context.Context, evs []*spool.Event) error {
 	switch {
 	case errors.Is(err, cluster.ErrFull), errors.Is(err, spool.ErrFull):
 		return errFull
+	case errors.Is(err, cluster.ErrUnconfirmed):
+		return errClusterUnconfirmed
 	case errors.Is(err, cluster.ErrUnavailable):
 		return errClusterDown
 	}
@@ -425,7 +436,7 @@ func clusterQueueSettings(sc *SpoolConfig) spool.Stats {
 }
 
 func opCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 2*clusterOpTimeout)
+	return context.WithTimeout(context.Background(), clusterAdminTimeout)
 }
 
 // Status implements spool.Ops: the queue's depth, bytes and dead letters,

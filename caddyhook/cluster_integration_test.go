@@ -116,6 +116,16 @@ func (c *clusterNodes) handler(t *testing.T, i int) *Handler {
 // without labels) of the running handlers.
 func clusterMetric(t *testing.T, name string) float64 {
 	t.Helper()
+	v, err := gatherClusterMetric(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// gatherClusterMetric reads the cluster collector name through a
+// registry, as a /metrics scrape does.
+func gatherClusterMetric(name string) (float64, error) {
 	var m *cluster.Metrics
 	sharedPool.Range(func(_, v any) bool {
 		if s, ok := v.(*clusterMetricsShare); ok {
@@ -124,27 +134,26 @@ func clusterMetric(t *testing.T, name string) float64 {
 		return true
 	})
 	if m == nil {
-		t.Fatal("no cluster metrics in the pool")
+		return 0, errors.New("no cluster metrics in the pool")
 	}
 	reg := prometheus.NewRegistry()
 	if err := m.Register(reg); err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	mfs, err := reg.Gather()
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	for _, mf := range mfs {
 		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
 			met := mf.GetMetric()[0]
 			if c := met.GetCounter(); c != nil {
-				return c.GetValue()
+				return c.GetValue(), nil
 			}
-			return met.GetGauge().GetValue()
+			return met.GetGauge().GetValue(), nil
 		}
 	}
-	t.Fatalf("no metric %s", name)
-	return 0
+	return 0, fmt.Errorf("no metric %s", name)
 }
 
 // failuresOf reads what t holds for ip now: the failures counted, and

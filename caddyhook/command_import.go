@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/spf13/cobra"
 	"github.com/titanous/json5"
 )
@@ -133,13 +134,13 @@ type importNote struct {
 	text string
 }
 
-// String formats the note as printed.
+// String formats the note as printed, unprintable runes escaped.
 func (n importNote) String() string {
 	prefix := map[noteKind]string{noteGateway: "gateway side", noteNotPorted: "not ported", noteInfo: "note"}[n.kind]
 	if n.key == "" {
-		return prefix + ": " + n.text
+		return prefix + ": " + printableText(n.text)
 	}
-	return prefix + ": " + n.key + ": " + n.text
+	return prefix + ": " + printableText(n.key) + ": " + printableText(n.text)
 }
 
 // importResult is the generated Caddyfile and its notes.
@@ -155,8 +156,10 @@ type importer struct {
 	cfg      map[string]any
 	hooks    map[string]any
 	notes    []importNote
-	lines    []string // hooks block body, one directive per entry (may hold nested lines)
-	mappings [][]string
+	base     string   // hooks.path as the edge's base path
+	body     []cfNode // the hooks block: options, then the mappings
+	mappings []cfNode
+	policy   *Policy // the policy the generated file compiles to
 }
 
 // note records a stderr note.
@@ -186,11 +189,15 @@ func importGatewayConfig(src []byte, file string, o importOptions) (importResult
 	if err := im.translate(); err != nil {
 		return importResult{}, err
 	}
+	out, err := im.render()
+	if err != nil {
+		return importResult{}, err
+	}
 	sort.SliceStable(im.notes, func(i, j int) bool { return im.notes[i].kind < im.notes[j].kind })
 	if !slices.ContainsFunc(im.notes, func(n importNote) bool { return n.kind == noteGateway }) {
 		im.notes = append([]importNote{{kind: noteGateway, text: "nothing to change"}}, im.notes...)
 	}
-	return importResult{caddyfile: im.render(), notes: im.notes}, nil
+	return importResult{caddyfile: out, notes: im.notes}, nil
 }
 
 // translate fills lines and mappings from the config.
@@ -209,8 +216,7 @@ func (im *importer) translate() error {
 	if tok, _ := hooks["token"].(string); strings.TrimSpace(tok) == "" {
 		im.note(noteGateway, "hooks.token", "set it to a long random value (the gateway refuses hooks without one); give the edge the same value as %s", gatewayTokenEnv)
 	}
-	base, err := referenceBasePath(hooks["path"])
-	if err != nil {
+	if im.base, err = referenceBasePath(hooks["path"]); err != nil {
 		return err
 	}
 	addr, err := im.gatewayAddr()
@@ -220,33 +226,48 @@ func (im *importer) translate() error {
 	im.checkGatewaySide()
 
 	if im.o.mode == modeForwardName {
-		im.add("mode forward")
-		im.add("wrap gateway")
+		im.add("mode", plainArg(modeForward))
+		im.add("wrap", plainArg(wrapByGW))
 	}
-	im.add("token {env." + hookTokenEnv + "}")
-	im.add("token_headers x-openclaw-token")
-	im.add("idempotency_headers x-openclaw-idempotency-key")
-	im.add("gateway " + addr)
-	im.add("gateway_token {env." + gatewayTokenEnv + "}")
-	im.add("gateway_prefix " + base)
-	im.add("max_body 256KiB")
-	if err := im.policy(); err != nil {
+	im.add("token", envArg(hookTokenEnv))
+	im.add("token_headers", plainArg("x-openclaw-token"))
+	im.add("idempotency_headers", plainArg("x-openclaw-idempotency-key"))
+	im.add("gateway", plainArg(addr))
+	im.add("gateway_token", envArg(gatewayTokenEnv))
+	im.add("gateway_prefix", plainArg(im.base))
+	im.add("max_body", plainArg("256KiB"))
+	if err := im.translatePolicy(); err != nil {
 		return err
 	}
 	if err := im.translateMappings(); err != nil {
 		return err
 	}
-	im.lines = append([]string{"path " + base}, im.lines...)
 	im.ignoredHookKeys()
 	return nil
 }
 
 // add appends one directive to the hooks block.
-func (im *importer) add(line string) { im.lines = append(im.lines, line) }
+func (im *importer) add(name string, args ...cfArg) {
+	im.body = append(im.body, cfNode{name: name, args: args})
+}
+
+// envArg is the importer's own {env.NAME} placeholder: the one kind of
+// placeholder the generated file holds, for the secrets it never copies.
+func envArg(name string) cfArg { return cfArg{val: "{env." + name + "}", kind: argSecret} }
+
+// writable reports whether a can be written; when not, it notes key as
+// not ported with the reason and what follows (then).
+func (im *importer) writable(key string, a cfArg, then string) bool {
+	if _, _, err := a.encode(); err != nil {
+		im.note(noteNotPorted, key, "%q cannot be written into a Caddyfile: %v; %s", a.val, err, then)
+		return false
+	}
+	return true
+}
 
 // referenceBasePath normalises hooks.path as the gateway does (a leading
 // slash added, trailing slashes removed, "/" refused) and checks it as
-// caddyhook's own path.
+// caddyhook's own path and as a plain Caddyfile value.
 func referenceBasePath(v any) (string, error) {
 	p, _ := v.(string)
 	if p = strings.TrimSpace(p); p == "" {
@@ -259,8 +280,8 @@ func referenceBasePath(v any) (string, error) {
 		return "", fmt.Errorf("hooks.%w", err)
 	}
 	p = cleanBasePath(p)
-	if strings.ContainsAny(p, " \t\"'`") {
-		return "", fmt.Errorf("hooks.path: %q must be a plain path", p)
+	if !validHookPath(strings.TrimPrefix(p, "/")) {
+		return "", fmt.Errorf("hooks.path: %q must be a plain path (URL path characters, no dot segments)", p)
 	}
 	return p, nil
 }
@@ -268,9 +289,8 @@ func referenceBasePath(v any) (string, error) {
 // gatewayAddr is --gateway, else loopback and gateway.port, else 18789.
 func (im *importer) gatewayAddr() (string, error) {
 	if im.o.gateway != "" {
-		host, port, ok := strings.Cut(im.o.gateway, ":")
-		if !ok || host == "" || port == "" || strings.ContainsAny(im.o.gateway, " \t{}") {
-			return "", fmt.Errorf("--gateway: %q must be host:port", im.o.gateway)
+		if _, err := parseGatewayAddr(im.o.gateway); err != nil || !bareToken.MatchString(im.o.gateway) {
+			return "", fmt.Errorf("--gateway: %q must be a loopback host:port or unix//path.sock (plain characters only)", im.o.gateway)
 		}
 		return im.o.gateway, nil
 	}
@@ -289,6 +309,23 @@ func (im *importer) gatewayAddr() (string, error) {
 	return "127.0.0.1:" + strconv.Itoa(port), nil
 }
 
+// siteAddress is the site block's address: --site, checked to be one
+// plain site address (no placeholder, nothing the Caddyfile would read as
+// more than that address), else the HOOKS_SITE placeholder with its
+// default.
+func (im *importer) siteAddress() (string, error) {
+	if im.o.site == "" {
+		return "{$" + siteEnv + ":" + defaultImportSite + "}", nil
+	}
+	if !bareToken.MatchString(im.o.site) || strings.Contains(im.o.site, ",") {
+		return "", fmt.Errorf("--site: %q must be one site address such as hooks.example.com or https://hooks.example.com:8443 (letters, digits and . : / - only; for a placeholder set %s instead)", im.o.site, siteEnv)
+	}
+	if _, err := httpcaddyfile.ParseAddress(im.o.site); err != nil {
+		return "", fmt.Errorf("--site: %w", err)
+	}
+	return im.o.site, nil
+}
+
 // checkGatewaySide notes gateway settings an edge in front must change.
 func (im *importer) checkGatewaySide() {
 	gw, _ := object(im.cfg, "gateway")
@@ -305,23 +342,34 @@ func (im *importer) checkGatewaySide() {
 	}
 }
 
-// policy ports the agent and session policy, known agents and channels.
-func (im *importer) policy() error {
-	agents, err := im.agentIDs()
-	if err != nil {
+// translatePolicy ports the agent and session policy, known agents and
+// channels, and compiles it as the edge will: a policy the edge would
+// refuse is refused here, naming the gateway's key.
+func (im *importer) translatePolicy() error {
+	pc := policyConfig{Forward: im.o.mode == modeForwardName}
+	var err error
+	if pc.Agents, err = im.agentIDs(); err != nil {
 		return err
 	}
-	im.add("agents " + joinTokens(agents))
+	im.add("agents", plainArgs(pc.Agents)...)
 	if v, ok := im.hooks["allowedAgentIds"]; ok {
 		ids, err := stringList(v, "hooks.allowedAgentIds")
 		if err != nil {
 			return err
 		}
-		line := "allowed_agent_ids"
-		if len(ids) > 0 {
-			line += " " + joinTokens(ids)
+		// as the edge reads them: "*" any, empty ignored, else normalised
+		pc.AllowedAgentIDs, pc.AllowedAgentIDsSet = []string{}, true
+		for _, id := range ids {
+			switch id = jsTrim(id); {
+			case id == "":
+			case id == "*":
+				pc.AllowedAgentIDs = append(pc.AllowedAgentIDs, id)
+			default:
+				pc.AllowedAgentIDs = append(pc.AllowedAgentIDs, normalizeAgentID(id))
+			}
 		}
-		im.add(line)
+		pc.AllowedAgentIDs = slices.Compact(pc.AllowedAgentIDs)
+		im.add("allowed_agent_ids", plainArgs(pc.AllowedAgentIDs)...)
 	}
 	if v, ok := im.hooks["defaultSessionKey"]; ok {
 		k, ok := v.(string)
@@ -330,13 +378,18 @@ func (im *importer) policy() error {
 		}
 		switch k = strings.TrimSpace(k); {
 		case k == "":
-		case im.o.mode == modeForwardName:
+		case pc.Forward:
 			im.note(noteInfo, "hooks.defaultSessionKey", "the gateway applies it; the edge forwards no session key of its own")
 		default:
-			im.add("default_session_key " + caddyfileToken(k))
+			if _, _, err := plainArg(k).encode(); err != nil {
+				return fmt.Errorf("hooks.defaultSessionKey: %q cannot be written into a Caddyfile: %w (--mode forward leaves it to the gateway)", k, err)
+			}
+			pc.DefaultSessionKey = k
+			im.add("default_session_key", plainArg(k))
 		}
 	}
 	if b, _ := im.hooks["allowRequestSessionKey"].(bool); b {
+		pc.AllowRequestSessionKey = true
 		im.add("allow_request_session_key")
 	}
 	if v, ok := im.hooks["allowedSessionKeyPrefixes"]; ok {
@@ -344,44 +397,73 @@ func (im *importer) policy() error {
 		if err != nil {
 			return err
 		}
-		var kept []string
-		for _, p := range prefixes {
-			if p = strings.ToLower(strings.TrimSpace(p)); p != "" && !slices.Contains(kept, p) {
-				kept = append(kept, p)
+		refused := false
+		for i, p := range prefixes {
+			p = strings.ToLower(strings.TrimSpace(p))
+			if p == "" || slices.Contains(pc.AllowedSessionKeyPrefixes, p) {
+				continue
 			}
+			if !im.writable(fmt.Sprintf("hooks.allowedSessionKeyPrefixes[%d]", i), plainArg(p), "the edge allows no session key with it") {
+				refused = true
+				continue
+			}
+			pc.AllowedSessionKeyPrefixes = append(pc.AllowedSessionKeyPrefixes, p)
 		}
-		if len(kept) > 0 {
-			im.add("allowed_session_key_prefixes " + joinTokens(kept))
+		if refused && len(pc.AllowedSessionKeyPrefixes) == 0 {
+			return errors.New("hooks.allowedSessionKeyPrefixes: no prefix can be written into a Caddyfile, and without one the edge would allow every session key")
+		}
+		if len(pc.AllowedSessionKeyPrefixes) > 0 {
+			im.add("allowed_session_key_prefixes", plainArgs(pc.AllowedSessionKeyPrefixes)...)
 		}
 	}
-	im.add("channels " + joinTokens(im.channels()))
+	pc.Channels = im.channels()
+	im.add("channels", plainArgs(pc.Channels)...)
+	if im.policy, err = newPolicy(pc); err != nil {
+		mode := "the edge would refuse it"
+		if !pc.Forward {
+			mode = "the edge would refuse it in render mode; --mode forward leaves the session policy to the gateway"
+		}
+		return fmt.Errorf("hooks: %w (%s)", err, mode)
+	}
 	return nil
 }
 
 // agentIDs lists the gateway's agents, its default first: the keys of
 // agents.entries ("main" first when present), or the legacy agents.list[]
 // (the one with default: true, else the first); "main" without either.
+// Each id is normalised as the gateway (and the edge) normalise agent ids;
+// one with nothing usable left is noted and left out.
 func (im *importer) agentIDs() ([]string, error) {
 	agents, err := object(im.cfg, "agents")
 	if err != nil {
 		return nil, err
 	}
-	if entries, ok := agents["entries"].(map[string]any); ok && len(entries) > 0 {
-		var ids []string
-		for _, k := range sortedKeys(entries) {
-			if id := strings.ToLower(strings.TrimSpace(k)); id != "" && !slices.Contains(ids, id) {
-				ids = append(ids, id)
-			}
+	var ids []string
+	addID := func(key, raw string) {
+		if strings.TrimSpace(raw) == "" {
+			return
 		}
-		if i := slices.Index(ids, "main"); i > 0 {
-			ids = append([]string{"main"}, slices.Delete(ids, i, i+1)...)
+		id, ok := strictAgentID(raw)
+		if !ok {
+			im.note(noteNotPorted, key, "%q is not a usable agent id (nothing is left of it as the gateway normalises ids)", raw)
+			return
+		}
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	if entries, ok := agents["entries"].(map[string]any); ok && len(entries) > 0 {
+		for _, k := range sortedKeys(entries) {
+			addID(fmt.Sprintf("agents.entries[%q]", k), k)
+		}
+		if i := slices.Index(ids, referenceDefaultAgent); i > 0 {
+			ids = append([]string{referenceDefaultAgent}, slices.Delete(ids, i, i+1)...)
 		}
 		if len(ids) > 0 {
 			return ids, nil
 		}
 	}
 	list, _ := agents["list"].([]any)
-	var ids []string
 	def := -1
 	for i, e := range list {
 		a, ok := e.(map[string]any)
@@ -389,16 +471,14 @@ func (im *importer) agentIDs() ([]string, error) {
 			return nil, fmt.Errorf("agents.list[%d]: must be an object", i)
 		}
 		id, _ := a["id"].(string)
-		if id = strings.ToLower(strings.TrimSpace(id)); id == "" || slices.Contains(ids, id) {
-			continue
+		n := len(ids)
+		addID(fmt.Sprintf("agents.list[%d].id", i), id)
+		if d, _ := a["default"].(bool); d && def < 0 && len(ids) > n {
+			def = n
 		}
-		if d, _ := a["default"].(bool); d && def < 0 {
-			def = len(ids)
-		}
-		ids = append(ids, id)
 	}
 	if len(ids) == 0 {
-		return []string{"main"}, nil
+		return []string{referenceDefaultAgent}, nil
 	}
 	if def > 0 {
 		ids = append([]string{ids[def]}, append(ids[:def:def], ids[def+1:]...)...)
@@ -407,18 +487,23 @@ func (im *importer) agentIDs() ([]string, error) {
 }
 
 // channels is "last" plus the channels configured on the gateway (the
-// delivery channels it has plugins for).
+// delivery channels it has plugins for); a name that cannot be written
+// is noted and left out.
 func (im *importer) channels() []string {
-	out := []string{"last"}
+	out := []string{channelLast}
 	chans, _ := im.cfg["channels"].(map[string]any)
-	names := make([]string, 0, len(chans))
-	for name, v := range chans {
-		if c, ok := v.(map[string]any); ok {
+	var names []string
+	for _, key := range sortedKeys(chans) {
+		if c, ok := chans[key].(map[string]any); ok {
 			if on, ok := c["enabled"].(bool); ok && !on {
 				continue
 			}
 		}
-		if name = strings.ToLower(strings.TrimSpace(name)); name != "" && name != "last" && name != "defaults" {
+		name := strings.ToLower(strings.TrimSpace(key))
+		if name == "" || name == channelLast || name == "defaults" || slices.Contains(names, name) {
+			continue
+		}
+		if im.writable(fmt.Sprintf("channels[%q]", key), plainArg(name), "the edge refuses it as a delivery channel") {
 			names = append(names, name)
 		}
 	}
@@ -497,53 +582,30 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-// joinTokens formats values as Caddyfile arguments.
-func joinTokens(vals []string) string {
-	out := make([]string, len(vals))
-	for i, v := range vals {
-		out[i] = caddyfileToken(v)
+// render writes the Caddyfile through the writer.
+func (im *importer) render() (string, error) {
+	site, err := im.siteAddress()
+	if err != nil {
+		return "", err
 	}
-	return strings.Join(out, " ")
-}
-
-// caddyfileToken returns s as one Caddyfile token that the lexer gives
-// back unchanged: bare when it is plain, else quoted.
-func caddyfileToken(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\r\n\"'`{}#\\;") && !strings.HasPrefix(s, "<<") {
-		return s
+	header := []string{
+		fmt.Sprintf("Generated by `caddy hooks import` (--mode %s) from", im.o.mode),
+		"  " + im.file,
+		"",
+		"Environment, read when Caddy loads this file:",
 	}
-	if !strings.Contains(s, "`") {
-		return "`" + s + "`"
-	}
-	return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
-}
-
-// render writes the Caddyfile.
-func (im *importer) render() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# Generated by `caddy hooks import` (--mode %s) from\n#   %s\n", im.o.mode, im.file)
-	b.WriteString("#\n# Environment, read when Caddy loads this file:\n")
 	if im.o.site == "" {
-		fmt.Fprintf(&b, "#   %-20s the public site address (default %s), e.g. hooks.example.com\n", siteEnv, defaultImportSite)
+		header = append(header, fmt.Sprintf("  %-20s the public site address (default %s), e.g. hooks.example.com", siteEnv, defaultImportSite))
 	}
-	fmt.Fprintf(&b, "#   %-20s the public hook token senders use (≥ 32 random characters: openssl rand -hex 32)\n", hookTokenEnv)
-	fmt.Fprintf(&b, "#   %-20s the gateway's hooks.token (must differ from %s)\n", gatewayTokenEnv, hookTokenEnv)
-	site := im.o.site
-	if site == "" {
-		site = "{$" + siteEnv + ":" + defaultImportSite + "}"
-	}
-	fmt.Fprintf(&b, "\n%s {\n", site)
-	base := strings.TrimPrefix(im.lines[0], "path ")
-	fmt.Fprintf(&b, "\thooks %s {\n", base)
-	for _, l := range im.lines[1:] {
-		b.WriteString("\t\t" + l + "\n")
-	}
+	header = append(header,
+		fmt.Sprintf("  %-20s the public hook token senders use (≥ 32 random characters: openssl rand -hex 32)", hookTokenEnv),
+		fmt.Sprintf("  %-20s the gateway's hooks.token (must differ from %s)", gatewayTokenEnv, hookTokenEnv))
+	hooks := cfNode{name: "hooks", args: []cfArg{plainArg(im.base)}, block: true, body: im.body}
 	for _, m := range im.mappings {
-		b.WriteString("\n")
-		for _, l := range m {
-			b.WriteString("\t\t" + l + "\n")
-		}
+		hooks.body = append(hooks.body, cfNode{}, m)
 	}
-	b.WriteString("\t}\n\trespond \"Not Found\" 404\n}\n")
-	return b.String()
+	return writeCaddyfile(siteFile{header: header, site: site, body: []cfNode{
+		hooks,
+		{name: "respond", args: []cfArg{plainArg("Not Found"), plainArg("404")}},
+	}})
 }

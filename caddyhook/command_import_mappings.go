@@ -3,10 +3,15 @@ package caddyhook
 import (
 	"errors"
 	"fmt"
+	"math"
+	"net/url"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/caddyhook/caddyhook/internal/tmpl"
+	"github.com/caddyhook/caddyhook/internal/transform"
 )
 
 // referenceMappingSpec is one mapping of the gateway's config (hooks.mappings
@@ -14,6 +19,7 @@ import (
 type referenceMappingSpec struct {
 	key         string // config key for notes, e.g. hooks.mappings[2]
 	id          string
+	defaultID   string // the gateway's id for a mapping without one
 	path        string // trimmed of slashes; "" = any
 	source      string
 	preset      string // preset name, for presets
@@ -26,7 +32,10 @@ type referenceMappingSpec struct {
 var referencePresetMappings = map[string]string{referenceGmailPreset: "gmail"}
 
 // translateMappings ports hooks.mappings and hooks.presets, in the
-// gateway's order: configured mappings first, then presets.
+// gateway's order: configured mappings first, then presets. Every mapping
+// is compiled here as the edge will compile it when it loads the file;
+// one the edge would refuse is noted and left out, so that the generated
+// file always loads.
 func (im *importer) translateMappings() error {
 	specs, err := im.referenceMappings()
 	if err != nil {
@@ -36,48 +45,226 @@ func (im *importer) translateMappings() error {
 	if err != nil {
 		return err
 	}
-	used := map[string]int{}
-	needTransforms := false
+	c, err := im.newMappingCheck()
+	if err != nil {
+		return err
+	}
+	if im.o.mode == modeRenderName {
+		im.renderPresets(specs, c)
+	}
 	for _, s := range specs {
 		if s.path == routeWake || s.path == routeAgent {
 			im.note(noteNotPorted, s.key, "match.path %q is shadowed by the gateway's built-in /%s, so the mapping never runs", s.path, s.path)
 			continue
 		}
 		if s.preset != "" && im.o.mode == modeRenderName {
-			im.presetLine(s)
+			continue // caddyhook's own preset (renderPresets)
+		}
+		m, ok := im.importedMapping(s, gmailLimit)
+		if !ok {
 			continue
 		}
-		id := s.id
-		if used[id]++; used[id] > 1 {
-			id = fmt.Sprintf("%s-%d", id, used[id])
+		m.ID = c.uniqueID(m.ID)
+		if err := c.check(m); err != nil {
+			im.note(noteNotPorted, s.key, "the edge would refuse it (%v); the mapping is left out (use --mode forward)", err)
+			continue
 		}
-		lines := []string{"mapping " + caddyfileToken(id) + " {"}
+		c.used[m.ID] = true
+		var comment string
 		if s.preset != "" {
-			lines = append(lines, "\t# the gateway's preset "+s.preset)
+			comment = "the gateway's preset " + s.preset
 		}
-		if s.path != "" {
-			lines = append(lines, "\tmatch_path "+caddyfileToken(s.path))
-		}
-		if s.source != "" {
-			lines = append(lines, "\tmatch_source "+caddyfileToken(s.source))
-		}
-		if im.o.mode == modeForwardName {
-			lines = append(lines, "\tforward")
-		} else {
-			body, ok := im.renderedMapping(s)
-			if !ok {
-				continue
-			}
-			lines = append(lines, body...)
-			needTransforms = needTransforms || s.transformMD != ""
-		}
-		if s.path == referenceGmailPathKey && gmailLimit > referenceMaxBody {
-			lines = append(lines, "\tmax_body "+strconv.FormatInt(gmailLimit, 10))
-		}
-		im.mappings = append(im.mappings, append(lines, "}"))
+		im.mappings = append(im.mappings, mappingNode(m, comment))
 	}
-	if needTransforms {
-		im.transformsLines()
+	if c.transforms {
+		im.transformsLines(c)
+	}
+	return nil
+}
+
+// importedMapping is the edge's mapping for s: a forward mapping, or in
+// render mode the gateway's fields ported; ok is false (and a note says
+// why) when it cannot be carried.
+func (im *importer) importedMapping(s referenceMappingSpec, gmailLimit int64) (Mapping, bool) {
+	m := Mapping{ID: s.id}
+	if !im.writable(s.key+".id", plainArg(s.id), fmt.Sprintf("the edge names the mapping %s", s.defaultID)) {
+		m.ID = s.defaultID
+	}
+	path, ok := im.edgeMatchPath(s)
+	if !ok {
+		return m, false
+	}
+	m.MatchPath = path
+	if s.source != "" {
+		if !im.writable(s.key+".match.source", fieldArg(s.source), "the mapping is left out") {
+			return m, false
+		}
+		m.MatchSource = s.source
+	}
+	if im.o.mode == modeForwardName {
+		m.Forward = true
+	} else if !im.renderedMapping(s, &m) {
+		return m, false
+	}
+	if s.path == referenceGmailPathKey && gmailLimit > referenceMaxBody {
+		m.MaxBody = gmailLimit
+	}
+	return m, true
+}
+
+// edgeMatchPath is the edge's match_path for the gateway's match.path.
+// The gateway compares match.path with the request path as the URL parser
+// leaves it (percent-encoded: café arrives as caf%C3%A9); the edge
+// compares the decoded path and escapes it again when it forwards. So a
+// match.path is carried, decoded, when it is exactly the escaping of its
+// decoding (caf%C3%A9 becomes café); any other (café itself, lower-case
+// or needless escapes, %2F) either never matches on the gateway or
+// matches a name the edge does not forward as such: it is noted and the
+// mapping left out.
+func (im *importer) edgeMatchPath(s referenceMappingSpec) (string, bool) {
+	if s.path == "" {
+		return "", true
+	}
+	key := s.key + ".match.path"
+	decoded, err := url.PathUnescape(s.path)
+	if err == nil {
+		if escaped := (&url.URL{Path: "/" + decoded}).EscapedPath(); escaped != "/"+s.path {
+			err = fmt.Errorf("the gateway compares it with the percent-encoded request path, and the edge forwards this hook name as %q, which it does not match", strings.TrimPrefix(escaped, "/"))
+		}
+	}
+	if err != nil {
+		im.note(noteNotPorted, key, "%q: %v; the mapping is left out", s.path, err)
+		return "", false
+	}
+	return decoded, im.writable(key, fieldArg(decoded), "the mapping is left out")
+}
+
+// mappingNode writes m as a mapping block, in the order of its fields.
+func mappingNode(m Mapping, comment string) cfNode {
+	n := cfNode{name: "mapping", args: []cfArg{plainArg(m.ID)}, block: true}
+	add := func(name string, args ...cfArg) { n.body = append(n.body, cfNode{name: name, args: args}) }
+	if comment != "" {
+		n.body = append(n.body, cfNode{comment: comment})
+	}
+	if m.MatchPath != "" {
+		add("match_path", fieldArg(m.MatchPath))
+	}
+	if m.MatchSource != "" {
+		add("match_source", fieldArg(m.MatchSource))
+	}
+	if m.Forward {
+		add("forward")
+	}
+	if m.Action != "" {
+		add("action", fieldArg(m.Action))
+	}
+	if m.WakeMode != "" {
+		add("wake_mode", fieldArg(m.WakeMode))
+	}
+	for _, t := range []struct{ directive, val string }{
+		{"name", m.Name}, {"agent_id", m.AgentID}, {"session_key", m.SessionKey},
+		{"message_template", m.MessageTemplate}, {"text_template", m.TextTemplate},
+		{"channel", m.Channel}, {"to", m.To}, {"model", m.Model}, {"thinking", m.Thinking},
+	} {
+		if t.val != "" {
+			add(t.directive, templateArg(t.val))
+		}
+	}
+	if m.ForEach != "" {
+		add("for_each", fieldArg(m.ForEach))
+	}
+	if m.Deliver != nil {
+		add("deliver", plainArg(strconv.FormatBool(*m.Deliver)))
+	}
+	if m.AllowUnsafeExternalContent {
+		add("allow_unsafe_external_content")
+	}
+	if m.TimeoutSeconds > 0 {
+		add("timeout_seconds", plainArg(strconv.Itoa(m.TimeoutSeconds)))
+	}
+	if t := m.Transform; t != nil {
+		args := []cfArg{plainArg(t.Module)}
+		if t.Export != "" {
+			args = append(args, plainArg(t.Export))
+		}
+		add("transform", args...)
+	}
+	if m.MaxBody > 0 {
+		add("max_body", plainArg(strconv.FormatInt(m.MaxBody, 10)))
+	}
+	return n
+}
+
+// mappingCheck compiles imported mappings as the edge will.
+type mappingCheck struct {
+	h          *Handler
+	env        *tmpl.Env
+	used       map[string]bool // ids taken
+	root, dir  string          // transforms_root and transforms_dir to write
+	resolved   string          // the transforms directory they resolve to, "" if they do not
+	rootErr    error
+	transforms bool             // a ported mapping has a transform
+	cache      *transform.Cache // compiles the transforms, once each
+}
+
+// newMappingCheck sets up the check with the imported policy.
+func (im *importer) newMappingCheck() (*mappingCheck, error) {
+	env, err := tmpl.NewEnv(0)
+	if err != nil {
+		return nil, err
+	}
+	c := &mappingCheck{env: env, used: map[string]bool{}, h: &Handler{policy: im.policy,
+		AllowRequestSessionKey: im.policy.allowKey, forward: im.o.mode == modeForwardName}}
+	c.root = filepath.Join(filepath.Dir(im.file), "hooks", "transforms")
+	if d, _ := im.hooks["transformsDir"].(string); strings.TrimSpace(d) != "" {
+		c.dir = strings.TrimSpace(d)
+	}
+	for _, a := range []struct{ key, val string }{{"transforms root (next to the config)", c.root}, {"hooks.transformsDir", c.dir}} {
+		if _, _, err := plainArg(a.val).encode(); err != nil {
+			c.rootErr = fmt.Errorf("%s %q cannot be written into a Caddyfile: %w", a.key, a.val, err)
+			return c, nil
+		}
+	}
+	if c.resolved, c.rootErr = transform.ResolveDir(c.root, c.dir); c.rootErr != nil {
+		c.resolved = ""
+	}
+	return c, nil
+}
+
+// uniqueID is id, or id-2, id-3, … when an earlier mapping has it.
+func (c *mappingCheck) uniqueID(id string) string {
+	out := id
+	for i := 2; c.used[out]; i++ {
+		out = fmt.Sprintf("%s-%d", id, i)
+	}
+	return out
+}
+
+// check compiles m as the edge's provisioning does: fields, templates and
+// CEL, the session-key rules of the policy, and its transform.
+func (c *mappingCheck) check(m Mapping) error {
+	cm, err := c.h.compileMapping(&m, len(c.used)+1, c.env)
+	if err != nil {
+		return err
+	}
+	if err := c.h.checkMappingKey(cm); err != nil {
+		return err
+	}
+	if t := m.Transform; t != nil {
+		if c.resolved == "" {
+			return fmt.Errorf("transform: %w", c.rootErr)
+		}
+		file, err := transform.ResolveModule(c.resolved, t.Module)
+		if err != nil {
+			return fmt.Errorf("transform: %w", err)
+		}
+		if c.cache == nil {
+			c.cache = transform.NewCache()
+		}
+		if _, err := c.cache.Program(file, strings.TrimSpace(t.Export), transform.Options{Root: c.resolved}); err != nil {
+			return fmt.Errorf("transform: %w", err)
+		}
+		c.transforms = true
 	}
 	return nil
 }
@@ -115,7 +302,7 @@ func (im *importer) referenceMappings() ([]referenceMappingSpec, error) {
 				im.note(noteNotPorted, key, "unknown preset %q (the gateway adds no mapping for it)", name)
 				continue
 			}
-			specs = append(specs, referenceMappingSpec{key: key, id: id, path: referenceGmailPathKey, preset: name})
+			specs = append(specs, referenceMappingSpec{key: key, id: id, defaultID: id, path: referenceGmailPathKey, preset: name})
 		}
 	}
 	return specs, nil
@@ -126,8 +313,9 @@ func (im *importer) referenceMappings() ([]referenceMappingSpec, error) {
 func parseReferenceMapping(key string, m map[string]any, index int) (referenceMappingSpec, error) {
 	s := referenceMappingSpec{key: key, fields: m}
 	s.id, _ = m["id"].(string)
+	s.defaultID = fmt.Sprintf("mapping-%d", index+1)
 	if s.id = strings.TrimSpace(s.id); s.id == "" {
-		s.id = fmt.Sprintf("mapping-%d", index+1)
+		s.id = s.defaultID
 	}
 	if v, ok := m["match"]; ok && v != nil {
 		match, ok := v.(map[string]any)
@@ -167,66 +355,90 @@ func (im *importer) gmailBodyLimit() (int64, error) {
 	return max(limit, referenceMaxBody), nil
 }
 
-// renderedMapping ports a mapping's fields for render mode; ok is false
+// renderedMapping ports a mapping's fields into m for render mode; false
 // (and a note says why) when the mapping cannot be carried.
-func (im *importer) renderedMapping(s referenceMappingSpec) ([]string, bool) {
-	var lines []string
-	fail := func(field, why string) ([]string, bool) {
-		im.note(noteNotPorted, s.key+"."+field, "%s; the mapping is left out (use --mode forward)", why)
-		return nil, false
+func (im *importer) renderedMapping(s referenceMappingSpec, m *Mapping) bool {
+	fail := func(field string, err error) bool {
+		im.note(noteNotPorted, s.key+"."+field, "%v; the mapping is left out (use --mode forward)", err)
+		return false
 	}
 	str := func(field string) string { v, _ := s.fields[field].(string); return strings.TrimSpace(v) }
 	if a := str("action"); a == "wake" {
-		lines = append(lines, "\taction wake")
+		m.Action = "wake"
 	}
-	if w := str("wakeMode"); w != "" {
-		lines = append(lines, "\twake_mode "+caddyfileToken(w))
-	}
-	templates := []struct{ field, directive string }{
-		{"name", "name"}, {"agentId", "agent_id"}, {"sessionKey", "session_key"},
-		{"messageTemplate", "message_template"}, {"textTemplate", "text_template"},
-		{"channel", "channel"}, {"to", "to"}, {"model", "model"}, {"thinking", "thinking"},
-	}
-	for _, t := range templates {
+	m.WakeMode = str("wakeMode")
+	for _, t := range []struct {
+		field string
+		dst   *string
+	}{
+		{"name", &m.Name}, {"agentId", &m.AgentID}, {"sessionKey", &m.SessionKey},
+		{"messageTemplate", &m.MessageTemplate}, {"textTemplate", &m.TextTemplate},
+		{"channel", &m.Channel}, {"to", &m.To}, {"model", &m.Model}, {"thinking", &m.Thinking},
+	} {
 		raw, _ := s.fields[t.field].(string)
 		if raw == "" {
 			continue
 		}
-		tok, err := templateToken(raw)
-		if err != nil {
-			return fail(t.field, err.Error())
+		if _, _, err := templateArg(raw).encode(); err != nil {
+			return fail(t.field, err)
 		}
-		lines = append(lines, "\t"+t.directive+" "+tok)
+		*t.dst = raw
 	}
 	if fe := str("forEach"); fe != "" {
-		lines = append(lines, "\tfor_each "+caddyfileToken(fe))
+		if _, _, err := fieldArg(fe).encode(); err != nil {
+			return fail("forEach", err)
+		}
+		m.ForEach = fe
 	}
 	if d, ok := s.fields["deliver"].(bool); ok {
-		lines = append(lines, "\tdeliver "+strconv.FormatBool(d))
+		m.Deliver = &d
 	}
-	if u, _ := s.fields["allowUnsafeExternalContent"].(bool); u {
-		lines = append(lines, "\tallow_unsafe_external_content")
-	}
-	if n, ok := s.fields["timeoutSeconds"].(float64); ok && n > 0 && n == float64(int64(n)) {
-		lines = append(lines, "\ttimeout_seconds "+strconv.FormatInt(int64(n), 10))
+	m.AllowUnsafeExternalContent, _ = s.fields["allowUnsafeExternalContent"].(bool)
+	if n, ok := s.fields["timeoutSeconds"].(float64); ok && n > 0 && n == float64(int64(n)) && n <= math.MaxInt32 {
+		m.TimeoutSeconds = int(n)
 	}
 	if sm := str("sessionMode"); sm != "" && sm != "isolated" {
 		im.note(noteNotPorted, s.key+".sessionMode", "render mode dispatches isolated runs only (use --mode forward for %q)", sm)
 	}
-	if s.transformMD != "" {
-		line := "\ttransform " + caddyfileToken(strings.TrimSpace(s.transformMD))
-		if ex := strings.TrimSpace(s.transformEx); ex != "" {
-			line += " " + caddyfileToken(ex)
+	if md := strings.TrimSpace(s.transformMD); md != "" {
+		t := &TransformRef{Module: md, Export: strings.TrimSpace(s.transformEx)}
+		for _, v := range []string{t.Module, t.Export} {
+			if _, _, err := plainArg(v).encode(); err != nil {
+				return fail("transform", err)
+			}
 		}
-		lines = append(lines, line)
+		m.Transform = t
 	}
-	return lines, true
+	return true
 }
 
-// presetLine ports a preset in render mode: caddyhook's own preset of the
-// same name.
-func (im *importer) presetLine(s referenceMappingSpec) {
-	im.add("presets " + s.preset)
+// renderPresets ports the presets in render mode: caddyhook's own preset
+// of the same name, checked like a mapping (its id reserved first, so a
+// configured mapping of the same id is renamed).
+func (im *importer) renderPresets(specs []referenceMappingSpec, c *mappingCheck) {
+	var names []string
+	for _, s := range specs {
+		if s.preset != "" && !slices.Contains(names, s.preset) {
+			names = append(names, s.preset)
+		}
+	}
+	presets, err := presetMappings(names)
+	if err != nil {
+		return // only known presets reach here
+	}
+	var kept []string
+	for i, m := range presets {
+		if err := c.check(m); err != nil {
+			im.note(noteNotPorted, "hooks.presets", "%s: the edge would refuse caddyhook's preset (%v); it is left out (use --mode forward)", names[i], err)
+			continue
+		}
+		c.used[m.ID] = true
+		kept = append(kept, names[i])
+	}
+	if len(kept) == 0 {
+		return
+	}
+	im.add("presets", plainArgs(kept)...)
 	if gmail, _ := im.hooks["gmail"].(map[string]any); gmail != nil {
 		if _, ok := gmail["maxBytes"]; ok {
 			im.note(noteNotPorted, "hooks.gmail.maxBytes", "caddyhook's gmail preset keeps the default allowance (6,819,200 bytes) in render mode")
@@ -236,33 +448,10 @@ func (im *importer) presetLine(s referenceMappingSpec) {
 
 // transformsLines confines render-mode transforms to the gateway's own
 // transforms directory.
-func (im *importer) transformsLines() {
-	root := filepath.Join(filepath.Dir(im.file), "hooks", "transforms")
-	im.add("transforms_root " + caddyfileToken(root))
-	if d, _ := im.hooks["transformsDir"].(string); strings.TrimSpace(d) != "" {
-		im.add("transforms_dir " + caddyfileToken(strings.TrimSpace(d)))
+func (im *importer) transformsLines(c *mappingCheck) {
+	im.add("transforms_root", plainArg(c.root))
+	if c.dir != "" {
+		im.add("transforms_dir", plainArg(c.dir))
 	}
 	im.note(noteInfo, "hooks.mappings[].transform", "render mode runs transforms in caddyhook's sandbox (no require, process, fs, network or timers); modules that use Node APIs must stay in the gateway (--mode forward)")
-}
-
-// caddyShorthand matches a single-brace placeholder, which the Caddyfile
-// would expand.
-var caddyShorthand = regexp.MustCompile(`(^|[^{])\{[A-Za-z_%?][^{}\s]*\}`)
-
-// templateToken returns a reference template as one Caddyfile token that
-// caddyhook reads back as the same template, or why it cannot.
-func templateToken(s string) (string, error) {
-	switch {
-	case strings.Contains(s, "{$"):
-		return "", errors.New(`"{$" would be read as a Caddyfile environment variable`)
-	case strings.Contains(s, `\n`):
-		return "", errors.New(`a literal \n would be read as a newline`)
-	case caddyShorthand.MatchString(strings.ReplaceAll(strings.ReplaceAll(s, "{{", "\x00\x00"), "}}", "\x00\x00")):
-		return "", errors.New("a single-brace {…} would be read as a Caddy placeholder")
-	case strings.Contains(strings.ReplaceAll(s, " ", ""), "{{cel:"):
-		return "", errors.New(`"{{cel:" is a payload path to the gateway but CEL to caddyhook`)
-	case strings.Contains(s, "`") && strings.Contains(s, `\"`):
-		return "", errors.New("it holds both a backquote and \\\" , which no Caddyfile quoting keeps")
-	}
-	return caddyfileToken(strings.ReplaceAll(s, "\n", `\n`)), nil
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,13 +120,7 @@ func TestImportLoads(t *testing.T) {
 				if len(listens) != 1 || listens[0] != ":8080" {
 					t.Fatalf("listen %v, want [:8080] (the default site http://localhost:8080)", listens)
 				}
-				var raw any
-				if err := json.Unmarshal(cfgJSON, &raw); err != nil {
-					t.Fatal(err)
-				}
-				var found []map[string]any
-				findHooksHandlers(raw, &found)
-				if len(found) != 1 {
+				if _, found := hooksHandlersIn(t, cfgJSON); len(found) != 1 {
 					t.Fatalf("%d hooks handlers, want 1", len(found))
 				}
 				var full caddy.Config
@@ -190,6 +185,15 @@ func TestImportErrors(t *testing.T) {
 		{"bad prefixes", `{hooks: {allowedSessionKeyPrefixes: "hook:"}}`, importOptions{}, "hooks.allowedSessionKeyPrefixes"},
 		{"bad mode", `{}`, importOptions{mode: "proxy"}, "--mode"},
 		{"bad gateway flag", `{}`, importOptions{gateway: "localhost"}, "--gateway"},
+		{"gateway flag placeholder", `{}`, importOptions{gateway: "{$GW}"}, "--gateway"},
+		{"gateway flag not loopback", `{}`, importOptions{gateway: "192.0.2.1:80"}, "--gateway"},
+		{"site flag placeholder", `{}`, importOptions{site: "{$SITE}"}, "--site"},
+		{"site flag with a block", `{}`, importOptions{site: "a.example {\n}\n:9999"}, "--site"},
+		{"site flag list", `{}`, importOptions{site: "a.example,b.example"}, "--site"},
+		{"path with a placeholder", `{hooks: {path: "/{env.X}"}}`, importOptions{}, "hooks.path"},
+		{"path with a space", `{hooks: {path: "/a b"}}`, importOptions{}, "hooks.path"},
+		{"every prefix unwritable", `{hooks: {allowedSessionKeyPrefixes: ["{x}"]}}`, importOptions{}, "hooks.allowedSessionKeyPrefixes"},
+		{"default key unwritable in render mode", `{hooks: {defaultSessionKey: "hook:{file./etc/passwd}"}}`, importOptions{mode: "render"}, "hooks.defaultSessionKey"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := importGatewayConfig([]byte(tc.src), "openclaw.json", tc.o)
@@ -207,7 +211,7 @@ func TestImportTemplateTokens(t *testing.T) {
 		"plain", "two words", `say "hi" {{payload.x}}`, "line one\nline two {{now}}",
 		"back`tick", "{{ headers.x-github-event }} on {{repository.full_name}}",
 	} {
-		tok, err := templateToken(tmpl)
+		tok, _, err := templateArg(tmpl).encode()
 		if err != nil {
 			t.Fatalf("%q: %v", tmpl, err)
 		}
@@ -216,23 +220,104 @@ func TestImportTemplateTokens(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%q as %s: %v", tmpl, tok, err)
 		}
-		var raw any
-		if err := json.Unmarshal(cfgJSON, &raw); err != nil {
-			t.Fatal(err)
-		}
-		var found []map[string]any
-		findHooksHandlers(raw, &found)
-		var h Handler
-		if b, err := json.Marshal(found[0]); err != nil || json.Unmarshal(b, &h) != nil || len(h.Mappings) != 1 {
+		h, err := adaptedHandler(t, cfgJSON)
+		if err != nil || len(h.Mappings) != 1 {
 			t.Fatalf("%q: no mapping in %s", tmpl, cfgJSON)
 		}
 		if got := h.Mappings[0].MessageTemplate; got != tmpl {
 			t.Errorf("%q came back as %q (token %s)", tmpl, got, tok)
 		}
 	}
-	for _, bad := range []string{"{$HOME}", `a\nb`, "{path} x", "{{cel: 1}}", "`\\\""} {
-		if tok, err := templateToken(bad); err == nil {
+	for _, bad := range []string{"{$HOME}", `a\nb`, "{path} x", "{{cel: 1}}", "{{http.request.uri.path}}"} {
+		if tok, _, err := templateArg(bad).encode(); err == nil {
 			t.Errorf("%q accepted as %s, want a refusal", bad, tok)
 		}
+	}
+}
+
+// TestImportNonASCIIMatchPath is the regression test of issue 26 item 4:
+// a mapping whose match.path is not plain ASCII made the import print a
+// Caddyfile that Caddy refused to load. The gateway's caf%C3%A9 becomes
+// the edge's match_path café (the edge compares decoded names), in both
+// modes; the paths that never match what the edge forwards are noted and
+// left out; the file loads.
+func TestImportNonASCIIMatchPath(t *testing.T) {
+	t.Setenv(hookTokenEnv, utHookToken)
+	t.Setenv(gatewayTokenEnv, utGatewayToken)
+	file := filepath.Join("testdata", "import", "nonascii.json5")
+	for _, mode := range importModes {
+		var out, notes bytes.Buffer
+		if err := runImport(&out, &notes, file, importOptions{mode: mode}); err != nil {
+			t.Fatal(err)
+		}
+		cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt(out.Bytes(), nil)
+		if err != nil {
+			t.Fatalf("%s: adapt: %v", mode, err)
+		}
+		if err := validateJSON(string(cfgJSON)); err != nil {
+			t.Fatalf("%s: the import does not load: %v\n%s", mode, err, out.String())
+		}
+		h, err := adaptedHandler(t, cfgJSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var paths []string
+		for _, m := range h.Mappings {
+			paths = append(paths, m.ID+"="+m.MatchPath)
+		}
+		if want := []string{"cafe-encoded=café", "space=a b"}; strings.Join(paths, ",") != strings.Join(want, ",") {
+			t.Errorf("%s: mappings %q, want %q", mode, paths, want)
+		}
+		for _, i := range []string{"1", "2", "3"} {
+			if !strings.Contains(notes.String(), "not ported: hooks.mappings["+i+"].match.path: ") {
+				t.Errorf("%s: no note for hooks.mappings[%s].match.path:\n%s", mode, i, notes.String())
+			}
+		}
+	}
+}
+
+// hooksHandlersIn decodes an adapted config and finds its hooks handlers.
+func hooksHandlersIn(t testing.TB, cfgJSON []byte) (raw any, found []map[string]any) {
+	t.Helper()
+	if err := json.Unmarshal(cfgJSON, &raw); err != nil {
+		t.Fatal(err)
+	}
+	findHooksHandlers(raw, &found)
+	return raw, found
+}
+
+// adaptedHandler is the one hooks handler of an adapted config.
+func adaptedHandler(t testing.TB, cfgJSON []byte) (Handler, error) {
+	t.Helper()
+	var h Handler
+	_, found := hooksHandlersIn(t, cfgJSON)
+	if len(found) != 1 {
+		return h, fmt.Errorf("%d hooks handlers, want 1", len(found))
+	}
+	b, err := json.Marshal(found[0])
+	if err != nil {
+		return h, err
+	}
+	return h, json.Unmarshal(b, &h)
+}
+
+// TestImportHeaderPath: the config's path is written into the header
+// comment, escaped so that no line break, brace or "{$" in it can end the
+// comment or reach the Caddyfile's env expansion.
+func TestImportHeaderPath(t *testing.T) {
+	file := "/tmp/x\n}\n:9999 {\n\tfile_server\n}\n{$HOME}\u202e/openclaw.json"
+	res, err := importGatewayConfig([]byte(`{hooks: {enabled: true, token: "t"}}`), file, importOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.caddyfile, `#   /tmp/x\u000a\u007d\u000a:9999 \u007b`) {
+		t.Errorf("the path is not escaped in the header:\n%s", res.caddyfile)
+	}
+	cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(res.caddyfile), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(cfgJSON), "9999") || strings.Contains(string(cfgJSON), "file_server") {
+		t.Errorf("the header comment added config: %s", cfgJSON)
 	}
 }

@@ -170,7 +170,7 @@ func (c *spoolCLI) open(dir string) (*spool.Store, error) {
 		return nil, err
 	}
 	c.dir = cfg.Dir
-	if _, err := os.Stat(filepath.Join(cfg.Dir, spool.DBFile)); err != nil {
+	if _, err := os.Lstat(filepath.Join(cfg.Dir, spool.DBFile)); err != nil { // a link: spool.Open refuses it
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("no spool in %s: %s does not exist", cfg.Dir, spool.DBFile)
 		}
@@ -211,7 +211,7 @@ func (c *spoolCLI) salvage(dir string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(cfg.Dir, spool.DBFile)); err != nil {
+	if _, err := os.Lstat(filepath.Join(cfg.Dir, spool.DBFile)); err != nil { // a link: spool.Open refuses it
 		return fmt.Errorf("no spool in %s: %w", cfg.Dir, err)
 	}
 	cfg.LockTimeout = c.lockTimeout

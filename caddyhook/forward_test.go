@@ -126,7 +126,11 @@ func TestForwardMappingProvision(t *testing.T) {
 		{"no path: every hook name", fwd(Mapping{MatchSource: "beta"}), ""},
 		{"built-in", fwd(Mapping{MatchPath: "agent"}), `mapping f: match_path: "agent" is a built-in hook`},
 		{"dot segment", fwd(Mapping{MatchPath: "a/../b"}), `mapping f: match_path: "a/../b" is not a plain hook path`},
-		{"escaped character", fwd(Mapping{MatchPath: "a b"}), `mapping f: match_path: "a b" is not a plain hook path`},
+		// names are compared decoded: a b answers /hooks/a%20b, café /hooks/caf%C3%A9
+		{"escaped character", fwd(Mapping{MatchPath: "a b"}), ""},
+		{"non-ASCII", fwd(Mapping{MatchPath: "café"}), ""},
+		{"question mark", fwd(Mapping{MatchPath: "a?b"}), `mapping f: match_path: "a?b" is not a plain hook path`},
+		{"control character", fwd(Mapping{MatchPath: "a\x01b"}), `mapping f: match_path: "a\x01b" is not a plain hook path`},
 		{"template", fwd(Mapping{MatchPath: "x", MessageTemplate: "{{a}}"}), "mapping f: message_template: not allowed with forward"},
 		{"action", fwd(Mapping{MatchPath: "x", Action: "wake"}), "mapping f: action: not allowed with forward"},
 		{"session key", fwd(Mapping{MatchPath: "x", SessionKey: "hook:x"}), "mapping f: session_key: not allowed with forward"},

@@ -6,6 +6,8 @@ import (
 	"net/textproto"
 	"net/url"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/caddyhook/caddyhook/internal/tmpl"
 	"github.com/caddyhook/caddyhook/internal/verify"
@@ -176,7 +178,7 @@ func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(str
 		// (that the edge can forward as is; see answers)
 	case c.path == routeWake || c.path == routeAgent:
 		return fail("match_path", fmt.Errorf("%q is a built-in hook and cannot be mapped", c.path))
-	case strings.ContainsAny(c.path, "?#") || !validHookPath(c.path):
+	case !forwardableMatchPath(c.path):
 		return fail("match_path", fmt.Errorf("%q is not a plain hook path", c.path))
 	case m.MaxBody < 0 || m.MaxBody > 64<<20:
 		return fail("max_body", fmt.Errorf("must be between 1 byte and 64 MiB"))
@@ -198,6 +200,22 @@ func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(str
 func validHookPath(p string) bool {
 	for _, seg := range strings.Split(p, "/") {
 		if seg == "" || seg == "." || seg == ".." || url.PathEscape(seg) != seg {
+			return false
+		}
+	}
+	return true
+}
+
+// forwardableMatchPath reports whether a forward mapping can answer the
+// hook name p. Names are compared decoded (as the request path is) and
+// escaped again on the way to the gateway, so p may hold any printable
+// character but ? and #, in segments that are not empty, . or ..
+func forwardableMatchPath(p string) bool {
+	if !utf8.ValidString(p) || strings.ContainsAny(p, "?#") || strings.ContainsFunc(p, unicode.IsControl) {
+		return false
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "" || seg == "." || seg == ".." {
 			return false
 		}
 	}

@@ -16,6 +16,9 @@ type hookMetrics struct {
 	authFailures   prometheus.Counter
 	dispatch       *prometheus.HistogramVec
 	activeLockouts prometheus.GaugeFunc
+	// forwardedUnparsed counts requests keyed on a trusted hop because
+	// the forwarded entry it wrote is not an address (clientAddress).
+	forwardedUnparsed prometheus.Counter
 }
 
 // metricsPoolKey holds the collectors in the usage pool.
@@ -57,13 +60,17 @@ func newHookMetrics() *hookMetrics {
 			Namespace: ns, Subsystem: sub, Name: "active_lockouts",
 			Help: "Client addresses currently locked out after repeated auth failures.",
 		}, activeLockouts),
+		forwardedUnparsed: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "forwarded_unparsed_total",
+			Help: "Hook requests keyed on a trusted proxy because the X-Forwarded-For entry it wrote is not an address.",
+		}),
 	}
 }
 
 // register registers the collectors on reg; a collector already there
 // (another hooks handler of the same config) is fine.
 func (m *hookMetrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.requests, m.authFailures, m.dispatch, m.activeLockouts} {
+	for _, c := range []prometheus.Collector{m.requests, m.authFailures, m.dispatch, m.activeLockouts, m.forwardedUnparsed} {
 		if _, err := promreg.Register(reg, c); err != nil {
 			return err
 		}

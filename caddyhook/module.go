@@ -103,6 +103,9 @@ type Handler struct {
 	// request is authenticated (deliveries a provider signature must
 	// authenticate): how many at once, and how long each may take.
 	UnauthenticatedBodies *UnauthenticatedBodies `json:"unauthenticated_bodies,omitempty"`
+	// BodyTimeout is how long an authenticated request's body may take to
+	// arrive (default 60s); a slower one is answered 408.
+	BodyTimeout caddy.Duration `json:"body_timeout,omitempty"`
 	// LockoutTableSize is the number of addresses the lockout table holds
 	// (default 2,097,152 = 64 MiB at most).
 	LockoutTableSize int `json:"lockout_table_size,omitempty"`
@@ -116,7 +119,8 @@ type Handler struct {
 	// AllowedAgentIDs restricts the effective agent: omitted or ["*"] = any,
 	// [] = no explicit agent id allowed.
 	AllowedAgentIDs *[]string `json:"allowed_agent_ids,omitempty"`
-	// DefaultSessionKey is used when no session key is given.
+	// DefaultSessionKey is used when no session key is given. It is used as
+	// written: no placeholder is expanded, and a brace is refused.
 	DefaultSessionKey string `json:"default_session_key,omitempty"`
 	// AllowRequestSessionKey lets payloads (and templated mapping keys) set sessionKey.
 	AllowRequestSessionKey bool `json:"allow_request_session_key,omitempty"`
@@ -243,7 +247,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.base = cleanBasePath(h.Path)
 	h.fillDefaults()
-	if err := h.provisionUnauthReads(); err != nil {
+	if err := h.provisionBodyReads(); err != nil {
 		return err
 	}
 	if err := h.provisionModes(); err != nil {
@@ -254,7 +258,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		Agents:                    h.Agents,
 		AllowRequestSessionKey:    h.AllowRequestSessionKey,
 		AllowedSessionKeyPrefixes: h.AllowedSessionKeyPrefixes,
-		DefaultSessionKey:         repl.ReplaceKnown(h.DefaultSessionKey, ""),
+		DefaultSessionKey:         h.DefaultSessionKey, // as written: never a placeholder (newPolicy)
 		AllowedModels:             h.AllowedModels,
 		Channels:                  h.Channels,
 	}

@@ -105,6 +105,9 @@ func TestProvisionErrors(t *testing.T) {
 		{"token header authorization", func(h *Handler) { h.TokenHeaders = []string{"authorization"} }, "token_headers: Authorization cannot carry the hook token"},
 		{"auth failures over 255", func(h *Handler) { h.AuthFailures = &AuthFailures{Count: 256} }, "auth_failures: count 256 must be at most 255"},
 		{"unauthenticated bodies negative", func(h *Handler) { h.UnauthenticatedBodies = &UnauthenticatedBodies{Max: -1} }, "unauthenticated_bodies: -1 must be between 1 and 65536"},
+		{"unauthenticated bodies per address negative", func(h *Handler) { h.UnauthenticatedBodies = &UnauthenticatedBodies{PerAddress: -1} }, "unauthenticated_bodies: per_address -1 must be between 1 and 65536"},
+		{"body_timeout negative", func(h *Handler) { h.BodyTimeout = neg }, "body_timeout: -1s must be between 1ms and 1h"},
+		{"body_timeout over an hour", func(h *Handler) { h.BodyTimeout = caddy.Duration(2 * time.Hour) }, "body_timeout: 2h0m0s must be between 1ms and 1h"},
 		{"short token", func(h *Handler) { h.Token = "0123456789abcdef0123456789abcde" }, "token: too short (31 characters)"},
 		{"weak token", func(h *Handler) { h.Token = strings.Repeat("ab", 20) }, "token: too weak"},
 		{"weak token seven symbols", func(h *Handler) { h.Token = strings.Repeat("abcdefg", 5) }, "token: too weak"},
@@ -198,7 +201,8 @@ func TestProvisionDefaults(t *testing.T) {
 		{"gateway prefix", h.gateway.prefix, "/hooks"},
 		{"gateway auth", h.gateway.auth, "Bearer " + utGatewayToken},
 		{"lockout policy", h.lockout.policy, lockoutPolicy{maxFailures: 20, window: time.Minute, lockFor: time.Minute, v6Bits: 64, slots: 1 << 21}},
-		{"unauthenticated_bodies", *h.UnauthenticatedBodies, UnauthenticatedBodies{Max: 256, Timeout: caddy.Duration(10 * time.Second)}},
+		{"unauthenticated_bodies", *h.UnauthenticatedBodies, UnauthenticatedBodies{Max: 256, Timeout: caddy.Duration(10 * time.Second), PerAddress: 8}},
+		{"body_timeout", h.BodyTimeout, caddy.Duration(time.Minute)},
 		{"token headers", fmt.Sprint(h.tokenHeaders), "[X-Service-Token]"},
 	} {
 		if c.got != c.want {

@@ -60,6 +60,11 @@ type policyConfig struct {
 // offending field.
 func newPolicy(c policyConfig) (*Policy, error) {
 	p := &Policy{allowKey: c.AllowRequestSessionKey, defaultKey: jsTrim(c.DefaultSessionKey), forward: c.Forward}
+	if strings.ContainsAny(p.defaultKey, "{}") {
+		// sent with every run: a {file.*} or {env.*} expanded here would
+		// hand a file or a secret to the gateway and the model
+		return nil, fmt.Errorf("default_session_key: %q must not hold a brace: the key is used as written, placeholders ({env.*}, {file.*}, …) are not expanded", p.defaultKey)
+	}
 	for _, a := range c.Agents {
 		id, ok := strictAgentID(a)
 		if !ok {

@@ -1,6 +1,8 @@
 package caddyhook
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -205,5 +207,34 @@ func TestPolicyWakeWithoutRouting(t *testing.T) {
 	}
 	if a != before {
 		t.Fatalf("wake changed: %+v -> %+v", before, a)
+	}
+}
+
+// TestDefaultSessionKeyExpandsNoPlaceholder is the regression test of the
+// report's finding that default_session_key expanded {file.*} and {env.*}
+// at provision: hook:{file./etc/passwd} sent the file with every run. The
+// key is used as written, so a placeholder in it is refused, naming the
+// option and never showing what it would have expanded to.
+func TestDefaultSessionKeyExpandsNoPlaceholder(t *testing.T) {
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte("file-content-never-sent"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CADDYHOOK_TEST_SESSION_SECRET", "env-value-never-sent")
+	for _, key := range []string{"hook:{file." + secretFile + "}", "hook:{env.CADDYHOOK_TEST_SESSION_SECRET}", "{env.CADDYHOOK_TEST_SESSION_SECRET}", "hook:{x}", "hook:}"} {
+		h := validHandler()
+		h.DefaultSessionKey = key
+		err := provision(t, h)
+		if err == nil || !strings.Contains(err.Error(), "default_session_key") {
+			key := ""
+			if h.policy != nil {
+				key = h.policy.defaultKey
+			}
+			t.Errorf("default_session_key %q: provision error %v (the edge's default key is %q), want a refusal naming default_session_key", h.DefaultSessionKey, err, key)
+			continue
+		}
+		if strings.Contains(err.Error(), "never-sent") {
+			t.Errorf("the error shows the expansion: %v", err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package caddyhook
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -383,6 +384,27 @@ func failuresUntilLocked(e *reloadEnv) string {
 	return "not locked after 10"
 }
 
+// slowBody is an observation: a wake request with the token whose body
+// arrives in two halves, 500 ms apart (a slow client), and its status.
+func slowBody(e *reloadEnv) string {
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"text":"a slow client"}`
+	fmt.Fprintf(conn, "POST /hooks/wake HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nX-Forwarded-For: %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", itHookToken, e.addr(), len(body), body[:10])
+	time.Sleep(500 * time.Millisecond) // the client's pace, not a synchronisation
+	_, _ = conn.Write([]byte(body[10:]))
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return "no answer: " + err.Error()
+	}
+	return strings.TrimSpace(line)
+}
+
 // signedHMAC signs a request for the hmac verifier: header carries
 // prefix + the digest (alg, encoding) of layout with {body} and
 // {timestamp} filled in.
@@ -493,6 +515,10 @@ var reloadRows = []reloadRow{
 		observe: adminStatus(func(st handlerStatus) any {
 			return fmt.Sprint(st.Settings.UnauthenticatedBodies, " ", st.Settings.UnauthenticatedTimeoutSecond)
 		})},
+	{option: "unauthenticated_bodies.per_address", before: "unauthenticated_bodies {\n\tper_address 8\n}",
+		after: "unauthenticated_bodies {\n\tper_address 2\n}",
+		observe: adminStatus(func(st handlerStatus) any { return st.Settings.UnauthenticatedPerAddress })},
+	{option: "hooks.body_timeout", before: "body_timeout 10s", after: "body_timeout 100ms", observe: slowBody},
 	{option: "hooks.ipv6_prefix", before: "auth_failures 1\nipv6_prefix 64", after: "auth_failures 1\nipv6_prefix 48",
 		observe: func(e *reloadEnv) string {
 			e.n++
@@ -745,6 +771,8 @@ func TestReloadAppliesEveryOption(t *testing.T) {
 var parserBlocks = map[string]string{
 	"caddyhook.unmarshalOption":        "hooks",
 	"caddyhook.unmarshalSpool":         "spool",
+	"caddyhook.unmarshalClusterSpool":  "spool",
+	"caddyhook.unmarshalUnauthBodies":  "unauthenticated_bodies",
 	"caddyhook.unmarshalMappingOption": "mapping",
 	"caddyhook.unmarshalTransformRef":  "transform",
 	"caddyhook.unmarshalVerify":        "verify",
@@ -757,7 +785,8 @@ var optionName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 // parserOptions reads the subdirectives the Caddyfile parsers accept from
 // their source: in every function that takes a *caddyfile.Dispenser, the
 // string cases of a switch on d.Val() (or on name), the name == "…"
-// cases of a switch without a tag, and the keys of map literals.
+// cases of a switch without a tag, d.Val() (or name) compared with a
+// string in an if, and the keys of map literals.
 func parserOptions(t *testing.T) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
@@ -811,7 +840,7 @@ func takesDispenser(fn *ast.FuncDecl) bool {
 }
 
 // switchedOptions collects the option names a parser function compares
-// the current token with.
+// the current token with (in a switch, or an if).
 func switchedOptions(body *ast.BlockStmt) []string {
 	var out []string
 	add := func(e ast.Expr) {
@@ -845,6 +874,10 @@ func switchedOptions(body *ast.BlockStmt) []string {
 						}
 					}
 				}
+			}
+		case *ast.IfStmt:
+			if b, ok := x.Cond.(*ast.BinaryExpr); ok && (b.Op == token.EQL || b.Op == token.NEQ) && isToken(b.X) {
+				add(b.Y)
 			}
 		case *ast.CompositeLit:
 			if m, ok := x.Type.(*ast.MapType); ok {

@@ -64,7 +64,7 @@ var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &
 func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) {
 	takeOver := h.access.takeOver(r)
 	bufp := bodyPool.Get().(*[]byte)
-	ex := exchange{r: r, w: w, sub: sub, ip: clientAddr(r), now: time.Now(), body: (*bufp)[:0], route: "none"}
+	ex := exchange{r: r, w: w, sub: sub, ip: h.clientAddress(r), now: time.Now(), body: (*bufp)[:0], route: "none"}
 	status, body, herr := h.process(&ex)
 	if !ex.bodyDone {
 		settleUnreadBody(w, r)

@@ -330,7 +330,8 @@ type spoolSink struct {
 }
 
 // eventAppender stores events durably: errFull when the store is at its
-// limit, errClusterDown when the cluster is unreachable (fallback reject).
+// limit, errClusterDown when the cluster is unreachable (fallback reject),
+// errClusterUnconfirmed when the cluster did not confirm them in time.
 type eventAppender interface {
 	append(ctx context.Context, evs []*spool.Event) error
 }
@@ -380,6 +381,11 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 			return 0, nil, &hookError{status: http.StatusServiceUnavailable, reason: "spool full; retry later", retryAfter: spoolRetryAfter}
 		case errors.Is(err, errClusterDown):
 			return 0, nil, &hookError{status: http.StatusServiceUnavailable, reason: "cluster unavailable; retry later", retryAfter: clusterRetryAfter}
+		case errors.Is(err, errClusterUnconfirmed):
+			// not a 503: the event may be in the queue and be delivered, so
+			// "not accepted" would be false; as for a gateway timeout, a
+			// retry is safe only with the same Idempotency-Key
+			return 0, nil, &hookError{status: http.StatusGatewayTimeout, reason: reasonClusterUnconfirmed, retryAfter: clusterRetryAfter}
 		}
 		s.h.logger.Error("spool write failed", zap.Error(err))
 		return 0, nil, &hookError{status: http.StatusServiceUnavailable, reason: "spool unavailable; retry later", retryAfter: spoolRetryAfter}

@@ -157,6 +157,7 @@ func differentialCases() []diffCase {
 		one("templated session key rendered empty", "/keyed", `{"nonce":"@N@"}`),
 		one("templated session key", "/keyed", `{"nonce":"@N@","key":"hook:keyed:@N@"}`),
 		one("persistent mapping", "/persist", `{"nonce":"@N@"}`),
+		one("non-ASCII match.path", "/caf%C3%A9", `{"nonce":"@N@"}`),
 		one("gmail preset fan-out", "/gmail", gmailBody(2)),
 		one("gmail preset no messages", "/gmail", `{"messages":[]}`),
 		one("gmail above the normal body limit", "/gmail", bigGmail),

@@ -26,6 +26,7 @@ func lockNodes(t *testing.T, urls func(i int) []string, n, limit int) []*table {
 		b := openBackend(t, urls(i), "lock", nil)
 		natstest.WaitFor(t, "backend up", b.Up)
 		tb := newTable(limit)
+		tb.b = b
 		tb.sync = cluster.NewLockSync(b, tb, cluster.LockSyncOptions{LockTTL: time.Minute})
 		if err := tb.sync.Start(); err != nil {
 			t.Fatal(err)
@@ -219,6 +220,31 @@ func TestLockoutWithNATSDownKeepsTheLocalBudget(t *testing.T) {
 	// node 1 keeps its own, separate budget meanwhile; nothing reached it
 	if nodes[1].count(addr) != 0 {
 		t.Errorf("node 1 folded %d failures from a node without NATS", nodes[1].count(addr))
+	}
+}
+
+// TestLockoutLockMadeWhileDownIsSharedWhenBack (issue 21 item 8): a node
+// cut off from NATS locks an address on its own budget; the lock reaches
+// the other nodes once the node is connected again (it is kept until then,
+// not dropped with the failures).
+func TestLockoutLockMadeWhileDownIsSharedWhenBack(t *testing.T) {
+	srv := natstest.Run(t, natstest.Options{})
+	p1, p2 := natstest.NewProxy(t, srv.Addr()), natstest.NewProxy(t, srv.Addr())
+	const limit = 3
+	nodes := lockNodes(t, func(i int) []string { return [][]string{{p1.URL()}, {p2.URL()}}[i] }, 2, limit)
+	p1.SetTarget("") // node 0 loses NATS
+	natstest.WaitFor(t, "node 0 sees NATS down", func() bool { return !nodes[0].b.Up() })
+	addr := cluster.Addr{15: 9}
+	for range limit {
+		nodes[0].guess(addr, time.Now())
+	}
+	if !nodes[0].locked(addr) {
+		t.Fatal("node without NATS did not lock at its own limit")
+	}
+	p1.SetTarget(srv.Addr())
+	natstest.WaitFor(t, "the lock made during the outage reaches node 1", func() bool { return nodes[1].locked(addr) })
+	if n := nodes[1].count(addr); n != 0 {
+		t.Errorf("node 1 counted %d failures; the failures of the outage stay with node 0, the lock is shared", n)
 	}
 }
 

@@ -44,6 +44,11 @@ var (
 	ErrUnavailable = errors.New("cluster unavailable")
 	// ErrFull: the queue is at its configured size limit.
 	ErrFull = errors.New("cluster queue full")
+	// ErrUnconfirmed: events were sent but their acknowledgement did not
+	// arrive in time (a server stopped or cut off mid-request): they may
+	// be in the queue, and delivered, or not. ErrUnavailable and ErrFull
+	// mean that none of them was stored.
+	ErrUnconfirmed = errors.New("cluster did not confirm in time; the events may have been stored")
 	// ErrBusy: an idempotency key is held by a dispatch in progress on
 	// another node that did not finish within the wait deadline.
 	ErrBusy = errors.New("idempotency key in use by a dispatch in progress")
@@ -89,8 +94,11 @@ type Backend interface {
 	// Name is the namespace in use (the engine's own name setting, else
 	// Params.Name).
 	Name() string
-	// Up reports whether the engine is reachable now.
+	// Up reports whether the engine is reachable now (connected, and
+	// answering: not cut off, not without quorum).
 	Up() bool
+	// Timeout bounds one engine operation (the engine's own setting).
+	Timeout() time.Duration
 	// Watch calls fn (from its own goroutine, in order) on every change of
 	// Up; the returned func stops the calls.
 	Watch(fn func(up bool)) (stop func())
@@ -159,7 +167,9 @@ type QueueStats struct {
 // QueueStore is the replicated queue.
 type QueueStore interface {
 	// Publish stores events (each deduplicated by its ID) and returns once
-	// every one is acknowledged by the engine with its replicas.
+	// every one is acknowledged by the engine with its replicas. ErrFull and
+	// ErrUnavailable mean none was stored; ErrUnconfirmed that some may
+	// have been (sent, not acknowledged in time).
 	Publish(ctx context.Context, evs ...*spool.Event) error
 	// SetSender starts (or retargets, or with nil stops) delivery from this
 	// node with workers goroutines (one of them for the ordered wake lane).

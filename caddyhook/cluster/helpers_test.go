@@ -40,6 +40,7 @@ type table struct {
 	until  map[cluster.Addr]time.Time
 	folded int
 	sync   *cluster.LockSync
+	b      cluster.Backend
 }
 
 func newTable(limit int) *table {

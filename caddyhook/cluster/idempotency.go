@@ -130,7 +130,7 @@ func storeKey(key string) string {
 
 // unavailable wraps err as ErrUnavailable unless it already says more.
 func unavailable(err error) error {
-	if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrFull) {
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrFull) || errors.Is(err, ErrUnconfirmed) {
 		return err
 	}
 	return fmt.Errorf("%w: %v", ErrUnavailable, err)

@@ -164,14 +164,23 @@ func (s *LockSync) Locked(a Addr, until time.Time) {
 	}
 }
 
+// lockRetryDelay is the pause before writing locks again after a write
+// failed.
+const lockRetryDelay = 250 * time.Millisecond
+
 // flusher broadcasts the pending failures every Flush interval and writes
-// the pending locks.
+// the pending locks. Failures seen while the engine is unreachable are
+// dropped (each node keeps its own budget meanwhile); locks are kept, each
+// until it ends, and written once the engine is back, so that a lock made
+// during an outage still reaches the other nodes.
 func (s *LockSync) flusher() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.opt.Flush)
 	defer t.Stop()
-	var fails, locks []wireRecord
+	var fails, locks, failed []wireRecord
 	var buf []byte
+	var retryAt time.Time
+	wasUp := true
 	for {
 		select {
 		case <-s.done:
@@ -183,17 +192,20 @@ func (s *LockSync) flusher() {
 		fails, s.fails = s.fails, fails[:0]
 		locks, s.locks = s.locks, locks[:0]
 		s.mu.Unlock()
-		if !s.b.Up() {
-			continue // each node keeps its own budget meanwhile
+		up := s.b.Up()
+		if up && !wasUp {
+			retryAt = time.Time{} // back: write what was kept at once
 		}
-		for len(fails) > 0 {
-			n := min(len(fails), s.opt.MaxBatch)
-			buf = appendWire(buf[:0], kindFail, s.node, fails[:n])
-			start := time.Now()
-			err := s.b.Broadcast(buf)
-			s.opt.Metrics.observe("broadcast", start, err)
-			fails = fails[n:]
+		wasUp = up
+		if !up || time.Now().Before(retryAt) {
+			s.keepLocks(locks)
+			if up {
+				s.broadcast(fails, &buf)
+			}
+			continue
 		}
+		s.broadcast(fails, &buf)
+		failed = failed[:0]
 		for _, l := range locks {
 			val := appendWire(nil, kindLock, s.node, []wireRecord{l})
 			ttl := time.Until(time.UnixMilli(l.ms))
@@ -205,8 +217,47 @@ func (s *LockSync) flusher() {
 			err := s.b.PutLock(ctx, hex.EncodeToString(l.addr[:]), val, ttl)
 			cancel()
 			s.opt.Metrics.observe("lock_put", start, err)
+			if err != nil {
+				failed = append(failed, l)
+			}
+		}
+		if len(failed) > 0 {
+			s.keepLocks(failed)
+			retryAt = time.Now().Add(lockRetryDelay)
 		}
 	}
+}
+
+// broadcast sends fails in batches of at most MaxBatch.
+func (s *LockSync) broadcast(fails []wireRecord, buf *[]byte) {
+	for len(fails) > 0 {
+		n := min(len(fails), s.opt.MaxBatch)
+		*buf = appendWire((*buf)[:0], kindFail, s.node, fails[:n])
+		start := time.Now()
+		err := s.b.Broadcast(*buf)
+		s.opt.Metrics.observe("broadcast", start, err)
+		fails = fails[n:]
+	}
+}
+
+// keepLocks puts locks not yet written back in front of the pending ones,
+// dropping those that ended, within the pending bound.
+func (s *LockSync) keepLocks(locks []wireRecord) {
+	now := time.Now().UnixMilli()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	kept := make([]wireRecord, 0, len(locks)+len(s.locks))
+	for _, l := range locks {
+		if l.ms > now && len(kept) < 8*s.opt.MaxBatch {
+			kept = append(kept, l)
+		}
+	}
+	for _, l := range s.locks {
+		if len(kept) < 8*s.opt.MaxBatch {
+			kept = append(kept, l)
+		}
+	}
+	s.locks = kept
 }
 
 // onBroadcast folds another node's failures into the local table.

@@ -111,6 +111,8 @@ func (m *Metrics) observe(op string, start time.Time, err error) {
 		outcome = "full"
 	case errors.Is(err, ErrBusy):
 		outcome = "busy"
+	case errors.Is(err, ErrUnconfirmed):
+		outcome = "unconfirmed"
 	default:
 		outcome = "error"
 	}

@@ -26,7 +26,8 @@ type SpoolOptions struct {
 	// fails with ErrUnavailable instead (the caller answers 503). Its
 	// sender must be Drain(), which moves its events into the queue.
 	Fallback *spool.Store
-	// Timeout bounds one publish (the wait for the engine's acknowledgement).
+	// Timeout bounds one publish (the wait for the engine's
+	// acknowledgement); default the backend's Timeout.
 	Timeout time.Duration
 	Metrics *Metrics
 }
@@ -38,7 +39,7 @@ func NewSpool(b Backend, opt SpoolOptions) (*Spool, error) {
 		return nil, errors.New("cluster backend has no queue")
 	}
 	if opt.Timeout <= 0 {
-		opt.Timeout = 2 * time.Second
+		opt.Timeout = b.Timeout()
 	}
 	return &Spool{b: b, q: q, fallback: opt.Fallback, timeout: opt.Timeout, metrics: opt.Metrics}, nil
 }
@@ -55,9 +56,12 @@ func (s *Spool) Queue() QueueStore { return s.q }
 func (s *Spool) Fallback() *spool.Store { return s.fallback }
 
 // Append stores evs durably: in the queue with the engine's acknowledgement,
-// or, when the engine is unreachable, in the fallback. It reports whether
-// the fallback took them. ErrFull and ErrUnavailable (no fallback) mean
-// nothing was accepted and the caller answers 503.
+// or, when the engine is unreachable or does not confirm in time, in the
+// fallback. It reports whether the fallback took them. ErrFull and
+// ErrUnavailable (no fallback) mean nothing was accepted and the caller
+// answers 503; ErrUnconfirmed (no fallback) that the events were sent but
+// not acknowledged, so they may be delivered: the caller must not say
+// "not accepted".
 func (s *Spool) Append(ctx context.Context, evs ...*spool.Event) (fellBack bool, err error) {
 	if s.b.Up() {
 		start := time.Now()

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"time"
 
@@ -97,10 +96,10 @@ func Recover(cfg Config, logger *zap.Logger) (*Store, *Salvage, error) {
 		return nil, nil, err
 	}
 	cfg = cfg.withDefaults()
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("spool: creating %s: %w", cfg.Dir, err)
+	path, err := prepareDir(cfg.Dir)
+	if err != nil {
+		return nil, nil, err
 	}
-	path := filepath.Join(cfg.Dir, DBFile)
 	lk, in, err := lockAndInspect(path, cfg.LockTimeout)
 	if err != nil {
 		return nil, nil, err

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -85,10 +83,10 @@ func open(cfg Config, logger *zap.Logger, o openOptions) (*Store, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("spool: creating %s: %w", cfg.Dir, err)
+	path, err := prepareDir(cfg.Dir)
+	if err != nil {
+		return nil, err
 	}
-	path := filepath.Join(cfg.Dir, DBFile)
 	lk, in, err := lockAndInspect(path, cfg.LockTimeout)
 	if err != nil {
 		return nil, err
@@ -106,6 +104,7 @@ func open(cfg Config, logger *zap.Logger, o openOptions) (*Store, error) {
 		NoFreelistSync:  true,
 		FreelistType:    bolt.FreelistMapType,
 		InitialMmapSize: initialMmapSize(),
+		OpenFile:        openNoFollow,
 	}
 	if o.tune != nil {
 		o.tune(opts)

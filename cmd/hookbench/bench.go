@@ -31,8 +31,8 @@ type bench struct {
 	sink     *sinkProc
 	// listeners are the rows' sockets, handed to Caddy
 	listeners []net.Listener
-	// nats are the NATS servers of the cluster rows, by count
-	nats     map[int]*natsServers
+	// nats are the NATS servers of the cluster rows, by count and sync
+	nats     map[natsKey]*natsServers
 	clock    cpuClock
 	spread   spreadAddrs
 	fwd      atomic.Uint64
@@ -191,17 +191,22 @@ func (b *bench) setup(dir string) error {
 // process: they compete for the CPU with the load, as a NATS server on
 // the ingress's host would with Caddy).
 func (b *bench) startNATS(dir string) error {
-	b.nats, b.env.natsURLs = map[int]*natsServers{}, map[int]string{}
+	b.nats, b.env.natsURLs = map[natsKey]*natsServers{}, map[natsKey]string{}
 	for _, r := range b.rows {
-		if r.nats == 0 || b.nats[r.nats] != nil {
+		k := r.natsSet()
+		if r.nats == 0 || b.nats[k] != nil {
 			continue
 		}
-		fmt.Fprintf(b.progress, "starting %d NATS JetStream server(s) …\n", r.nats)
-		ns, err := startNATS(dir, r.nats)
+		sync := "lazily (NATS's default sync_interval, 2m)"
+		if k.always {
+			sync = "every write (sync_interval always)"
+		}
+		fmt.Fprintf(b.progress, "starting %d NATS JetStream server(s), syncing %s …\n", r.nats, sync)
+		ns, err := startNATS(dir, k)
 		if err != nil {
 			return fmt.Errorf("row %s: NATS: %w", r.id, err)
 		}
-		b.nats[r.nats], b.env.natsURLs[r.nats] = ns, ns.urls()
+		b.nats[k], b.env.natsURLs[k] = ns, ns.urls()
 	}
 	return nil
 }

@@ -18,11 +18,11 @@ type benchEnv struct {
 	admin     string // Caddy's admin Unix socket ("" = admin off)
 	token     string
 	gwToken   string
-	ports     map[string]int // row id → loopback port (of a socket hookbench holds)
-	fds       map[string]int // row id → the descriptor Caddy gets that socket as
-	accessLog bool           // every site gets an access log
-	forwarded bool           // row (e) varies X-Forwarded-For from a trusted proxy
-	natsURLs  map[int]string // NATS servers in a cluster → their client URLs ({nats<n>})
+	ports     map[string]int     // row id → loopback port (of a socket hookbench holds)
+	fds       map[string]int     // row id → the descriptor Caddy gets that socket as
+	accessLog bool               // every site gets an access log
+	forwarded bool               // row (e) varies X-Forwarded-For from a trusted proxy
+	natsURLs  map[natsKey]string // NATS servers of the cluster rows → their client URLs ({nats<n>}, {nats<n>always})
 }
 
 // expand fills the placeholders of a site body.
@@ -32,8 +32,9 @@ func (e *benchEnv) expand(s string) string {
 		"{dir}", e.dir,
 		"{token}", e.token,
 		"{gateway_token}", e.gwToken,
-		"{nats1}", e.natsURLs[1],
-		"{nats3}", e.natsURLs[3],
+		"{nats1}", e.natsURLs[natsKey{1, false}],
+		"{nats3}", e.natsURLs[natsKey{3, false}],
+		"{nats3always}", e.natsURLs[natsKey{3, true}],
 	).Replace(s)
 }
 

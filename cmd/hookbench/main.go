@@ -20,6 +20,11 @@
 //	j  respond with e's churn       a new connection every 19 requests, as e
 //	                                pays: what e costs beyond that churn
 //	k  hooks wake, forward mode     ratio to c, target ≥ 1.0
+//	l  spool cluster, 1-node NATS   ratio to i, target ≥ 0.5, p99 < 25 ms
+//	m  spool cluster, R3            ratio to i, target ≥ 0.5, p99 < 25 ms
+//	n  e with cluster on            ratio to e, target ≥ 0.9
+//	o  f with cluster on            ratio to f, target ≥ 0.9
+//	p  m, NATS syncing every write  ratio to m: what sync_interval always costs
 //
 // Rows whose directives this build does not accept yet are skipped.
 //

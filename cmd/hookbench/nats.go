@@ -24,10 +24,16 @@ type natsServers struct {
 	seed    *tcpproxy.Proxy
 }
 
-// startNATS starts n servers (n > 1: a JetStream cluster whose seed
-// route is a proxy hookbench holds, forwarding to the first server's
-// cluster port) and waits until JetStream answers.
-func startNATS(dir string, n int) (*natsServers, error) {
+// startNATS starts the k.servers servers of set k (more than one: a
+// JetStream cluster whose seed route is a proxy hookbench holds,
+// forwarding to the first server's cluster port; k.always: each syncs
+// every write before acknowledging it) and waits until JetStream answers.
+func startNATS(dir string, k natsKey) (*natsServers, error) {
+	n := k.servers
+	set := fmt.Sprint(n)
+	if k.always {
+		set += "always"
+	}
 	ns := &natsServers{}
 	var routes []*url.URL
 	if n > 1 {
@@ -39,10 +45,11 @@ func startNATS(dir string, n int) (*natsServers, error) {
 		routes = []*url.URL{seed}
 	}
 	for i := range n {
-		opts := &server.Options{ServerName: fmt.Sprintf("bench%d-%d", n, i+1), Host: "127.0.0.1", Port: -1,
-			JetStream: true, StoreDir: filepath.Join(dir, fmt.Sprintf("nats%d-%d", n, i+1)), NoLog: true, NoSigs: true}
+		opts := &server.Options{ServerName: fmt.Sprintf("bench%s-%d", set, i+1), Host: "127.0.0.1", Port: -1,
+			JetStream: true, StoreDir: filepath.Join(dir, fmt.Sprintf("nats%s-%d", set, i+1)), NoLog: true, NoSigs: true,
+			SyncAlways: k.always}
 		if n > 1 {
-			opts.Cluster = server.ClusterOpts{Name: fmt.Sprintf("bench%d", n), Host: "127.0.0.1", Port: -1}
+			opts.Cluster = server.ClusterOpts{Name: "bench" + set, Host: "127.0.0.1", Port: -1}
 			opts.Routes = routes
 		}
 		s, err := server.NewServer(opts)

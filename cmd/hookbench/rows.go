@@ -34,8 +34,29 @@ type rowDef struct {
 	// sinkBound rows hand every accepted request to the sink exactly once.
 	sinkBound bool
 	// nats is the number of NATS JetStream servers (1, or 3 in a cluster)
-	// the row's site reaches as {nats<n>}; 0: none.
-	nats int
+	// the row's site reaches as {nats<n>}; 0: none. With natsAlways they
+	// sync every write before acknowledging it (sync_interval: always),
+	// a set of their own reached as {nats<n>always}.
+	nats       int
+	natsAlways bool
+}
+
+// natsKey names a set of NATS servers: how many, and whether they sync
+// every write.
+type natsKey struct {
+	servers int
+	always  bool
+}
+
+// natsSet is the row's NATS servers.
+func (r rowDef) natsSet() natsKey { return natsKey{r.nats, r.natsAlways} }
+
+// placeholder is the set's client URLs in a site body.
+func (k natsKey) placeholder() string {
+	if k.always {
+		return fmt.Sprintf("{nats%dalways}", k.servers)
+	}
+	return fmt.Sprintf("{nats%d}", k.servers)
 }
 
 // Request bodies.
@@ -72,16 +93,26 @@ const (
 // clusterLines is a cluster engine on the row's NATS servers, in a
 // namespace of the row's own.
 func clusterLines(row string, servers int) string {
+	return clusterLinesOn(row, natsKey{servers: servers})
+}
+
+// clusterLinesOn is clusterLines on the NATS servers k.
+func clusterLinesOn(row string, k natsKey) string {
 	replicas := ""
-	if servers > 1 {
-		replicas = fmt.Sprintf("\n\t\t\treplicas %d", servers)
+	if k.servers > 1 {
+		replicas = fmt.Sprintf("\n\t\t\treplicas %d", k.servers)
 	}
-	return fmt.Sprintf("cluster nats {nats%d} {\n\t\t\tname bench_%s%s\n\t\t}", servers, row, replicas)
+	return fmt.Sprintf("cluster nats %s {\n\t\t\tname bench_%s%s\n\t\t}", k.placeholder(), row, replicas)
 }
 
 // clusterSpoolLines adds the replicated queue to clusterLines.
 func clusterSpoolLines(row string, servers int) string {
-	return clusterLines(row, servers) + "\n\t\tspool cluster {\n\t\t\tfallback reject\n\t\t}"
+	return clusterSpoolLinesOn(row, natsKey{servers: servers})
+}
+
+// clusterSpoolLinesOn is clusterSpoolLines on the NATS servers k.
+func clusterSpoolLinesOn(row string, k natsKey) string {
+	return clusterLinesOn(row, k) + "\n\t\tspool cluster {\n\t\t\tfallback reject\n\t\t}"
 }
 
 // transformModule is the TypeScript module of row (h), written to
@@ -151,6 +182,8 @@ func rowCatalogue() []rowDef {
 			nats: 1, site: hooksSite(clusterLines("n", 1)), badToken: true, source: srcSpread, expect: http.StatusUnauthorized}),
 		wake(rowDef{id: "o", title: "429 flood, locked address, cluster on", base: "f", target: 0.9, probe: true,
 			nats: 1, site: hooksSite(clusterLines("o", 1)), badToken: true, source: srcLocked, expect: http.StatusTooManyRequests}),
+		wake(rowDef{id: "p", title: "(m) with NATS sync_interval always", base: "m", probe: true, sinkBound: true,
+			nats: 3, natsAlways: true, site: hooksSite(clusterSpoolLinesOn("p", natsKey{3, true}))}),
 	}
 }
 

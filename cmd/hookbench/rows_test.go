@@ -16,8 +16,9 @@ func TestSelectRows(t *testing.T) {
 		want      []string // after withBases
 		wantError bool
 	}{
-		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o"}},
+		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p"}},
 		{list: "m", want: []string{"b", "c", "i", "m"}},
+		{list: "p", want: []string{"b", "c", "i", "m", "p"}},
 		{list: "k", want: []string{"b", "c", "k"}},
 		{list: "c", want: []string{"b", "c"}},
 		{list: "i", want: []string{"b", "c", "i"}},

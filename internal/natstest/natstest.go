@@ -47,6 +47,9 @@ type Options struct {
 	Routes  []*url.URL
 	// Token requires clients to present it.
 	Token string
+	// SyncAlways makes JetStream fsync every write before acknowledging
+	// it (sync_interval: always), for tests of what survives.
+	SyncAlways bool
 }
 
 // Run starts one server for t and stops it when t ends.
@@ -57,7 +60,7 @@ func Run(t testing.TB, o Options) *Server {
 	}
 	opts := &server.Options{
 		ServerName: o.Name, Host: "127.0.0.1", Port: -1, JetStream: !o.NoJetStream, StoreDir: o.StoreDir,
-		NoLog: true, NoSigs: true, Authorization: o.Token,
+		NoLog: true, NoSigs: true, Authorization: o.Token, SyncAlways: o.SyncAlways,
 	}
 	if o.Cluster != "" {
 		opts.Cluster = server.ClusterOpts{Name: o.Cluster, Host: "127.0.0.1", Port: -1}
@@ -111,13 +114,15 @@ type Cluster struct {
 // RunCluster starts n servers that find each other through a seed route:
 // a proxy the test owns, forwarding to the first server's cluster port,
 // which every server has as its configured route (JetStream needs one).
-// It returns once the cluster has elected its metadata leader.
+// The servers sync every write (these tests are about what survives the
+// loss of a server). It returns once the cluster has elected its
+// metadata leader.
 func RunCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
 	c := &Cluster{seed: NewProxy(t, "")}
 	seed, _ := url.Parse("nats-route://" + c.seed.Addr())
 	for i := range n {
-		s := Run(t, Options{Name: fmt.Sprintf("n%d", i+1), Cluster: "hooks-test", Routes: []*url.URL{seed}})
+		s := Run(t, Options{Name: fmt.Sprintf("n%d", i+1), Cluster: "hooks-test", Routes: []*url.URL{seed}, SyncAlways: true})
 		if i == 0 {
 			c.seed.SetTarget(s.ClusterAddr().String())
 		}

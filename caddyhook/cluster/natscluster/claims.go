@@ -51,6 +51,19 @@ func (c *claims) kv() (jetstream.KeyValue, error) {
 
 // Claim implements cluster.ClaimStore.
 func (c *claims) Claim(ctx context.Context, key string, lease time.Time) (cluster.Record, bool, error) {
+	type claimed struct {
+		rec cluster.Record
+		ok  bool
+	}
+	r, err := bounded(ctx, func(ctx context.Context) (claimed, error) {
+		rec, ok, err := c.claim(ctx, key, lease)
+		return claimed{rec, ok}, err
+	})
+	c.s.opFailed(err)
+	return r.rec, r.ok, err
+}
+
+func (c *claims) claim(ctx context.Context, key string, lease time.Time) (cluster.Record, bool, error) {
 	kv, err := c.kv()
 	if err != nil {
 		return cluster.Record{}, false, err
@@ -59,7 +72,7 @@ func (c *claims) Claim(ctx context.Context, key string, lease time.Time) (cluste
 	for range maxClaimRounds {
 		rev, err := kv.Create(ctx, key, mine)
 		if err == nil {
-			c.hold(key, rev)
+			c.hold(ctx, key, rev)
 			return cluster.Record{Pending: true, Node: c.s.node, Until: lease}, true, nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyExists) {
@@ -80,7 +93,7 @@ func (c *claims) Claim(ctx context.Context, key string, lease time.Time) (cluste
 			// the claiming node died or gave up: take over
 			rev, err := kv.Update(ctx, key, mine, e.Revision())
 			if err == nil {
-				c.hold(key, rev)
+				c.hold(ctx, key, rev)
 				return cluster.Record{Pending: true, Node: c.s.node, Until: lease}, true, nil
 			}
 			continue
@@ -90,7 +103,12 @@ func (c *claims) Claim(ctx context.Context, key string, lease time.Time) (cluste
 	return cluster.Record{}, false, fmt.Errorf("idempotency key %s: too much contention", key)
 }
 
-func (c *claims) hold(key string, rev uint64) {
+// hold records the revision of a claim this node made (none when the
+// caller stopped waiting: the claim then lapses by itself).
+func (c *claims) hold(ctx context.Context, key string, rev uint64) {
+	if ctx.Err() != nil {
+		return
+	}
 	c.mu.Lock()
 	if c.revs == nil {
 		c.revs = make(map[string]uint64)
@@ -128,10 +146,11 @@ func (c *claims) Settle(ctx context.Context, key string, status int, body []byte
 		return err
 	}
 	val, _ := json.Marshal(record{Node: c.s.node, Status: status, Body: body})
-	if _, err := kv.Update(ctx, key, val, rev); err != nil {
+	if _, err := bounded(ctx, func(ctx context.Context) (uint64, error) { return kv.Update(ctx, key, val, rev) }); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return errLostClaim
 		}
+		c.s.opFailed(err)
 		return err
 	}
 	return nil
@@ -143,59 +162,67 @@ func (c *claims) Release(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	err = kv.Delete(ctx, key, jetstream.LastRevision(rev))
+	_, err = bounded(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, kv.Delete(ctx, key, jetstream.LastRevision(rev))
+	})
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return errLostClaim
 	}
+	c.s.opFailed(err)
 	return err
 }
 
-// Wait implements cluster.ClaimStore: it watches the key until it is
-// settled, deleted, or its claim lapses.
+// Wait pacing: the first read of a pending key follows at once, then
+// the pause doubles up to waitPollMax.
+const (
+	waitPollFirst = 5 * time.Millisecond
+	waitPollMax   = 250 * time.Millisecond
+)
+
+// Wait implements cluster.ClaimStore: it reads the key until it is
+// settled, deleted, or its claim lapses, each read bounded by one
+// operation's timeout. (A KV watch would be pushed the change, but
+// creating one needs the cluster's metadata leader: while a new one is
+// elected the creation blocked for the caller's whole deadline, and the
+// waiting copy got a 409 although its twin had its reply in milliseconds.
+// A read needs only the bucket's own leader.)
 func (c *claims) Wait(ctx context.Context, key string) (cluster.Record, bool, error) {
-	kv, err := c.kv()
-	if err != nil {
-		return cluster.Record{}, false, err
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := kv.Watch(wctx, key)
-	if err != nil {
-		return cluster.Record{}, false, err
-	}
-	defer func() { _ = w.Stop() }()
-	var lapse <-chan time.Time
-	seen := false
+	pause := waitPollFirst
 	for {
+		kv, err := c.kv()
+		if err != nil {
+			return cluster.Record{}, false, err
+		}
+		gctx, cancel := context.WithTimeout(ctx, time.Duration(c.s.cfg.Timeout))
+		e, err := bounded(gctx, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return kv.Get(ctx, key) })
+		cancel()
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+			return cluster.Record{}, false, nil // released
+		case ctx.Err() != nil:
+			return cluster.Record{}, false, ctx.Err()
+		case err != nil:
+			c.s.opFailed(err)
+			return cluster.Record{}, false, err
+		}
+		var r record
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			return cluster.Record{}, false, fmt.Errorf("idempotency record %s: %w", key, err)
+		}
+		if !r.Pending {
+			return r.public(), true, nil
+		}
+		left := time.Until(time.UnixMilli(r.Until))
+		if left <= 0 {
+			return cluster.Record{}, false, nil // lapsed
+		}
+		t := time.NewTimer(min(pause, left))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return cluster.Record{}, false, ctx.Err()
-		case <-lapse:
-			return cluster.Record{}, false, nil
-		case e, ok := <-w.Updates():
-			if !ok {
-				return cluster.Record{}, false, cluster.ErrUnavailable
-			}
-			if e == nil {
-				if !seen {
-					return cluster.Record{}, false, nil // gone already
-				}
-				continue // the current value was delivered; wait for changes
-			}
-			seen = true
-			if e.Operation() != jetstream.KeyValuePut {
-				return cluster.Record{}, false, nil // released
-			}
-			var r record
-			if err := json.Unmarshal(e.Value(), &r); err != nil {
-				return cluster.Record{}, false, fmt.Errorf("idempotency record %s: %w", key, err)
-			}
-			if !r.Pending {
-				return r.public(), true, nil
-			}
-			t := time.NewTimer(time.Until(time.UnixMilli(r.Until)))
-			defer t.Stop()
-			lapse = t.C
+		case <-t.C:
 		}
+		pause = min(2*pause, waitPollMax)
 	}
 }

@@ -61,6 +61,10 @@ type shared struct {
 	js jetstream.JetStream
 
 	ready       atomic.Bool // streams and buckets provisioned
+	connected   atomic.Bool // the client is connected (read without the client's lock)
+	healthy     atomic.Bool // the last probe or operation was answered in time
+	stateMu     sync.Mutex  // orders the reachability changes sent to the hub
+	probeNow    chan struct{}
 	provisionMu sync.Mutex
 	locks, idem atomic.Pointer[kvBox]
 	hub         hub
@@ -79,7 +83,7 @@ type kvBox struct{ jetstream.KeyValue }
 // configuration the server refuses fails it.
 func connect(cfg *Config, p cluster.Params) (*shared, error) {
 	s := &shared{cfg: cfg, p: p, log: p.Logger.Named("cluster"), node: uuid.NewString()[:8] + "-" + hostname(),
-		n: namesFor(p.Name), closing: make(chan struct{}), started: make(chan struct{})}
+		n: namesFor(p.Name), closing: make(chan struct{}), started: make(chan struct{}), probeNow: make(chan struct{}, 1)}
 	s.hub.init()
 	s.claims = &claims{s: s}
 	if p.Queue != nil {
@@ -91,21 +95,31 @@ func connect(cfg *Config, p cluster.Params) (*shared, error) {
 	}
 	connected := make(chan struct{}, 1)
 	opts = append(opts,
-		nats.ConnectHandler(func(*nats.Conn) { <-s.started; s.onConnect(); signal(connected) }),
+		nats.ConnectHandler(func(*nats.Conn) { <-s.started; s.connected.Store(true); s.onConnect(); signal(connected) }),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			<-s.started
+			s.connected.Store(true)
 			s.log.Info("NATS reconnected", zap.String("server", s.nc.ConnectedUrlRedacted()))
 			s.onConnect()
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			<-s.started
+			s.connected.Store(false)
+			s.healthy.Store(false) // probed again after the reconnection
 			s.log.Warn("NATS connection lost", zap.Error(err))
-			s.hub.publish(false)
+			s.refresh()
 		}),
-		nats.ClosedHandler(func(*nats.Conn) { s.hub.publish(false) }),
+		nats.ClosedHandler(func(*nats.Conn) { <-s.started; s.connected.Store(false); s.refresh() }),
 	)
 	s.nc, err = nats.Connect(strings.Join(mapStrings(cfg.URLs, expand), ","), opts...)
 	if err == nil {
 		s.js, err = jetstream.New(s.nc)
+	}
+	if err == nil {
+		// the handlers (queued in order, run from here on) keep it current
+		s.connected.Store(s.nc.IsConnected())
+		s.bg.Add(1)
+		go s.healthLoop()
 	}
 	close(s.started) // the handlers may use nc and js from here on
 	if err != nil {
@@ -142,6 +156,13 @@ func connect(cfg *Config, p cluster.Params) (*shared, error) {
 // options builds the client options: endless reconnection, no buffering
 // while disconnected (a publish then fails at once and the caller falls
 // back), and the configured credentials and TLS.
+//
+// A server that vanishes without a reset (a partition, a stopped process)
+// leaves the socket open: once its buffers are full a write blocks, and
+// the client holds its lock meanwhile, so every operation (even asking
+// whether it is connected) would wait with it. Writes are therefore
+// bounded (half the operation timeout) and a failed write reconnects; the
+// pings notice a silent server within a few timeouts.
 func (s *shared) options() ([]nats.Option, error) {
 	c := s.cfg
 	timeout := time.Duration(c.Timeout)
@@ -153,7 +174,9 @@ func (s *shared) options() ([]nats.Option, error) {
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectJitter(100*time.Millisecond, 500*time.Millisecond),
 		nats.ReconnectBufSize(-1),
-		nats.PingInterval(5 * time.Second),
+		nats.FlusherTimeout(max(timeout/2, 50*time.Millisecond)),
+		nats.ReconnectOnFlusherError(),
+		nats.PingInterval(max(timeout, 2*time.Second)),
 		nats.MaxPingsOutstanding(2),
 	}
 	switch {
@@ -182,12 +205,18 @@ func (s *shared) options() ([]nats.Option, error) {
 	return opts, nil
 }
 
-// onConnect provisions on the first connection and announces the state.
+// onConnect provisions on the first connection; on a reconnection it
+// probes the namespace before announcing that it is reachable again.
 func (s *shared) onConnect() {
 	if s.ready.Load() {
-		s.hub.publish(true)
+		signal(s.probeNow)
 		return
 	}
+	s.provisionInBackground()
+}
+
+// provisionInBackground runs provisionLoop unless the backend is closing.
+func (s *shared) provisionInBackground() {
 	select {
 	case <-s.closing:
 		return
@@ -276,10 +305,11 @@ func (s *shared) provision(ctx context.Context) error {
 	}
 	s.locks.Store(&kvBox{locks})
 	s.idem.Store(&kvBox{idem})
+	s.healthy.Store(true)
 	s.ready.Store(true)
 	s.log.Info("cluster ready", zap.String("name", s.p.Name), zap.String("node", s.node),
 		zap.Int("replicas", r), zap.String("server", s.nc.ConnectedUrlRedacted()))
-	s.hub.publish(s.nc.IsConnected())
+	s.refresh()
 	return nil
 }
 
@@ -296,8 +326,17 @@ func transient(err error) bool {
 	return true
 }
 
-// up reports whether the backend can serve now.
-func (s *shared) up() bool { return s.ready.Load() && s.nc.IsConnected() }
+// up reports whether the backend can serve now: provisioned, connected
+// and answering. It takes no lock of the client, so it never waits for
+// the network (the metrics and every request ask it).
+func (s *shared) up() bool { return s.ready.Load() && s.connected.Load() && s.healthy.Load() }
+
+// refresh tells the watchers the current reachability (they skip repeats).
+func (s *shared) refresh() {
+	s.stateMu.Lock()
+	defer s.stateMu.Unlock()
+	s.hub.publish(s.up())
+}
 
 // close stops the background work and the connection.
 func (s *shared) close() {
@@ -369,6 +408,9 @@ func (h *handle) Name() string { return h.p.Name }
 // Up implements cluster.Backend.
 func (h *handle) Up() bool { return h.up() }
 
+// Timeout implements cluster.Backend.
+func (h *handle) Timeout() time.Duration { return time.Duration(h.cfg.Timeout) }
+
 // Watch implements cluster.Backend.
 func (h *handle) Watch(fn func(up bool)) func() { return h.hub.watch(fn, h.up()) }
 
@@ -417,4 +459,33 @@ func redactURLs(urls []string) []string {
 		out[i] = u
 	}
 	return out
+}
+
+// bounded runs op and returns when it does or when ctx ends, whichever
+// comes first. The client waits for its lock without regard to ctx (a
+// write to a silent server holds it up to the flusher timeout, and every
+// other write queues behind that one); a request must not wait with it.
+// An abandoned op ends in the background, by ctx or by the write timeout.
+func bounded[T any](ctx context.Context, op func(context.Context) (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := op(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		select {
+		case r := <-done: // it did return
+			return r.v, r.err
+		default:
+		}
+		var zero T
+		return zero, ctx.Err()
+	}
 }

@@ -102,7 +102,10 @@ func (q *queue) provision(ctx context.Context) error {
 	return nil
 }
 
-// Publish implements cluster.QueueStore.
+// Publish implements cluster.QueueStore. A failure is ErrFull or
+// ErrUnavailable only when no event can have been stored (the server
+// refused them, or they were never sent); ErrUnconfirmed when some were
+// sent and not all acknowledged in time.
 func (q *queue) Publish(ctx context.Context, evs ...*spool.Event) error {
 	if !q.s.up() {
 		return cluster.ErrUnavailable
@@ -115,41 +118,118 @@ func (q *queue) Publish(ctx context.Context, evs ...*spool.Event) error {
 		msgs[i] = q.encode(ev, q.subject(ev.Kind))
 		msgs[i].Header.Set(jetstream.MsgIDHeader, ev.ID)
 	}
-	if len(msgs) == 1 {
-		_, err := q.s.js.PublishMsg(ctx, msgs[0])
-		return publishErr(err)
-	}
-	futures := make([]jetstream.PubAckFuture, len(msgs))
-	for i, m := range msgs {
-		f, err := q.s.js.PublishMsgAsync(m)
-		if err != nil {
-			return publishErr(err)
+	_, err := bounded(ctx, func(ctx context.Context) (struct{}, error) {
+		if len(msgs) == 1 {
+			return struct{}{}, q.publishOne(ctx, msgs[0])
 		}
-		futures[i] = f
-	}
-	for _, f := range futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			return publishErr(err)
-		case <-ctx.Done():
-			return publishErr(ctx.Err())
-		}
-	}
-	return nil
+		return struct{}{}, q.publishBatch(ctx, msgs)
+	})
+	err = publishErr(err)
+	q.s.opFailed(err)
+	return err
 }
 
-// publishErr maps a publish failure to ErrFull or ErrUnavailable.
-func publishErr(err error) error {
-	if err == nil {
+// publishOne publishes m. While the servers report its id in process
+// (error 10158: another node publishes the same event at this moment) it
+// publishes again after a pause: the queue then deduplicates it, or stores
+// it if the other publish failed.
+func (q *queue) publishOne(ctx context.Context, m *nats.Msg) error {
+	pause := 5 * time.Millisecond
+	for {
+		_, err := q.s.js.PublishMsg(ctx, m)
+		if !inProcess(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// publishBatch publishes msgs without waiting for each acknowledgement in
+// turn; a message whose id is in process elsewhere is published again.
+func (q *queue) publishBatch(ctx context.Context, msgs []*nats.Msg) error {
+	futures := make([]jetstream.PubAckFuture, 0, len(msgs))
+	var errs []error
+	for _, m := range msgs {
+		f, err := q.s.js.PublishMsgAsync(m)
+		if err != nil {
+			errs = append(errs, err)
+			break
+		}
+		futures = append(futures, f)
+	}
+	sent, stored := len(futures), 0
+	for i, f := range futures {
+		var err error
+		select {
+		case <-f.Ok():
+		case err = <-f.Err():
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if inProcess(err) {
+			err = q.publishOne(ctx, msgs[i])
+		}
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			stored++
+		}
+	}
+	return batchErr(len(msgs), sent, stored, errs)
+}
+
+// batchErr is the outcome of a batch of n messages of which sent were
+// handed to the connection and stored acknowledged: a refusal of the
+// whole batch only when none was stored and each failure was certain.
+func batchErr(n, sent, stored int, errs []error) error {
+	if stored == n {
 		return nil
+	}
+	for _, err := range errs {
+		if err = publishErr(err); stored > 0 || errors.Is(err, cluster.ErrUnconfirmed) {
+			return fmt.Errorf("%w: %d of %d events acknowledged (%d sent): %w", cluster.ErrUnconfirmed, stored, n, sent,
+				errors.Join(errs...))
+		}
+	}
+	return publishErr(errs[0])
+}
+
+// inProcess reports the servers' "duplicate message id is in process"
+// (10158): a publish of the same id by another node is being stored.
+func inProcess(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.ErrorCode(10158)
+}
+
+// publishErr maps a publish failure to ErrFull or ErrUnavailable when the
+// event was certainly not stored (the servers refused it, nobody serves
+// the stream, or it was never sent), else to ErrUnconfirmed: sent, and not
+// acknowledged in time (or unreadably, or the connection closed while
+// waiting), so it may be in the queue.
+func publishErr(err error) error {
+	if err == nil || errors.Is(err, cluster.ErrUnconfirmed) || errors.Is(err, cluster.ErrUnavailable) ||
+		errors.Is(err, cluster.ErrFull) {
+		return err // classified already (a batch)
 	}
 	s := err.Error()
 	if strings.Contains(s, "maximum bytes exceeded") || strings.Contains(s, "maximum messages exceeded") ||
 		strings.Contains(s, "resource limits exceeded") {
-		return fmt.Errorf("%w: %v", cluster.ErrFull, err)
+		return fmt.Errorf("%w: %w", cluster.ErrFull, err)
 	}
-	return fmt.Errorf("%w: %v", cluster.ErrUnavailable, err)
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.As(err, &apiErr), errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, nats.ErrConnectionDraining),
+		errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrInvalidConnection),
+		errors.Is(err, nats.ErrMaxPayload), errors.Is(err, nats.ErrBadSubject):
+		return fmt.Errorf("%w: %w", cluster.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%w: %w", cluster.ErrUnconfirmed, err)
 }
 
 func (q *queue) subject(kind string) string {
