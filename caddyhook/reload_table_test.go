@@ -516,7 +516,7 @@ var reloadRows = []reloadRow{
 			return fmt.Sprint(st.Settings.UnauthenticatedBodies, " ", st.Settings.UnauthenticatedTimeoutSecond)
 		})},
 	{option: "unauthenticated_bodies.per_address", before: "unauthenticated_bodies {\n\tper_address 8\n}",
-		after: "unauthenticated_bodies {\n\tper_address 2\n}",
+		after:   "unauthenticated_bodies {\n\tper_address 2\n}",
 		observe: adminStatus(func(st handlerStatus) any { return st.Settings.UnauthenticatedPerAddress })},
 	{option: "hooks.body_timeout", before: "body_timeout 10s", after: "body_timeout 100ms", observe: slowBody},
 	{option: "hooks.ipv6_prefix", before: "auth_failures 1\nipv6_prefix 64", after: "auth_failures 1\nipv6_prefix 48",
