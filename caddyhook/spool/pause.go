@@ -140,25 +140,30 @@ func (s *Store) endPauseAtClose() {
 	}
 }
 
-// loadPauses reads the recorded spans; one still open (the process ended
-// without closing the store) ends at now. Called by open.
-func (s *Store) loadPauses(tx *bolt.Tx) {
+// loadPauses reads the recorded spans, in open's write transaction; one
+// still open (the process ended without closing the store) ends now, and
+// is recorded so.
+func (s *Store) loadPauses(tx *bolt.Tx) error {
 	b := tx.Bucket(metaBucket)
 	if b == nil {
-		return
+		return nil
 	}
 	spans, err := decodePauses(b.Get(pausesKey))
 	if err != nil {
 		s.log.Error("spool: the recorded pauses are unreadable; pauses before this start count toward max_age", zap.Error(err))
-		return
+		return nil
 	}
-	now := time.Now()
+	now, open := time.Now(), false
 	for i := range spans {
 		if spans[i].end.IsZero() {
-			spans[i].end = now
+			spans[i].end, open = now, true
 		}
 	}
 	s.pauses = spans
+	if !open {
+		return nil
+	}
+	return b.Put(pausesKey, encodePauses(spans))
 }
 
 // putPauses stores the encoded spans.

@@ -210,8 +210,10 @@ func (s *Store) load() error {
 			s.deadDepth++
 			return nil
 		})
-		s.loadPauses(tx)
-		return err
+		if err != nil {
+			return err
+		}
+		return s.loadPauses(tx)
 	})
 }
 
