@@ -282,7 +282,10 @@ func prepareDryRun(h *Handler, hookPath, dir string, notes io.Writer) (string, e
 		return err
 	}
 	if len(h.tokenValues()) == 0 {
-		h.Token = "{env.HOOK_TOKEN}" // unset: a stand-in below
+		var err error
+		if h.Token, err = standIn(randomToken()); err != nil {
+			return "", err
+		}
 	}
 	for _, t := range append([]*string{&h.Token, &h.GatewayToken}, ptrs(h.Tokens)...) {
 		if err := fill(t); err != nil {
