@@ -100,13 +100,6 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	if !ok {
 		return fmt.Errorf("cluster: module %T is not a cluster engine", mod)
 	}
-	b, err := eng.Open(p)
-	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
-	cs := &clusterState{backend: b, name: b.Name(), key: string(engineKey)}
-	h.cluster = cs
-
 	v, _, err := sharedPool.LoadOrNew(clusterMetricsKey, func() (caddy.Destructor, error) {
 		m, err := cluster.NewMetrics(nil)
 		return &clusterMetricsShare{m}, err
@@ -115,10 +108,19 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 		return err
 	}
 	h.poolKeys = append(h.poolKeys, clusterMetricsKey)
-	cs.metrics = v.(*clusterMetricsShare).m
-	if err := cs.metrics.Register(ctx.GetMetricsRegistry()); err != nil {
+	metrics := v.(*clusterMetricsShare).m
+	if err := metrics.Register(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("cluster metrics: %w", err)
 	}
+	p.Metrics = metrics
+	b, err := eng.Open(p)
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	// the node id tells connections apart that settings do not (a signing
+	// key read from a file that changed)
+	cs := &clusterState{backend: b, metrics: metrics, name: b.Name(), key: string(engineKey) + "|" + b.Node()}
+	h.cluster = cs
 	cs.metrics.Bind(b)
 
 	// One LockSync per lockout table and namespace: the handlers of a
@@ -126,6 +128,7 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	key := "hooks.cluster.lockout|" + h.lockoutKey + "|" + cs.key
 	v, _, err = sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
 		s := cluster.NewLockSync(b, h.lockout, cluster.LockSyncOptions{LockTTL: p.LockTTL,
+			Window: time.Duration(h.AuthFailures.Window), Lockout: h.lockout.policy.lockFor,
 			Metrics: cs.metrics, Logger: h.logger.Named("cluster")})
 		if err := s.Start(); err != nil {
 			return nil, fmt.Errorf("cluster: lockout sharing: %w", err)

@@ -178,7 +178,8 @@ func (c *chaosRun) clusterBlock(i int) string {
 			replicas 3
 			timeout %s
 			ack_wait 5s
-		}`, strings.Join(urls, " "), chaosTimeout)
+			signing_key %s
+		}`, strings.Join(urls, " "), chaosTimeout, itClusterKey)
 }
 
 // natsClient connects the test itself to the servers running now.

@@ -95,7 +95,7 @@ func TestClusterEdgeCutFromNATSAnswersWithinTimeout(t *testing.T) {
 	const timeout = 2 * time.Second
 	bound := timeout + time.Second
 	cl := func(url string) string {
-		return "max_body 1MiB\ncluster nats " + url + " {\n timeout 2s\n ack_wait 5s\n }"
+		return "max_body 1MiB\ncluster nats " + url + " {\n timeout 2s\n ack_wait 5s\n signing_key " + itClusterKey + "\n }"
 	}
 	c := startClusterNodes(t, 3, func(i int, url string) string {
 		switch i {
@@ -231,7 +231,7 @@ func TestClusterEdgeCutFromNATSAnswersWithinTimeout(t *testing.T) {
 func TestClusterRejectEdgeNever503sADeliveredEvent(t *testing.T) {
 	gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
 	c := startClusterNodes(t, 2, func(i int, url string) string {
-		cl := "cluster nats " + url + " {\n timeout 1s\n ack_wait 5s\n }"
+		cl := "cluster nats " + url + " {\n timeout 1s\n ack_wait 5s\n signing_key " + itClusterKey + "\n }"
 		if i == 0 {
 			return cl + "\nspool cluster {\n deliver off\n fallback reject\n}"
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/devgw"
 	"github.com/caddyhook/caddyhook/internal/natstest"
+	"github.com/caddyhook/caddyhook/internal/promreg"
 )
 
 // clusterNodes are n hooks handlers in one in-process Caddy, each in a
@@ -59,10 +60,22 @@ func startClusterNodesOn(t *testing.T, nc *natstest.Cluster, n int, hooks func(i
 		c.nats = natstest.Run(t, natstest.Options{})
 		target = func(int) string { return c.nats.Addr() }
 	}
-	var sites []string
 	for i := range n {
-		p := natstest.NewProxy(t, target(i))
-		c.proxies = append(c.proxies, p)
+		c.proxies = append(c.proxies, natstest.NewProxy(t, target(i)))
+	}
+	if err := c.reload(t, hooks); err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	return c
+}
+
+// reload loads the nodes' config again with the hooks lines of hooks (a
+// `caddy reload`); a refused config leaves the running one, and its
+// error is returned.
+func (c *clusterNodes) reload(t *testing.T, hooks func(i int, natsURL string) string) error {
+	t.Helper()
+	var sites []string
+	for i, p := range c.proxies {
 		sites = append(sites, fmt.Sprintf(`http://127.0.0.%[1]d:0 {
 	bind 127.0.0.%[1]d
 	hooks {
@@ -73,9 +86,12 @@ func startClusterNodesOn(t *testing.T, nc *natstest.Cluster, n int, hooks func(i
 }
 `, i+1, itHookToken, itGatewayToken, hooks(i, p.URL())))
 	}
-	c.in.load(c.in.caddyfile(sites...))
+	if err := c.in.tryLoad(c.in.caddyfile(sites...)); err != nil {
+		return err
+	}
+	c.nodes, c.servers = nil, nil
 	addrs := listenAddrs(t)
-	for i := range n {
+	for i := range c.proxies {
 		host := fmt.Sprintf("127.0.0.%d", i+1)
 		for name, as := range addrs {
 			if len(as) > 0 && strings.HasPrefix(as[0], host+":") {
@@ -86,17 +102,21 @@ func startClusterNodesOn(t *testing.T, nc *natstest.Cluster, n int, hooks func(i
 			}
 		}
 	}
-	if len(c.nodes) != n {
+	if len(c.nodes) != len(c.proxies) {
 		t.Fatalf("listeners %v: want one server per node", addrs)
 	}
-	return c
+	return nil
 }
+
+// itClusterKey is the signing key of the test clusters.
+const itClusterKey = "it-cluster-signing-key-7d6c5b4a39281706f5e4d3c2"
 
 // clusterLines is the cluster block of a node on url.
 func clusterLines(url string) string {
 	return `cluster nats ` + url + ` {
 			timeout 1s
 			ack_wait 5s
+			signing_key ` + itClusterKey + `
 		}`
 }
 
@@ -123,9 +143,10 @@ func clusterMetric(t *testing.T, name string) float64 {
 	return v
 }
 
-// gatherClusterMetric reads the cluster collector name through a
+// gatherClusterMetric reads the series of the cluster collector name
+// with labels (name, value pairs; none: its only series) through a
 // registry, as a /metrics scrape does.
-func gatherClusterMetric(name string) (float64, error) {
+func gatherClusterMetric(name string, labels ...string) (float64, error) {
 	var m *cluster.Metrics
 	sharedPool.Range(func(_, v any) bool {
 		if s, ok := v.(*clusterMetricsShare); ok {
@@ -140,20 +161,11 @@ func gatherClusterMetric(name string) (float64, error) {
 	if err := m.Register(reg); err != nil {
 		return 0, err
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		return 0, err
+	v, ok := promreg.Value(reg, name, labels...)
+	if !ok {
+		return 0, fmt.Errorf("no metric %s %v", name, labels)
 	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			met := mf.GetMetric()[0]
-			if c := met.GetCounter(); c != nil {
-				return c.GetValue(), nil
-			}
-			return met.GetGauge().GetValue(), nil
-		}
-	}
-	return 0, fmt.Errorf("no metric %s", name)
+	return v, nil
 }
 
 // failuresOf reads what t holds for ip now: the failures counted, and
@@ -463,6 +475,7 @@ func TestClusterLosesOneNATSServer(t *testing.T) {
 			replicas 3
 			timeout 2s
 			ack_wait 5s
+			signing_key ` + itClusterKey + `
 		}`
 	}
 	c := startClusterNodesOn(t, nc, 3, func(i int, url string) string {

@@ -102,6 +102,7 @@ func TestClusterProcessesKilledNothingLost(t *testing.T) {
 	cluster := `cluster nats ` + nats.URL() + ` {
 			timeout 1s
 			ack_wait 2s
+			signing_key ` + itClusterKey + `
 		}`
 	edge := cluster + `
 		spool cluster {

@@ -38,7 +38,9 @@ func newTestCommand() *cobra.Command {
 Loads the config, finds its hooks handler and runs one request through the whole
 pipeline (authentication, body limit, signature verification, mappings, CEL,
 transforms, policy, safety wrapper, idempotency) without dispatching anything and
-without touching a spool. Prints the reply a live request would get (for a
+without touching a spool or any shared state (with cluster mode configured it
+does not connect to the cluster: no idempotency key is claimed, no failure
+shared, nothing queued). Prints the reply a live request would get (for a
 rejection: the status and its precise reason) and the exact
 gateway request body of every resulting action, as JSON:
 
@@ -223,7 +225,7 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	}
 	if o.token != "" {
 		if token = strings.TrimSpace(caddy.NewReplacer().ReplaceKnown(o.token, "")); token == "" {
-			return false, fmt.Errorf("--token: %s", secret.WhyEmpty(o.token, "--token '{env.HOOK_TOKEN}'"))
+			return false, fmt.Errorf("--token: %s", secret.Empty(o.token, "--token '{env.HOOK_TOKEN}'"))
 		}
 	}
 	if !o.noToken && req.Header.Get("Authorization") == "" && !h.tokenHeaderPresent(req) {
@@ -254,8 +256,11 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	return rep.Status >= 400, nil
 }
 
-// prepareDryRun makes a handler config safe to run offline: no spool, a
-// random token (and gateway token) when their placeholders are unset, and
+// prepareDryRun makes a handler config safe to run offline: no spool, no
+// cluster (no connection to its engine: a dry run claims no idempotency
+// key, shares no failure and queues nothing where the live nodes would
+// see it), no event log, a random token (and gateway token) when their
+// placeholders are unset, and
 // random signing secrets where a secret's variable is unset (noted on
 // notes for the mappings that could answer hookPath: such a mapping then
 // refuses every signature). A stand-in secret is written to a file in
@@ -264,6 +269,11 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 // the operator did not write). It returns the token to present.
 func prepareDryRun(h *Handler, hookPath, dir string, notes io.Writer) (string, error) {
 	h.Spool = nil
+	if h.ClusterRaw != nil {
+		fmt.Fprintln(notes, "note: the cluster is not contacted in a dry run (no idempotency key claimed, no failure shared, nothing queued)")
+		h.ClusterRaw = nil
+	}
+	h.Events = &EventsConfig{Disabled: true} // a dry run is no event
 	n := 0
 	standIn := func(value string) (string, error) {
 		n++

@@ -2,6 +2,7 @@ package caddyhook
 
 import (
 	"hash/maphash"
+	"math"
 	"net/netip"
 	"sync"
 	"time"
@@ -247,9 +248,16 @@ func (t *lockoutTable) Record(ip netip.Addr, now time.Time) (left time.Duration,
 		return 0, false
 	}
 	start := lockoutEpoch + int64(e.mark-1)*t.bucketMs
-	e.until = uint32(max(ms+t.policy.lockFor.Milliseconds()-start, 1))
+	e.until = lockSpan(ms+t.policy.lockFor.Milliseconds(), start)
 	e.hits = [lockoutBuckets]uint8{}
 	return time.Duration(t.lockEnd(e)-ms) * time.Millisecond, true
+}
+
+// lockSpan is the until of a lock ending at Unix millisecond end, counted
+// from start: at least 1 (locked) and at most what a uint32 holds (about
+// 49 days, far beyond the longest lock a config allows), never wrapped.
+func lockSpan(end, start int64) uint32 {
+	return uint32(min(max(end-start, 1), math.MaxUint32))
 }
 
 // Reset forgets ip (after a successful authentication, or to lift a lock).

@@ -64,7 +64,7 @@ func (t *lockoutTable) merge(a adoptedEntry, ms int64) {
 	e.until = 0
 	if a.lockEnd > ms {
 		start := lockoutEpoch + b*t.bucketMs
-		e.until = uint32(max(a.lockEnd-start, 1))
+		e.until = lockSpan(a.lockEnd, start)
 		return
 	}
 	e.hits[b%lockoutBuckets] = uint8(min(a.failures, maxLockoutFailures))

@@ -4,12 +4,15 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"net/netip"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 )
 
 // lockT0 is the fixed start of every simulated lockout timeline.
@@ -546,5 +549,27 @@ func BenchmarkLockoutLookup(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestLockoutLockEndNeverWraps (issue 20 item 3): a lock end further
+// away than a uint32 of milliseconds holds (about 49.7 days) is stored
+// as the longest lock the table can hold, never wrapped round to a short
+// or arbitrary one. Before the fix a lock 60 days ahead came out as
+// about 10 days (60 − 49.7), one of 49.71 days as a few seconds.
+func TestLockoutLockEndNeverWraps(t *testing.T) {
+	tbl := newLockoutTable(testLockoutPolicy())
+	now := time.Now()
+	maxSpan := time.Duration(math.MaxUint32) * time.Millisecond
+	for i, ahead := range []time.Duration{time.Hour, 40 * 24 * time.Hour, maxSpan - time.Minute, maxSpan + 5*time.Second, 60 * 24 * time.Hour} {
+		ip := netip.AddrFrom4([4]byte{198, 51, 100, byte(i + 1)})
+		tbl.ApplyLock(cluster.Addr(tbl.keyFor(ip)), now.Add(ahead))
+		left, locked := tbl.Locked(ip, now)
+		// the lock counts from the start of the current bucket: up to one
+		// bucket (window/7) less than asked
+		want := min(ahead, maxSpan-time.Duration(tbl.bucketMs)*time.Millisecond)
+		if !locked || left < want-time.Duration(tbl.bucketMs)*time.Millisecond || left > ahead {
+			t.Errorf("lock %v ahead: locked %v for %v, want about %v", ahead, locked, left, want)
+		}
 	}
 }

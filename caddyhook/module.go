@@ -155,6 +155,9 @@ type Handler struct {
 	// delivered to the gateway at least once.
 	Spool *SpoolConfig `json:"spool,omitempty"`
 
+	// Events configures the event log (on by default, bodies off).
+	Events *EventsConfig `json:"events,omitempty"`
+
 	// ClusterRaw, when set, shares the lockout, the idempotency keys and
 	// (with `spool cluster`) a replicated queue with the other nodes of a
 	// cluster engine: a module of the namespace http.handlers.hooks.cluster
@@ -191,6 +194,8 @@ type Handler struct {
 
 	cluster    *clusterState // nil without a cluster engine
 	lockoutKey string        // pool key of the lockout table
+
+	evrec *eventRecorder // the event log; nil when off
 
 	spoolOps spool.Ops // the spool's operations (admin API); nil without a spool
 	spoolDir string    // its directory, for the admin API and the CLI
@@ -303,6 +308,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		if err := h.provisionSpool(ctx); err != nil {
 			return err
 		}
+	}
+	if err := h.provisionEvents(ctx); err != nil {
+		return err
 	}
 	if err := h.guardListeners(ctx); err != nil {
 		return err
@@ -454,6 +462,7 @@ func (h *Handler) Validate() error {
 // It runs after a failed Provision or Validate too, so that a refused
 // config leaves the running one as it was.
 func (h *Handler) Cleanup() error {
+	h.releaseEvents()
 	h.releaseShared()
 	if h.gateway != nil {
 		h.gateway.close()

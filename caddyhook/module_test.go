@@ -42,7 +42,7 @@ func validHandler() *Handler {
 // TestProvisionClusterErrors: cluster configs that cannot work are
 // refused at provision, naming the field, before any engine is reached.
 func TestProvisionClusterErrors(t *testing.T) {
-	nats := json.RawMessage(`{"engine":"nats","urls":["nats://127.0.0.1:1"]}`)
+	nats := json.RawMessage(`{"engine":"nats","urls":["nats://127.0.0.1:1"],"signing_keys":["` + itClusterKey + `"]}`)
 	on, off := true, false
 	for _, tc := range []struct {
 		name string

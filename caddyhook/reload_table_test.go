@@ -65,8 +65,9 @@ import (
 
 // reloadRow is one option's reload case.
 type reloadRow struct {
-	option        string // block.option: hooks, spool, mapping, transform, verify, cluster
+	option        string // block.option: hooks, spool, mapping, transform, verify, cluster, events, …
 	before, after string // lines of the hooks block (markers: see reloadEnv.expand)
+	site          bool   // before and after are lines of the site block instead
 	observe       func(e *reloadEnv) string
 	refused       string // the reload must fail with this in the error (the option cannot change)
 }
@@ -150,8 +151,8 @@ func newReloadEnv(t *testing.T) *reloadEnv {
 			t.Fatal(err)
 		}
 	}
-	for _, v := range []string{"CADDYHOOK_RT_A", "CADDYHOOK_RT_B"} {
-		t.Setenv(v, "rt-nats-secret-"+v)
+	for _, v := range []string{"CADDYHOOK_RT_A", "CADDYHOOK_RT_B", "CADDYHOOK_RT_KEY"} {
+		t.Setenv(v, "rt-nats-secret-0123456789abcdef-"+v)
 	}
 	return e
 }
@@ -249,8 +250,14 @@ func (e *reloadEnv) caddyfile(extra string) string {
 `, e.admin.sock, e.logPath, testSiteAddress, strings.Join(lines, "\n\t\t"))
 }
 
-// load runs the config with extra in the hooks block.
-func (e *reloadEnv) load(extra string) error { return e.tryLoad(e.caddyfile(extra)) }
+// load runs the config with extra in the hooks block (site: in the site
+// block, the hooks block being the base one).
+func (e *reloadEnv) load(extra string, site bool) error {
+	if !site {
+		return e.tryLoad(e.caddyfile(extra))
+	}
+	return e.tryLoad(strings.Replace(e.caddyfile(""), "\thooks {", e.expand(extra)+"\n\thooks {", 1))
+}
 
 // addr is a client address no other observation of the env used.
 func (e *reloadEnv) addr() string {
@@ -449,9 +456,34 @@ func verifyV(lines ...string) string {
 }
 
 // natsBlock is a cluster engine block on a server nothing answers (the
-// engine then runs on local state and provisions in the background).
+// engine then runs on local state and provisions in the background),
+// with a signing key unless lines set one.
 func natsBlock(lines ...string) string {
-	return "cluster nats {\n\turl @NATS@\n\ttimeout 100ms\n\t" + strings.Join(lines, "\n\t") + "\n}"
+	return natsBlockAt("@NATS@", lines...)
+}
+
+// natsBlockAt is natsBlock on url.
+func natsBlockAt(url string, lines ...string) string {
+	base := "url " + url + "\n\ttimeout 100ms\n\t"
+	if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "signing_key") }) {
+		base += "signing_key {env.CADDYHOOK_RT_KEY}\n\t"
+	}
+	return "cluster nats {\n\t" + base + strings.Join(lines, "\n\t") + "\n}"
+}
+
+// eventsSetting is an observation of the event log's settings in GET /hooks/.
+func eventsSetting(f func(*eventsSummary) any) func(e *reloadEnv) string {
+	return adminStatus(func(st handlerStatus) any {
+		if st.Events == nil {
+			return "events off"
+		}
+		return f(st.Events)
+	})
+}
+
+// eventsBlock is an events block with lines.
+func eventsBlock(lines ...string) string {
+	return "events {\n\t" + strings.Join(lines, "\n\t") + "\n}"
 }
 
 // spoolBlock is a local spool with lines.
@@ -600,8 +632,8 @@ var reloadRows = []reloadRow{
 		observe: spoolSetting(func(s *spoolSummary) any { return s.Workers })},
 	{option: "spool.rate", before: spoolBlock("workers 4"), after: spoolBlock("rate 5/s"),
 		observe: spoolSetting(func(s *spoolSummary) any { return s.Rate })},
-	{option: "spool.deliver", before: "cluster nats @NATSUP@\nspool cluster {\n\tdeliver on\n\tfallback reject\n}",
-		after:   "cluster nats @NATSUP@\nspool cluster {\n\tdeliver off\n\tfallback reject\n}",
+	{option: "spool.deliver", before: natsBlockAt("@NATSUP@") + "\nspool cluster {\n\tdeliver on\n\tfallback reject\n}",
+		after:   natsBlockAt("@NATSUP@") + "\nspool cluster {\n\tdeliver off\n\tfallback reject\n}",
 		observe: spoolSetting(func(s *spoolSummary) any { return fmt.Sprint("delivering ", s.Delivering) })},
 	{option: "spool.fallback", before: natsBlock() + "\nspool cluster {\n\tfallback reject\n}",
 		after:   natsBlock() + "\nspool cluster {\n\tfallback @DIR@/fallback\n}",
@@ -630,8 +662,37 @@ var reloadRows = []reloadRow{
 		after: natsBlock("tls {\n\t\tcert @DIR@/tls.pem\n\t\tkey @DIR@/tls-copy.key\n\t}"), observe: clusterSetting("tls.key")},
 	{option: "cluster.timeout", before: natsBlock("timeout 100ms"), after: natsBlock("timeout 150ms"), observe: clusterSetting("timeout")},
 	{option: "cluster.ack_wait", before: natsBlock("ack_wait 40s"), after: natsBlock("ack_wait 50s"), observe: clusterSetting("ack_wait")},
+	{option: "cluster.signing_key", before: natsBlock("signing_key {env.CADDYHOOK_RT_A}"), after: natsBlock("signing_key {env.CADDYHOOK_RT_B}"),
+		observe: clusterSetting("signing_keys")},
+	{option: "cluster.signing_keys", before: natsBlock("signing_keys {env.CADDYHOOK_RT_A}"),
+		after: natsBlock("signing_keys {env.CADDYHOOK_RT_A} {env.CADDYHOOK_RT_B}"), observe: clusterSetting("signing_keys")},
+	{option: "cluster.clock_skew", before: natsBlock("clock_skew 2s"), after: natsBlock("clock_skew 5s"), observe: clusterSetting("clock_skew")},
 	{option: "cluster.duplicate_window", before: natsBlock("duplicate_window 1h"), after: natsBlock("duplicate_window 2h"),
 		observe: clusterSetting("duplicate_window")},
+
+	// events { … }
+	{option: "hooks.events", before: "", after: "events off", observe: eventsSetting(func(*eventsSummary) any { return "events on" })},
+	{option: "events.bodies", before: eventsBlock("bodies off"), after: eventsBlock("bodies on"),
+		observe: eventsSetting(func(s *eventsSummary) any { return s.Bodies })},
+	{option: "events.max_body", before: eventsBlock("max_body 64KiB"), after: eventsBlock("max_body 32KiB"),
+		observe: eventsSetting(func(s *eventsSummary) any { return s.MaxBody })},
+	{option: "events.max_events", before: eventsBlock("max_events 10000"), after: eventsBlock("max_events 500"),
+		observe: eventsSetting(func(s *eventsSummary) any { return s.MaxEvents })},
+	{option: "events.max_bytes", before: eventsBlock("max_bytes 16MiB"), after: eventsBlock("max_bytes 8MiB"),
+		observe: eventsSetting(func(s *eventsSummary) any { return s.MaxBytes })},
+	{option: "events.retain", before: eventsBlock("retain 24h"), after: eventsBlock("retain 1h"),
+		observe: eventsSetting(func(s *eventsSummary) any { return s.RetainSeconds })},
+	{option: "events.max_rejections", before: eventsBlock("max_rejections 10000"), after: eventsBlock("max_rejections 100"),
+		observe: eventsSetting(func(s *eventsSummary) any { return s.MaxRejections })},
+	{option: "events.dir", before: eventsBlock("dir @DIR@/ev1"), after: eventsBlock("dir @DIR@/ev2"),
+		observe: eventsSetting(func(s *eventsSummary) any { return filepath.Base(s.Dir) })},
+	{option: "events.headers", before: eventsBlock("headers X-One"), after: eventsBlock("headers X-Two"),
+		observe: eventsSetting(func(s *eventsSummary) any { return s.Headers })},
+
+	// hooks_console { … } (a directive of its own, in the site)
+	{option: "hooks_console.insecure_no_auth", site: true, before: "handle_path /ops/* {\n\t\thooks_console\n\t}",
+		after:   "handle_path /ops/* {\n\t\thooks_console {\n\t\t\tinsecure_no_auth\n\t\t}\n\t}",
+		observe: func(e *reloadEnv) string { return fmt.Sprint(e.do(http.MethodGet, "/ops/", "").status) }},
 
 	// mapping { … }
 	{option: "mapping.match_path", before: "mapping m {\n\tmatch_path a\n\tmessage_template x\n}", after: mappingM("message_template x"),
@@ -731,11 +792,11 @@ func TestReloadAppliesEveryOption(t *testing.T) {
 	for _, row := range reloadRows {
 		t.Run(row.option, func(t *testing.T) {
 			e := newReloadEnv(t)
-			if err := e.load(row.before); err != nil {
+			if err := e.load(row.before, row.site); err != nil {
 				t.Fatalf("before: %v", err)
 			}
 			before := row.observe(e)
-			err := e.load(row.after)
+			err := e.load(row.after, row.site)
 			if row.refused != "" {
 				if err == nil || !strings.Contains(err.Error(), row.refused) {
 					t.Fatalf("reload: %v, want it refused naming %q", err, row.refused)
@@ -752,7 +813,7 @@ func TestReloadAppliesEveryOption(t *testing.T) {
 			if err := caddy.Stop(); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.load(row.after); err != nil {
+			if err := e.load(row.after, row.site); err != nil {
 				t.Fatalf("fresh start: %v", err)
 			}
 			fresh := row.observe(e)
@@ -767,17 +828,24 @@ func TestReloadAppliesEveryOption(t *testing.T) {
 }
 
 // parserBlocks names the Caddyfile block each parser function reads the
-// subdirectives of (package.function).
+// subdirectives of (package.function; the method of another directive's
+// type: package.Type.function).
 var parserBlocks = map[string]string{
-	"caddyhook.unmarshalOption":        "hooks",
-	"caddyhook.unmarshalSpool":         "spool",
-	"caddyhook.unmarshalClusterSpool":  "spool",
-	"caddyhook.unmarshalUnauthBodies":  "unauthenticated_bodies",
-	"caddyhook.unmarshalMappingOption": "mapping",
-	"caddyhook.unmarshalTransformRef":  "transform",
-	"caddyhook.unmarshalVerify":        "verify",
-	"natscluster.UnmarshalCaddyfile":   "cluster",
+	"caddyhook.unmarshalOption":            "hooks",
+	"caddyhook.unmarshalSpool":             "spool",
+	"caddyhook.unmarshalClusterSpool":      "spool",
+	"caddyhook.unmarshalUnauthBodies":      "unauthenticated_bodies",
+	"caddyhook.unmarshalMappingOption":     "mapping",
+	"caddyhook.unmarshalTransformRef":      "transform",
+	"caddyhook.unmarshalVerify":            "verify",
+	"caddyhook.unmarshalEvents":            "events",
+	"caddyhook.Console.UnmarshalCaddyfile": "hooks_console",
+	"natscluster.UnmarshalCaddyfile":       "cluster",
 }
+
+// parserValues are strings the parsers compare the current token with that
+// are values of a directive, not subdirectives (`events off`).
+var parserValues = map[string]bool{"events.on": true, "events.off": true}
 
 // optionName is what a Caddyfile subdirective looks like.
 var optionName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -813,13 +881,22 @@ func parserOptions(t *testing.T) map[string]bool {
 					continue
 				}
 				name := f.Name.Name + "." + fn.Name.Name
+				if fn.Recv != nil && len(fn.Recv.List) == 1 {
+					if star, ok := fn.Recv.List[0].Type.(*ast.StarExpr); ok {
+						if id, ok := star.X.(*ast.Ident); ok && id.Name != "Handler" && id.Name != "NATS" {
+							name = f.Name.Name + "." + id.Name + "." + fn.Name.Name // another directive's parser
+						}
+					}
+				}
 				block, ok := parserBlocks[name]
 				if !ok {
 					t.Errorf("parser function %s reads the subdirectives %v: name its block in parserBlocks", name, opts)
 					continue
 				}
 				for _, o := range opts {
-					out[block+"."+o] = true
+					if !parserValues[block+"."+o] {
+						out[block+"."+o] = true
+					}
 				}
 			}
 		}

@@ -54,6 +54,9 @@ type exchange struct {
 	lockedFor time.Duration
 	// bodyDone is set once the whole body has been read.
 	bodyDone bool
+	// items are the gateway requests handed to the sink (the event log
+	// records them).
+	items []prepared
 }
 
 // bodyPool recycles request body buffers.
@@ -82,6 +85,7 @@ func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) 
 		writeJSON(w, status, body)
 	}
 	h.metrics.observeRequest(ex.route, status)
+	h.recordEvent(&ex, status, body, herr)
 	if takeOver {
 		h.access.emit(r, status, len(body), ex.now)
 	}
@@ -281,12 +285,14 @@ func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, key string
 		return eventIDs[i]
 	}
 	if p.fwd.name != "" {
-		return h.sink.deliver(ctx, []prepared{h.prepareForward(ex, &p.fwd, key, id(0))}, 0, ex.ip)
+		ex.items = []prepared{h.prepareForward(ex, &p.fwd, key, id(0))}
+		return h.sink.deliver(ctx, ex.items, 0, ex.ip)
 	}
 	items := make([]prepared, len(p.actions))
 	for i := range p.actions {
 		items[i] = h.prepare(&p.actions[i], id(i))
 	}
+	ex.items = items
 	ctx = withTrace(ctx, requestTrace(ex.r))
 	return h.sink.deliver(ctx, items, p.dropped, ex.ip)
 }

@@ -147,16 +147,3 @@ func constantTimeEqual(a, b string) bool {
 	da, db := sha256Sum(a), sha256Sum(b)
 	return subtle.ConstantTimeCompare(da[:], db[:]) == 1
 }
-
-// distinctBytes counts the different bytes in s.
-func distinctBytes(s string) int {
-	var seen [256]bool
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if !seen[s[i]] {
-			seen[s[i]] = true
-			n++
-		}
-	}
-	return n
-}

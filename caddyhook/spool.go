@@ -284,6 +284,7 @@ func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, 
 	rep, err := s.h.gateway.send(ctx, &g, ev.ClientIP)
 	if ctx.Err() == nil { // not the spool closing
 		s.h.gatewayFailure(g.kind, ev.ID, rep.status, err)
+		s.h.recordDelivery(ev.ID, ev.Attempts, rep.status, err, rep.body)
 	}
 	herr := rep.outcome(err)
 	if g.header != nil {

@@ -37,7 +37,7 @@ func (h *Handler) provisionTokens(repl *caddy.Replacer, gwToken string) error {
 		}
 		t := strings.TrimSpace(repl.ReplaceKnown(raw, ""))
 		if t == "" {
-			return fmt.Errorf("%s: %s", field, secret.WhyEmpty(raw, "token {env.HOOK_TOKEN}"))
+			return fmt.Errorf("%s: %s", field, secret.Empty(raw, "token {env.HOOK_TOKEN}"))
 		}
 		if err := checkToken(t, gwToken); err != nil {
 			return fmt.Errorf("%s: %w", field, err)
@@ -78,11 +78,10 @@ func (h *Handler) tokenValues() []string {
 
 // checkToken refuses a weak or reused hook token.
 func checkToken(token, gwToken string) error {
+	if err := secret.CheckStrength(token); err != nil {
+		return err
+	}
 	switch {
-	case len(token) < minTokenLength:
-		return fmt.Errorf("too short (%d characters); use at least %d, e.g. `openssl rand -hex 32`", len(token), minTokenLength)
-	case distinctBytes(token) < 8:
-		return fmt.Errorf("too weak (fewer than 8 distinct characters); use a random value, e.g. `openssl rand -hex 32`")
 	case gwToken != "" && constantTimeEqual(token, gwToken):
 		return fmt.Errorf("must differ from gateway_token (the hook token is dedicated)")
 	}
@@ -123,7 +122,7 @@ func validHeaderName(s string) bool {
 // show it in clear), while {env.…} and {file.…} keep only the placeholder.
 func (h *Handler) warnLiteralSecrets(logger *zap.Logger) {
 	warn := func(field string) {
-		logger.Warn("secret written into the config: Caddy's admin endpoint (/config/) and autosave.json show it in clear; use {env.NAME} or {file./path} instead",
+		logger.Warn(secret.LiteralWarning,
 			zap.String("field", field))
 	}
 	for i, raw := range h.tokenValues() {

@@ -83,5 +83,5 @@ func BenchmarkAccept(b *testing.B) {
 
 // natsEngine returns an engine on urls with replicas.
 func natsEngine(urls []string, replicas int) (*natscluster.NATS, error) {
-	return natscluster.New(natscluster.Config{URLs: urls, Replicas: replicas}, nil)
+	return natscluster.New(natscluster.Config{URLs: urls, Replicas: replicas, SigningKeys: []string{testSigningKey}}, nil)
 }

@@ -76,7 +76,17 @@ type Params struct {
 	Queue *QueueParams
 	// Logger receives the engine's state changes.
 	Logger *zap.Logger
+	// Metrics, when set, counts the records the engine refused to trust.
+	Metrics *Metrics
 }
+
+// DefaultClockSkew is how far ahead of a node's own clock the times it
+// reads from other nodes may be, unless the engine is configured
+// otherwise; MaxClockSkew bounds the setting.
+const (
+	DefaultClockSkew = 2 * time.Second
+	MaxClockSkew     = 10 * time.Minute
+)
 
 // QueueParams configure the replicated queue.
 type QueueParams struct {
@@ -102,6 +112,9 @@ type Backend interface {
 	// Watch calls fn (from its own goroutine, in order) on every change of
 	// Up; the returned func stops the calls.
 	Watch(fn func(up bool)) (stop func())
+	// ClockSkew is how far ahead of this node's clock a time read from
+	// another node may be; later times are clamped to it.
+	ClockSkew() time.Duration
 
 	// Broadcast sends msg, best effort, to every Subscribe of this
 	// namespace on every node (this one included).

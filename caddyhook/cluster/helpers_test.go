@@ -13,11 +13,14 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/cluster/natscluster"
 )
 
+// testSigningKey is the signing key of the test nodes.
+const testSigningKey = "cluster-test-signing-key-0f1e2d3c4b5a69788796a5b4"
+
 // openBackend connects one node (its own pool entry: each node passes
 // its own URL list or order).
 func openBackend(t *testing.T, urls []string, name string, q *cluster.QueueParams) cluster.Backend {
 	t.Helper()
-	eng, err := natscluster.New(natscluster.Config{URLs: urls, Timeout: caddy.Duration(time.Second),
+	eng, err := natscluster.New(natscluster.Config{URLs: urls, Timeout: caddy.Duration(time.Second), SigningKeys: []string{testSigningKey},
 		AckWait: caddy.Duration(2 * time.Second)}, zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel)))
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -35,6 +36,13 @@ type LockSyncOptions struct {
 	MaxBatch int
 	// LockTTL is how long a lock record lives at most (the longest lock).
 	LockTTL time.Duration
+	// Window is the failure window and Lockout the longest lock of the
+	// node's lockout policy: a failure read from another node counts at
+	// most Window in the past and ClockSkew in the future, a lock read
+	// from another node ends at most Lockout + ClockSkew from now.
+	Window, Lockout time.Duration
+	// ClockSkew overrides the backend's ClockSkew (0 = the backend's).
+	ClockSkew time.Duration
 	// Timeout bounds one lock write.
 	Timeout time.Duration
 	// Metrics, when set, counts remote failures and locks applied.
@@ -59,6 +67,12 @@ type LockSync struct {
 	dropped uint64
 	kick    chan struct{}
 
+	sender  [senderLen]byte // this LockSync's id in its broadcasts
+	seq     uint64          // its last broadcast's number (flusher only)
+	seenMu  sync.Mutex
+	seen    map[[senderLen]byte]seenSender // the last broadcast of each sender
+	pruneAt time.Time
+
 	stopSub, stopWatch, stopState func()
 	done                          chan struct{}
 	wg                            sync.WaitGroup
@@ -70,17 +84,26 @@ type wireRecord struct {
 	ms   int64
 }
 
-// Wire format of a failure broadcast: 'h', version 1, kind 'f', node id
-// length and bytes, uint16 count, then count × (16-byte address, int64
-// Unix milliseconds). A lock record (the bucket value) is 'h', 1, 'l',
-// node, one record.
+// seenSender is the newest broadcast received from one sender.
+type seenSender struct {
+	seq uint64
+	at  time.Time
+}
+
+// Wire format of a failure broadcast: 'h', version 2, kind 'f', node id
+// length and bytes, the sender's 8-byte id, its uint64 broadcast number,
+// uint16 count, then count × (16-byte address, int64 Unix milliseconds).
+// A receiver drops a broadcast whose number is not above the last one of
+// its sender (a replay). A lock record (the bucket value) is 'h', 2, 'l',
+// node, sender, 0, one record. The engine seals both.
 const (
 	wireMagic   = 'h'
-	wireVersion = 1
+	wireVersion = 2
 	kindFail    = 'f'
 	kindLock    = 'l'
 	recordSize  = 16 + 8
 	maxNodeLen  = 64
+	senderLen   = 8
 )
 
 // NewLockSync returns a LockSync for b folding into target; Start begins it.
@@ -97,7 +120,19 @@ func NewLockSync(b Backend, target LockTarget, opt LockSyncOptions) *LockSync {
 	if opt.Logger == nil {
 		opt.Logger = zap.NewNop()
 	}
-	return &LockSync{b: b, target: target, opt: opt, node: b.Node(), kick: make(chan struct{}, 1), done: make(chan struct{})}
+	if opt.ClockSkew <= 0 {
+		opt.ClockSkew = b.ClockSkew()
+	}
+	if opt.Lockout <= 0 {
+		opt.Lockout = opt.LockTTL
+	}
+	if opt.Window <= 0 {
+		opt.Window = opt.LockTTL
+	}
+	s := &LockSync{b: b, target: target, opt: opt, node: b.Node(), kick: make(chan struct{}, 1), done: make(chan struct{}),
+		seen: make(map[[senderLen]byte]seenSender)}
+	_, _ = rand.Read(s.sender[:])
+	return s
 }
 
 // Start subscribes to the other nodes' failures, reads back the live locks
@@ -207,7 +242,7 @@ func (s *LockSync) flusher() {
 		s.broadcast(fails, &buf)
 		failed = failed[:0]
 		for _, l := range locks {
-			val := appendWire(nil, kindLock, s.node, []wireRecord{l})
+			val := s.appendWire(nil, kindLock, 0, []wireRecord{l})
 			ttl := time.Until(time.UnixMilli(l.ms))
 			if ttl <= 0 {
 				continue
@@ -232,7 +267,8 @@ func (s *LockSync) flusher() {
 func (s *LockSync) broadcast(fails []wireRecord, buf *[]byte) {
 	for len(fails) > 0 {
 		n := min(len(fails), s.opt.MaxBatch)
-		*buf = appendWire((*buf)[:0], kindFail, s.node, fails[:n])
+		s.seq++
+		*buf = s.appendWire((*buf)[:0], kindFail, s.seq, fails[:n])
 		start := time.Now()
 		err := s.b.Broadcast(*buf)
 		s.opt.Metrics.observe("broadcast", start, err)
@@ -260,26 +296,57 @@ func (s *LockSync) keepLocks(locks []wireRecord) {
 	s.locks = kept
 }
 
-// onBroadcast folds another node's failures into the local table.
+// onBroadcast folds another node's failures into the local table, each
+// at its time clamped to [now − window, now + skew].
 func (s *LockSync) onBroadcast(msg []byte) {
-	kind, node, recs, err := parseWire(msg)
-	if err != nil || kind != kindFail || node == s.node {
+	w, err := parseWire(msg)
+	if err != nil || w.kind != kindFail || w.node == s.node {
 		return
 	}
-	for _, r := range recs {
-		s.target.FoldFailure(r.addr, time.UnixMilli(r.ms))
+	now := time.Now()
+	if !s.fresh(w.sender, w.seq, now) {
+		s.opt.Metrics.Rejected(RejectedFailures)
+		return
 	}
-	s.opt.Metrics.remoteFailures(len(recs))
+	lo, hi := now.Add(-s.opt.Window).UnixMilli(), now.Add(s.opt.ClockSkew).UnixMilli()
+	for _, r := range w.recs {
+		s.target.FoldFailure(r.addr, time.UnixMilli(min(max(r.ms, lo), hi)))
+	}
+	s.opt.Metrics.remoteFailures(len(w.recs))
 }
 
-// onLock applies a lock record another node (or an earlier run) wrote.
+// fresh reports whether broadcast seq of sender comes after the last one
+// received from it (not a replay), and records it.
+func (s *LockSync) fresh(sender [senderLen]byte, seq uint64, now time.Time) bool {
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	if last, ok := s.seen[sender]; ok && seq <= last.seq {
+		return false
+	}
+	s.seen[sender] = seenSender{seq: seq, at: now}
+	// a sender silent for a window is forgotten: a replay of its
+	// broadcasts would carry failures that are out of the window by then
+	if keep := s.opt.Window + s.opt.ClockSkew; now.After(s.pruneAt) {
+		for k, v := range s.seen {
+			if now.Sub(v.at) > keep {
+				delete(s.seen, k)
+			}
+		}
+		s.pruneAt = now.Add(keep)
+	}
+	return true
+}
+
+// onLock applies a lock record another node (or an earlier run) wrote,
+// its end clamped to now + lockout + skew.
 func (s *LockSync) onLock(val []byte) {
-	kind, _, recs, err := parseWire(val)
-	if err != nil || kind != kindLock || len(recs) != 1 {
+	w, err := parseWire(val)
+	if err != nil || w.kind != kindLock || len(w.recs) != 1 {
 		return
 	}
-	until := time.UnixMilli(recs[0].ms)
-	if time.Now().Before(until) && s.target.ApplyLock(recs[0].addr, until) {
+	now := time.Now()
+	until := time.UnixMilli(min(w.recs[0].ms, now.Add(s.opt.Lockout+s.opt.ClockSkew).UnixMilli()))
+	if now.Before(until) && s.target.ApplyLock(w.recs[0].addr, until) {
 		s.opt.Metrics.remoteLock()
 	}
 }
@@ -293,11 +360,13 @@ func (s *LockSync) onState(up bool) {
 	}
 }
 
-// appendWire encodes records of kind from node.
-func appendWire(b []byte, kind byte, node string, recs []wireRecord) []byte {
-	node = node[:min(len(node), maxNodeLen)]
+// appendWire encodes records of kind, numbered seq, from this node.
+func (s *LockSync) appendWire(b []byte, kind byte, seq uint64, recs []wireRecord) []byte {
+	node := s.node[:min(len(s.node), maxNodeLen)]
 	b = append(b, wireMagic, wireVersion, kind, byte(len(node)))
 	b = append(b, node...)
+	b = append(b, s.sender[:]...)
+	b = binary.BigEndian.AppendUint64(b, seq)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(recs)))
 	for _, r := range recs {
 		b = append(b, r.addr[:]...)
@@ -308,28 +377,40 @@ func appendWire(b []byte, kind byte, node string, recs []wireRecord) []byte {
 
 var errWire = errors.New("malformed lockout message")
 
+// wireMsg is a decoded broadcast or lock record.
+type wireMsg struct {
+	kind   byte
+	node   string
+	sender [senderLen]byte
+	seq    uint64
+	recs   []wireRecord
+}
+
 // parseWire decodes a message of appendWire.
-func parseWire(b []byte) (kind byte, node string, recs []wireRecord, err error) {
+func parseWire(b []byte) (w wireMsg, err error) {
 	if len(b) < 4 || b[0] != wireMagic || b[1] != wireVersion {
-		return 0, "", nil, errWire
+		return w, errWire
 	}
-	kind = b[2]
+	w.kind = b[2]
 	nl := int(b[3])
 	b = b[4:]
-	if len(b) < nl+2 {
-		return 0, "", nil, errWire
+	if len(b) < nl+senderLen+8+2 {
+		return w, errWire
 	}
-	node, b = string(b[:nl]), b[nl:]
+	w.node, b = string(b[:nl]), b[nl:]
+	copy(w.sender[:], b)
+	w.seq = binary.BigEndian.Uint64(b[senderLen:])
+	b = b[senderLen+8:]
 	n := int(binary.BigEndian.Uint16(b))
 	b = b[2:]
 	if len(b) != n*recordSize {
-		return 0, "", nil, errWire
+		return w, errWire
 	}
-	recs = make([]wireRecord, n)
-	for i := range recs {
-		copy(recs[i].addr[:], b[:16])
-		recs[i].ms = int64(binary.BigEndian.Uint64(b[16:24]))
+	w.recs = make([]wireRecord, n)
+	for i := range w.recs {
+		copy(w.recs[i].addr[:], b[:16])
+		w.recs[i].ms = int64(binary.BigEndian.Uint64(b[16:24]))
 		b = b[recordSize:]
 	}
-	return kind, node, recs, nil
+	return w, nil
 }

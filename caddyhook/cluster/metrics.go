@@ -20,6 +20,7 @@ type Metrics struct {
 	remoteLocks  prometheus.Counter
 	fallbacks    prometheus.Counter
 	redeliveries prometheus.Counter
+	rejected     *prometheus.CounterVec
 	upGauge      prometheus.GaugeFunc
 }
 
@@ -60,6 +61,10 @@ func newMetrics() *Metrics {
 			Namespace: ns, Subsystem: sub, Name: "cluster_redeliveries_total",
 			Help: "Cluster queue deliveries from this node that failed and were scheduled again.",
 		}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "cluster_rejected_total",
+			Help: "Records read from the cluster engine and dropped because they were not sealed with the cluster's signing key, by kind (queue, dead_letter, idempotency, lock, failures).",
+		}, []string{"kind"}),
 	}
 	m.upGauge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: ns, Subsystem: sub, Name: "cluster_up",
@@ -72,7 +77,7 @@ func newMetrics() *Metrics {
 // one Metrics keeps counting on the registry of each config; collectors
 // registered there before are fine.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.ops, m.remoteFails, m.remoteLocks, m.fallbacks, m.redeliveries, m.upGauge} {
+	for _, c := range []prometheus.Collector{m.ops, m.remoteFails, m.remoteLocks, m.fallbacks, m.redeliveries, m.rejected, m.upGauge} {
 		if _, err := promreg.Register(reg, c); err != nil {
 			return err
 		}
@@ -141,5 +146,22 @@ func (m *Metrics) fallback(n int) {
 func (m *Metrics) redelivered() {
 	if m != nil {
 		m.redeliveries.Inc()
+	}
+}
+
+// Kinds of records counted by Rejected.
+const (
+	RejectedQueue       = "queue"
+	RejectedDeadLetter  = "dead_letter"
+	RejectedIdempotency = "idempotency"
+	RejectedLock        = "lock"
+	RejectedFailures    = "failures"
+)
+
+// Rejected counts one record of kind that an engine read and dropped
+// because it did not open with the cluster's keys.
+func (m *Metrics) Rejected(kind string) {
+	if m != nil {
+		m.rejected.WithLabelValues(kind).Inc()
 	}
 }

@@ -28,3 +28,23 @@ func Clip(reason string) string { return clip(reason) }
 
 // ReasonExpired is the dead-letter reason of an event older than max_age.
 const ReasonExpired = reasonExpired
+
+// MarshalEvent encodes ev in the record format of spool.db: every field a
+// delivery needs (id, kind, path with its query, headers, trace context,
+// client address, first-seen time, body), so that another store of events
+// (the cluster queue) carries exactly what the local spool stores. Seq is
+// not encoded.
+func MarshalEvent(ev *Event) []byte { return encodeEvent(ev) }
+
+// UnmarshalEvent decodes a MarshalEvent record into a new Event and checks
+// that it has what a delivery needs (ErrInvalidEvent otherwise).
+func UnmarshalEvent(b []byte) (*Event, error) {
+	ev, err := decodeEvent(b)
+	if err != nil {
+		return nil, err
+	}
+	if err := ev.validate(); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}

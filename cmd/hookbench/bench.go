@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,12 +100,19 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	return rep.writeText(out)
 }
 
-// withBases adds the rows the ratios of rows are taken against.
+// withBases adds the rows the ratios of rows are taken against, and the
+// rows their twins are.
 func withBases(rows []rowDef) []rowDef {
 	all := rowCatalogue()
+	rows = slices.Clone(rows)
 	want := map[string]bool{}
-	for _, r := range rows {
+	for i := 0; i < len(rows); i++ {
+		r := rows[i]
 		want[r.id] = true
+		if r.twinOf != "" && !want[r.twinOf] {
+			tw, _ := findRow(all, r.twinOf)
+			rows = append(rows, tw) // its twin, and the twin's bases
+		}
 		for base := r.base; !want[base]; {
 			want[base] = true
 			br, _ := findRow(all, base)
@@ -132,7 +140,7 @@ func (b *bench) setup(dir string) error {
 		}
 	}
 	b.env = &benchEnv{dir: dir, sink: filepath.Join(dir, "sink.sock"), admin: filepath.Join(dir, "admin.sock"),
-		token: randomToken(), gwToken: randomToken(), ports: map[string]int{}, fds: map[string]int{},
+		token: randomToken(), gwToken: randomToken(), clusterKey: randomToken(), ports: map[string]int{}, fds: map[string]int{},
 		accessLog: b.o.accessLog, forwarded: b.o.spread == "xff"}
 	if err := b.env.writeFiles(); err != nil {
 		return err

@@ -13,16 +13,17 @@ import (
 
 // benchEnv is one run's working directory, secrets and addresses.
 type benchEnv struct {
-	dir       string
-	sink      string // the sink's Unix socket
-	admin     string // Caddy's admin Unix socket ("" = admin off)
-	token     string
-	gwToken   string
-	ports     map[string]int     // row id → loopback port (of a socket hookbench holds)
-	fds       map[string]int     // row id → the descriptor Caddy gets that socket as
-	accessLog bool               // every site gets an access log
-	forwarded bool               // row (e) varies X-Forwarded-For from a trusted proxy
-	natsURLs  map[natsKey]string // NATS servers of the cluster rows → their client URLs ({nats<n>}, {nats<n>always})
+	dir        string
+	sink       string // the sink's Unix socket
+	admin      string // Caddy's admin Unix socket ("" = admin off)
+	token      string
+	gwToken    string
+	clusterKey string             // the cluster rows' signing key
+	ports      map[string]int     // row id → loopback port (of a socket hookbench holds)
+	fds        map[string]int     // row id → the descriptor Caddy gets that socket as
+	accessLog  bool               // every site gets an access log
+	forwarded  bool               // row (e) varies X-Forwarded-For from a trusted proxy
+	natsURLs   map[natsKey]string // NATS servers of the cluster rows → their client URLs ({nats<n>}, {nats<n>always})
 }
 
 // expand fills the placeholders of a site body.
@@ -32,6 +33,7 @@ func (e *benchEnv) expand(s string) string {
 		"{dir}", e.dir,
 		"{token}", e.token,
 		"{gateway_token}", e.gwToken,
+		"{cluster_key}", e.clusterKey,
 		"{nats1}", e.natsURLs[natsKey{1, false}],
 		"{nats3}", e.natsURLs[natsKey{3, false}],
 		"{nats3always}", e.natsURLs[natsKey{3, true}],

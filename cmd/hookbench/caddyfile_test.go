@@ -20,7 +20,7 @@ func TestCaddyfileAdapts(t *testing.T) {
 	rows, _ := selectRows("a,b,c,d,e,f,i")
 	for _, forwarded := range []bool{false, true} {
 		env := &benchEnv{dir: "/tmp/hb", sink: "/tmp/hb/sink.sock", admin: "/tmp/hb/admin.sock",
-			token: randomToken(), gwToken: randomToken(), ports: map[string]int{}, accessLog: forwarded, forwarded: forwarded}
+			token: randomToken(), gwToken: randomToken(), clusterKey: randomToken(), ports: map[string]int{}, accessLog: forwarded, forwarded: forwarded}
 		env.fds = map[string]int{}
 		for i, r := range rows {
 			env.ports[r.id] = 20000 + i

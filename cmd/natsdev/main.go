@@ -7,7 +7,7 @@
 //	natsdev [-listen 127.0.0.1:4222] [-store .cache/nats] [-sync always]
 //	        [-name natsdev] [-cluster 127.0.0.1:0 -cluster-name hooks-dev
 //	         -routes nats-route://…,… [-no-advertise]]
-//	        [-monitor 127.0.0.1:0] [-ready FILE]
+//	        [-monitor 127.0.0.1:0] [-user caddyhook] [-ready FILE]
 //
 // Port 0 picks a free port; -ready then tells which: once the server
 // accepts connections it writes {"client":…,"route":…,"monitor":…} (the
@@ -16,7 +16,12 @@
 // or a duration (NATS's own default is 2m: a power loss can take what was
 // acknowledged since the last sync).
 //
-// It is a development server: loopback only, no authentication. Ctrl-C
+// -user makes clients authenticate as that user with the password in
+// $NATS_PASSWORD (never on the command line), as a production server
+// should (./dev cluster does; caddyhook warns about a connection without
+// credentials); without it anyone on the machine can connect.
+//
+// It is a development server: loopback only. Ctrl-C
 // (or SIGTERM) stops it cleanly; JetStream's files stay in -store, so the
 // queued events survive a restart.
 package main
@@ -44,6 +49,7 @@ type config struct {
 	cluster, clusterName, routes     string
 	noAdvertise                      bool
 	monitor                          string
+	user, password                   string // password: from $NATS_PASSWORD
 }
 
 func main() {
@@ -58,7 +64,9 @@ func main() {
 	flag.StringVar(&c.routes, "routes", "", "comma-separated routes to the other servers (nats-route://host:port)")
 	flag.BoolVar(&c.noAdvertise, "no-advertise", false, "do not tell clients the other servers' addresses (they use only the URLs they were given)")
 	flag.StringVar(&c.monitor, "monitor", "", "HTTP monitoring address (loopback), e.g. 127.0.0.1:0; empty: none")
+	flag.StringVar(&c.user, "user", "", "require clients to authenticate as this user, with the password in $NATS_PASSWORD")
 	flag.Parse()
+	c.password = os.Getenv("NATS_PASSWORD")
 	if err := run(c); err != nil {
 		log.Fatalf("natsdev: %v", err)
 	}
@@ -71,6 +79,12 @@ func options(c config) (*server.Options, error) {
 		return nil, err
 	}
 	o := &server.Options{ServerName: c.name, Host: host, Port: port, JetStream: true, StoreDir: c.store, NoSigs: true}
+	if c.user != "" {
+		if len(c.password) < 16 {
+			return nil, fmt.Errorf("-user needs $NATS_PASSWORD, at least 16 characters (e.g. $(openssl rand -hex 16))")
+		}
+		o.Username, o.Password = c.user, c.password
+	}
 	switch s := strings.ToLower(c.sync); s {
 	case "always":
 		o.SyncAlways = true

@@ -24,6 +24,13 @@ func TestOptions(t *testing.T) {
 	if err != nil || len(o.Routes) != 2 || !o.Cluster.NoAdvertise || o.Cluster.Port != server.RANDOM_PORT || o.HTTPPort != server.RANDOM_PORT {
 		t.Fatalf("cluster: %+v %v", o, err)
 	}
+	o, err = options(with(func(c *config) { c.user, c.password = "caddyhook", "0123456789abcdef0123" }))
+	if err != nil || o.Username != "caddyhook" || o.Password != "0123456789abcdef0123" {
+		t.Fatalf("-user: %q %v", o.Username, err)
+	}
+	if o, _ := options(base); o.Username != "" || o.Password != "" {
+		t.Fatalf("without -user: user %q", o.Username)
+	}
 	for _, c := range []struct {
 		cfg  config
 		want string
@@ -36,6 +43,8 @@ func TestOptions(t *testing.T) {
 		{with(func(c *config) { c.cluster, c.routes = "127.0.0.1:0", "nats://127.0.0.1:1" }), "-routes"},
 		{with(func(c *config) { c.routes = "nats-route://127.0.0.1:1" }), "need -cluster"},
 		{with(func(c *config) { c.monitor = "10.0.0.1:8222" }), "-monitor"},
+		{with(func(c *config) { c.user = "caddyhook" }), "-user needs $NATS_PASSWORD"},
+		{with(func(c *config) { c.user, c.password = "caddyhook", "short" }), "at least 16 characters"},
 	} {
 		if _, err := options(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want an error with %q", c.cfg, err, c.want)

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/natsrun"
@@ -182,6 +184,23 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond) // poll interval
 	}
+}
+
+// PlainClient is a NATS client (and its JetStream API) on url that is no
+// node of a caddyhook cluster: what anyone who reaches the servers can
+// do. It closes when t ends.
+func PlainClient(t testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js
 }
 
 // Rotate returns urls starting at i: each node of a test gets its own

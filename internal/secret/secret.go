@@ -1,10 +1,7 @@
-// Package secret expands the secrets of a config ({env.NAME} and
-// {file.PATH} placeholders) and says precisely why a required one is empty:
-// which variable is unset or empty in Caddy's environment, which file is
-// missing or empty. Every secret of caddyhook (hook tokens, gateway token,
-// signing secrets, the cluster engine's credentials) goes through it, so a
-// missing secret fails provision (and `caddy validate`) naming the field
-// and the placeholder.
+// Package secret holds the rules every secret of a caddyhook config
+// follows (hook tokens, the gateway token, a cluster's signing keys):
+// written as {env.NAME} or {file.PATH} placeholders, expanded at
+// provision, and when one expands to nothing the error says why.
 package secret
 
 import (
@@ -16,10 +13,12 @@ import (
 	"github.com/caddyserver/caddy/v2"
 )
 
-// placeholder matches the {env.NAME} and {file.PATH} placeholders of a secret.
+// placeholder matches the {env.NAME} and {file.PATH} placeholders of a
+// secret.
 var placeholder = regexp.MustCompile(`\{(env|file)\.([^{}]+)\}`)
 
-// HasPlaceholder reports whether s holds an {env.…} or {file.…} placeholder.
+// HasPlaceholder reports whether s holds an {env.…} or {file.…}
+// placeholder (a secret kept out of the config).
 func HasPlaceholder(s string) bool { return placeholder.MatchString(s) }
 
 // Expand returns raw with its placeholders expanded (unknown ones become
@@ -28,10 +27,10 @@ func Expand(raw string) string {
 	return strings.TrimSpace(caddy.NewReplacer().ReplaceKnown(raw, ""))
 }
 
-// Required expands raw, a secret the field requires when it is set: it
-// returns the value, or an error naming the field and why it is empty.
-// An unset raw is no error (the field is optional); callers that require
-// the field check for "" themselves.
+// Required expands raw, a secret that must not be empty when it is set:
+// it returns the value, or an error naming the field and why it is empty
+// (which variable or file). An unset raw is no error (the field is
+// optional); callers that require the field check for "" themselves.
 func Required(field, raw string) (string, error) {
 	if strings.TrimSpace(raw) == "" {
 		return "", nil
@@ -39,13 +38,13 @@ func Required(field, raw string) (string, error) {
 	if v := Expand(raw); v != "" {
 		return v, nil
 	}
-	return "", fmt.Errorf("%s: %s", field, WhyEmpty(raw, ""))
+	return "", fmt.Errorf("%s: %s", field, Empty(raw, ""))
 }
 
-// WhyEmpty says why a required secret expanded to nothing: which
+// Empty says why a required secret expanded to nothing: which
 // environment variable is unset or empty in Caddy's environment, or which
 // file is missing or empty. example shows how to set it when raw is empty.
-func WhyEmpty(raw, example string) string {
+func Empty(raw, example string) string {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return fmt.Sprintf("required (set it, e.g. %s)", example)
@@ -84,4 +83,45 @@ func unwrapPathError(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// LiteralWarning is logged, with the field's name, for every secret
+// written into a config as a literal: accepted, because Caddy keeps the
+// loaded config as it is (the admin endpoint's /config/ and autosave.json
+// show it in clear), while {env.…} and {file.…} keep only the placeholder.
+const LiteralWarning = "secret written into the config: Caddy's admin endpoint (/config/) and autosave.json show it in clear; use {env.NAME} or {file./path} instead"
+
+// IsLiteral reports whether s is a secret written as is (not empty, no
+// placeholder).
+func IsLiteral(s string) bool {
+	s = strings.TrimSpace(s)
+	return s != "" && !HasPlaceholder(s)
+}
+
+// MinLength is the shortest secret accepted (a token, a signing key).
+const MinLength = 32
+
+// CheckStrength refuses a secret shorter than MinLength or with fewer
+// than 8 distinct characters; the error never shows the secret.
+func CheckStrength(s string) error {
+	switch {
+	case len(s) < MinLength:
+		return fmt.Errorf("too short (%d characters); use at least %d, e.g. `openssl rand -hex 32`", len(s), MinLength)
+	case distinctBytes(s) < 8:
+		return fmt.Errorf("too weak (fewer than 8 distinct characters); use a random value, e.g. `openssl rand -hex 32`")
+	}
+	return nil
+}
+
+// distinctBytes counts the different bytes in s.
+func distinctBytes(s string) int {
+	var seen [256]bool
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !seen[s[i]] {
+			seen[s[i]] = true
+			n++
+		}
+	}
+	return n
 }

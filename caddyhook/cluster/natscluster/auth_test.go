@@ -73,7 +73,7 @@ func TestTLSWithOwnCA(t *testing.T) {
 	natstest.WaitFor(t, "TLS backend up", n.b.Up)
 
 	// without the CA the server's certificate is refused
-	plain, err := New(Config{URLs: []string{url}, TLS: &TLS{}, Timeout: caddy.Duration(300 * time.Millisecond)}, nil)
+	plain, err := New(Config{URLs: []string{url}, TLS: &TLS{}, Timeout: caddy.Duration(300 * time.Millisecond), SigningKeys: []string{testSigningKey}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,11 @@ import (
 //		timeout          <duration>
 //		ack_wait         <duration>
 //		duplicate_window <duration>
+//		signing_key      <key> [<older key>...]
+//		clock_skew       <duration>
 //	}
+//
+// signing_key may be repeated; the first key seals, all of them open.
 func (n *NATS) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the engine name
 	n.URLs = append(n.URLs, d.RemainingArgs()...)
@@ -77,7 +81,13 @@ func (n *NATS) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 					return err
 				}
 			}
-		case "timeout", "ack_wait", "duplicate_window":
+		case "signing_key", "signing_keys":
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return d.ArgErr()
+			}
+			n.SigningKeys = append(n.SigningKeys, args...)
+		case "timeout", "ack_wait", "duplicate_window", "clock_skew":
 			opt := d.Val()
 			var s string
 			if err := oneArg(d, &s); err != nil {
@@ -92,6 +102,8 @@ func (n *NATS) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				n.Timeout = caddy.Duration(v)
 			case "ack_wait":
 				n.AckWait = caddy.Duration(v)
+			case "clock_skew":
+				n.ClockSkew = caddy.Duration(v)
 			default:
 				n.DuplicateWindow = caddy.Duration(v)
 			}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 )
 
 func TestUnmarshalCaddyfile(t *testing.T) {
@@ -27,6 +29,9 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		timeout 3s
 		ack_wait 45s
 		duplicate_window 2h
+		signing_key {env.HOOKS_CLUSTER_KEY}
+		signing_key {file./etc/caddyhook/old.key} {env.OLDER}
+		clock_skew 500ms
 	}`)
 	var n NATS
 	if err := n.UnmarshalCaddyfile(d); err != nil {
@@ -37,6 +42,8 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		Name: "hooks-prod", Replicas: 3, User: "hooks", Password: "{env.NATS_PASSWORD}",
 		TLS:     &TLS{CA: "/etc/nats/ca.pem", Cert: "/etc/nats/client.pem", Key: "/etc/nats/client-key.pem"},
 		Timeout: caddy.Duration(3 * time.Second), AckWait: caddy.Duration(45 * time.Second), DuplicateWindow: caddy.Duration(2 * time.Hour),
+		SigningKeys: []string{"{env.HOOKS_CLUSTER_KEY}", "{file./etc/caddyhook/old.key}", "{env.OLDER}"},
+		ClockSkew:   caddy.Duration(500 * time.Millisecond),
 	}
 	got, _ := json.Marshal(n.Config)
 	exp, _ := json.Marshal(want)
@@ -53,6 +60,8 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"nats {\n name\n}", "wrong argument count"},
 		{"nats {\n tls {\n pin x\n }\n}", `tls: unknown option "pin"`},
 		{"nats {\n url\n}", "wrong argument count"},
+		{"nats {\n signing_key\n}", "wrong argument count"},
+		{"nats {\n clock_skew later\n}", "clock_skew"},
 	} {
 		var n NATS
 		err := n.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.in))
@@ -63,6 +72,7 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Setenv("CADDYHOOK_UNIT_KEY", testSigningKey+"-from-env")
 	creds := filepath.Join(t.TempDir(), "hooks.creds")
 	if err := os.WriteFile(creds, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
@@ -80,15 +90,29 @@ func TestValidate(t *testing.T) {
 		{Config{Credentials: filepath.Join(t.TempDir(), "missing.creds")}, "credentials"},
 		{Config{Credentials: creds}, ""},
 		{Config{Timeout: -1}, "timeout"},
+		{Config{SigningKeys: []string{}}, "signing_key: required"},
+		{Config{SigningKeys: []string{"{env.CADDYHOOK_UNIT_UNSET_KEY}"}}, "signing_key: {env.CADDYHOOK_UNIT_UNSET_KEY} is empty: CADDYHOOK_UNIT_UNSET_KEY is not set"},
+		{Config{SigningKeys: []string{testSigningKey, " "}}, "signing_key 2 of 2: required"},
+		{Config{SigningKeys: []string{"0123456789"}}, "signing_key: key: too short (10 characters)"},
+		{Config{SigningKeys: []string{testSigningKey, testSigningKey}}, "signing_key: key 2 of 2: the same as key 1"},
+		{Config{SigningKeys: []string{"{env.CADDYHOOK_UNIT_KEY}"}}, ""},
+		{Config{ClockSkew: -1}, "clock_skew"},
+		{Config{ClockSkew: caddy.Duration(time.Hour)}, "clock_skew: 1h0m0s must be between 0 and 10m0s"},
+		{Config{User: "u", Password: "{env.CADDYHOOK_UNIT_UNSET_PASSWORD}"}, "password: {env.CADDYHOOK_UNIT_UNSET_PASSWORD} is empty"},
+		{Config{Token: "{env.CADDYHOOK_UNIT_UNSET_TOKEN}"}, "token: {env.CADDYHOOK_UNIT_UNSET_TOKEN} is empty"},
 	} {
+		if tc.c.SigningKeys == nil {
+			tc.c.SigningKeys = []string{testSigningKey}
+		}
 		err := tc.c.validate()
 		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.c, err, tc.want)
 		}
 	}
-	c := Config{}
+	c := Config{SigningKeys: []string{testSigningKey}}
 	_ = c.validate()
-	if len(c.URLs) != 1 || c.URLs[0] != defaultURL || c.Replicas != 1 || time.Duration(c.Timeout) != defaultTimeout {
+	if len(c.URLs) != 1 || c.URLs[0] != defaultURL || c.Replicas != 1 || time.Duration(c.Timeout) != defaultTimeout ||
+		time.Duration(c.ClockSkew) != cluster.DefaultClockSkew || c.keyring == nil {
 		t.Errorf("defaults: %+v", c)
 	}
 }
@@ -102,10 +126,12 @@ func TestModuleLoadsFromJSON(t *testing.T) {
 	if !ok {
 		t.Fatalf("module is %T", mod.New())
 	}
-	if err := json.Unmarshal([]byte(`{"urls":["nats://127.0.0.1:4222"],"name":"x","replicas":3,"timeout":"2s"}`), n); err != nil {
+	if err := json.Unmarshal([]byte(`{"urls":["nats://127.0.0.1:4222"],"name":"x","replicas":3,"timeout":"2s",
+		"signing_keys":["{env.K}","{env.OLD}"],"clock_skew":"1s"}`), n); err != nil {
 		t.Fatal(err)
 	}
-	if n.Name != "x" || n.Replicas != 3 || time.Duration(n.Timeout) != 2*time.Second {
+	if n.Name != "x" || n.Replicas != 3 || time.Duration(n.Timeout) != 2*time.Second ||
+		len(n.SigningKeys) != 2 || n.SigningKeys[1] != "{env.OLD}" || time.Duration(n.ClockSkew) != time.Second {
 		t.Errorf("decoded %+v", n.Config)
 	}
 }

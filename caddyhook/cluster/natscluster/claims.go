@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 )
@@ -21,13 +22,46 @@ type claims struct {
 	revs map[string]uint64 // revision of each claim this node holds
 }
 
-// record is a bucket value.
+// record is a bucket value (sealed: see encode).
 type record struct {
 	Pending bool   `json:"p,omitempty"`
 	Node    string `json:"n"`
 	Until   int64  `json:"u,omitempty"` // pending: Unix ms the claim lapses
 	Status  int    `json:"s,omitempty"`
 	Body    []byte `json:"b,omitempty"`
+	Settled int64  `json:"t,omitempty"` // settled: Unix ms it was written
+}
+
+// encode seals r for key.
+func (c *claims) encode(key string, r record) []byte {
+	b, _ := json.Marshal(r)
+	return c.s.seal(b, sealIdem, c.s.n.idem, key)
+}
+
+// decode opens and reads the value of e. It reports false for a record
+// this node must not trust: one that does not open (counted and logged),
+// or a settled one older than the bucket's TTL (a replay). A pending
+// claim's end is clamped to the server's time of the write plus lease and
+// clock skew, so that a claim from a node whose clock runs ahead lapses
+// when the node's own lease would.
+func (c *claims) decode(e jetstream.KeyValueEntry, lease time.Duration) (record, bool, error) {
+	b, ok := c.s.open(e.Value(), sealIdem, c.s.n.idem, e.Key())
+	if !ok {
+		c.s.reject(cluster.RejectedIdempotency, zap.String("bucket", c.s.n.idem))
+		return record{}, false, nil
+	}
+	var r record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return record{}, false, fmt.Errorf("idempotency record %s: %w", e.Key(), err)
+	}
+	skew := time.Duration(c.s.cfg.ClockSkew)
+	if !r.Pending && time.Since(time.UnixMilli(r.Settled)) > max(c.s.p.IdempotencyTTL, time.Second)+skew {
+		return record{}, false, nil
+	}
+	if r.Pending && lease > 0 {
+		r.Until = min(r.Until, e.Created().Add(lease+skew).UnixMilli())
+	}
+	return r, true, nil
 }
 
 func (r record) public() cluster.Record {
@@ -68,7 +102,8 @@ func (c *claims) claim(ctx context.Context, key string, lease time.Time) (cluste
 	if err != nil {
 		return cluster.Record{}, false, err
 	}
-	mine, _ := json.Marshal(record{Pending: true, Node: c.s.node, Until: lease.UnixMilli()})
+	mine := c.encode(key, record{Pending: true, Node: c.s.node, Until: lease.UnixMilli()})
+	leaseFor := time.Until(lease)
 	for range maxClaimRounds {
 		rev, err := kv.Create(ctx, key, mine)
 		if err == nil {
@@ -85,12 +120,13 @@ func (c *claims) claim(ctx context.Context, key string, lease time.Time) (cluste
 		if err != nil {
 			return cluster.Record{}, false, err
 		}
-		var r record
-		if err := json.Unmarshal(e.Value(), &r); err != nil {
-			return cluster.Record{}, false, fmt.Errorf("idempotency record %s: %w", key, err)
+		r, trusted, err := c.decode(e, leaseFor)
+		if err != nil {
+			return cluster.Record{}, false, err
 		}
-		if r.Pending && time.Now().UnixMilli() >= r.Until {
-			// the claiming node died or gave up: take over
+		if !trusted || r.Pending && time.Now().UnixMilli() >= r.Until {
+			// not a node's record (or a stale replay), or the claiming
+			// node died or gave up: take over
 			rev, err := kv.Update(ctx, key, mine, e.Revision())
 			if err == nil {
 				c.hold(ctx, key, rev)
@@ -145,7 +181,7 @@ func (c *claims) Settle(ctx context.Context, key string, status int, body []byte
 	if err != nil {
 		return err
 	}
-	val, _ := json.Marshal(record{Node: c.s.node, Status: status, Body: body})
+	val := c.encode(key, record{Node: c.s.node, Status: status, Body: body, Settled: time.Now().UnixMilli()})
 	if _, err := bounded(ctx, func(ctx context.Context) (uint64, error) { return kv.Update(ctx, key, val, rev) }); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return errLostClaim
@@ -205,9 +241,12 @@ func (c *claims) Wait(ctx context.Context, key string) (cluster.Record, bool, er
 			c.s.opFailed(err)
 			return cluster.Record{}, false, err
 		}
-		var r record
-		if err := json.Unmarshal(e.Value(), &r); err != nil {
-			return cluster.Record{}, false, fmt.Errorf("idempotency record %s: %w", key, err)
+		r, trusted, err := c.decode(e, 0)
+		if err != nil {
+			return cluster.Record{}, false, err
+		}
+		if !trusted {
+			return cluster.Record{}, false, nil // compete again: Claim takes it over
 		}
 		if !r.Pending {
 			return r.public(), true, nil

@@ -73,6 +73,7 @@ type shared struct {
 	closing     chan struct{}
 	started     chan struct{} // closed once nc and js are set
 	bg          sync.WaitGroup
+	rejected    rejections // records dropped: not sealed with the keys
 }
 
 type kvBox struct{ jetstream.KeyValue }
@@ -389,8 +390,13 @@ func (h *handle) Settings() map[string]string {
 		"urls": strings.Join(redactURLs(c.URLs), " "), "name": h.p.Name, "replicas": strconv.Itoa(c.Replicas),
 		"credentials": c.Credentials, "user": c.User, "password": secret(c.Password), "token": secret(c.Token), "nkey": c.NKey,
 		"timeout": time.Duration(c.Timeout).String(), "ack_wait": time.Duration(c.AckWait).String(),
-		"duplicate_window": time.Duration(c.DuplicateWindow).String(),
+		"duplicate_window": time.Duration(c.DuplicateWindow).String(), "clock_skew": time.Duration(c.ClockSkew).String(),
 	}
+	keys := make([]string, len(c.SigningKeys))
+	for i, k := range c.SigningKeys {
+		keys[i] = secret(k)
+	}
+	out["signing_keys"] = strings.Join(keys, " ")
 	if c.TLS != nil {
 		out["tls.ca"], out["tls.cert"], out["tls.key"] = c.TLS.CA, c.TLS.Cert, c.TLS.Key
 	}
@@ -413,6 +419,9 @@ func (h *handle) Timeout() time.Duration { return time.Duration(h.cfg.Timeout) }
 
 // Watch implements cluster.Backend.
 func (h *handle) Watch(fn func(up bool)) func() { return h.hub.watch(fn, h.up()) }
+
+// ClockSkew implements cluster.Backend.
+func (h *handle) ClockSkew() time.Duration { return time.Duration(h.cfg.ClockSkew) }
 
 // Claims implements cluster.Backend.
 func (h *handle) Claims() cluster.ClaimStore { return h.claims }

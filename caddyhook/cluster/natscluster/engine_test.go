@@ -62,7 +62,7 @@ func TestProvisionCreatesStreamsBucketsConsumers(t *testing.T) {
 	}
 
 	// a second open with another TTL updates the bucket instead of failing
-	n2 := &NATS{Config: Config{URLs: []string{srv.URL()}}}
+	n2 := &NATS{Config: Config{URLs: []string{srv.URL()}, SigningKeys: []string{testSigningKey}}}
 	if err := n2.Config.validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestProvisionCreatesStreamsBucketsConsumers(t *testing.T) {
 
 func TestOpenFailsLoudlyWithoutJetStream(t *testing.T) {
 	srv := natstest.Run(t, natstest.Options{NoJetStream: true})
-	n := &NATS{Config: Config{URLs: []string{srv.URL()}}}
+	n := &NATS{Config: Config{URLs: []string{srv.URL()}, SigningKeys: []string{testSigningKey}}}
 	if err := n.Config.validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestOpenFailsLoudlyWithoutJetStream(t *testing.T) {
 
 func TestOpenRefusesWhatTheServerCannotDo(t *testing.T) {
 	srv := natstest.Run(t, natstest.Options{})
-	n := &NATS{Config: Config{URLs: []string{srv.URL()}, Replicas: 3}}
+	n := &NATS{Config: Config{URLs: []string{srv.URL()}, Replicas: 3, SigningKeys: []string{testSigningKey}}}
 	if err := n.Config.validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestOpenRefusesWhatTheServerCannotDo(t *testing.T) {
 
 func TestTokenAuth(t *testing.T) {
 	srv := natstest.Run(t, natstest.Options{Token: "s3cret-token-for-the-test"})
-	bad := &NATS{Config: Config{URLs: []string{srv.URL()}, Token: "wrong", Timeout: caddy.Duration(300 * time.Millisecond)}}
+	bad := &NATS{Config: Config{URLs: []string{srv.URL()}, Token: "wrong", Timeout: caddy.Duration(300 * time.Millisecond), SigningKeys: []string{testSigningKey}}}
 	if err := bad.Config.validate(); err != nil {
 		t.Fatal(err)
 	}

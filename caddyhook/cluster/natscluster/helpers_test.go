@@ -15,6 +15,9 @@ import (
 // testTimeout bounds every wait of these tests.
 const testTimeout = 30 * time.Second
 
+// testSigningKey is the signing key of the test nodes.
+const testSigningKey = "natscluster-test-signing-key-5e0c9b8a7f6d4e3c2b1a"
+
 // node is one caddyhook process's view of the cluster: its own
 // connection (distinct URL order or proxy, hence its own pool entry).
 type node struct {
@@ -25,7 +28,14 @@ type node struct {
 // openNode connects a node to urls with namespace name.
 func openNode(t *testing.T, urls []string, name string, q *cluster.QueueParams, mod func(*Config)) *node {
 	t.Helper()
-	n := &NATS{Config: Config{URLs: urls, Timeout: caddy.Duration(2 * time.Second), AckWait: caddy.Duration(2 * time.Second)}}
+	return openNodeMetrics(t, urls, name, q, mod, nil)
+}
+
+// openNodeMetrics is openNode counting on m.
+func openNodeMetrics(t *testing.T, urls []string, name string, q *cluster.QueueParams, mod func(*Config), m *cluster.Metrics) *node {
+	t.Helper()
+	n := &NATS{Config: Config{URLs: urls, Timeout: caddy.Duration(2 * time.Second), AckWait: caddy.Duration(2 * time.Second),
+		SigningKeys: []string{testSigningKey}}}
 	if mod != nil {
 		mod(&n.Config)
 	}
@@ -33,7 +43,7 @@ func openNode(t *testing.T, urls []string, name string, q *cluster.QueueParams, 
 		t.Fatal(err)
 	}
 	n.logger = zaptest.NewLogger(t, zaptest.Level(zap.WarnLevel))
-	b, err := n.Open(cluster.Params{Name: name, LockTTL: time.Minute, IdempotencyTTL: time.Minute, Queue: q})
+	b, err := n.Open(cluster.Params{Name: name, LockTTL: time.Minute, IdempotencyTTL: time.Minute, Queue: q, Metrics: m})
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

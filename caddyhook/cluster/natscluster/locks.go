@@ -6,22 +6,30 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 )
 
-// Broadcast implements cluster.Backend with a core NATS publish.
+// Broadcast implements cluster.Backend with a core NATS publish, sealed.
 func (h *handle) Broadcast(msg []byte) error {
 	if !h.up() {
 		return cluster.ErrUnavailable
 	}
-	return h.nc.Publish(h.n.auth, msg)
+	return h.nc.Publish(h.n.auth, h.seal(msg[:len(msg):len(msg)], sealFailures, h.n.auth))
 }
 
 // Subscribe implements cluster.Backend; the subscription survives
-// reconnections.
+// reconnections. A broadcast that does not open is dropped.
 func (h *handle) Subscribe(fn func(msg []byte)) (func(), error) {
-	sub, err := h.nc.Subscribe(h.n.auth, func(m *nats.Msg) { fn(m.Data) })
+	sub, err := h.nc.Subscribe(h.n.auth, func(m *nats.Msg) {
+		msg, ok := h.open(m.Data, sealFailures, h.n.auth)
+		if !ok {
+			h.reject(cluster.RejectedFailures, zap.String("subject", m.Subject))
+			return
+		}
+		fn(msg)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -35,13 +43,13 @@ func (h *handle) Subscribe(fn func(msg []byte)) (func(), error) {
 }
 
 // PutLock implements cluster.Backend. Records live for the bucket's TTL
-// (the longest lock); the value carries the lock's own end.
+// (the longest lock); the value, sealed, carries the lock's own end.
 func (h *handle) PutLock(ctx context.Context, key string, val []byte, _ time.Duration) error {
 	kv := h.locks.Load()
 	if kv == nil || !h.up() {
 		return cluster.ErrUnavailable
 	}
-	_, err := kv.Put(ctx, key, val)
+	_, err := kv.Put(ctx, key, h.seal(val[:len(val):len(val)], sealLock, h.n.locks, key))
 	return err
 }
 
@@ -108,8 +116,13 @@ func (h *handle) watchLocksOnce(fn func([]byte), changed, stop chan struct{}) bo
 			if !ok {
 				return true
 			}
-			if e != nil && e.Operation() == jetstream.KeyValuePut {
-				fn(e.Value())
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			if val, ok := h.open(e.Value(), sealLock, h.n.locks, e.Key()); ok {
+				fn(val)
+			} else {
+				h.reject(cluster.RejectedLock, zap.String("bucket", h.n.locks))
 			}
 		}
 	}

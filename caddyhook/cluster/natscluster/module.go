@@ -88,6 +88,18 @@ type Config struct {
 	// DuplicateWindow is how long the queue remembers event ids to drop
 	// duplicates (default 1h).
 	DuplicateWindow caddy.Duration `json:"duplicate_window,omitempty"`
+	// SigningKeys (required) seal every record a node writes to NATS:
+	// queued events, dead letters, idempotency records, locks and failure
+	// broadcasts; a node drops, counts and logs what does not open with
+	// one of them. The first key seals, every key opens (rotation). A
+	// secret shared by every node: {env.…} or {file.…}, at least 32
+	// bytes.
+	SigningKeys []string `json:"signing_keys,omitempty"`
+	// ClockSkew is how far ahead of this node's clock a time read from
+	// another node may be; later ones are clamped (default 2s, at most 10m).
+	ClockSkew caddy.Duration `json:"clock_skew,omitempty"`
+
+	keyring *cluster.Keyring // from SigningKeys, expanded
 }
 
 // CaddyModule returns the Caddy module information.
@@ -101,7 +113,11 @@ func (*NATS) CaddyModule() caddy.ModuleInfo {
 // Provision expands placeholders and validates the settings.
 func (n *NATS) Provision(ctx caddy.Context) error {
 	n.logger = ctx.Logger()
-	return n.Config.validate()
+	if err := n.Config.validate(); err != nil {
+		return err
+	}
+	n.Config.warn(n.logger)
+	return nil
 }
 
 // New returns an engine with cfg outside a Caddy config (tools, tests).
@@ -113,6 +129,7 @@ func New(cfg Config, logger *zap.Logger) (*NATS, error) {
 	if err := n.Config.validate(); err != nil {
 		return nil, err
 	}
+	n.Config.warn(logger)
 	return n, nil
 }
 
@@ -180,7 +197,7 @@ func (n *Config) validate() error {
 	if n.DuplicateWindow == 0 {
 		n.DuplicateWindow = caddy.Duration(defaultDupWindow)
 	}
-	return nil
+	return n.validateTrust()
 }
 
 // Open implements cluster.Engine: the backend of this connection and
@@ -239,7 +256,8 @@ func poolKey(cfg *Config, p cluster.Params) (string, error) {
 		L time.Duration
 		I time.Duration
 		Q *cluster.QueueParams
-	}{cfg, p.Name, p.LockTTL, p.IdempotencyTTL, p.Queue})
+		K string // the signing keys' fingerprint: {file.…} may change
+	}{cfg, p.Name, p.LockTTL, p.IdempotencyTTL, p.Queue, cfg.keyring.Fingerprint()})
 	if err != nil {
 		return "", err
 	}

@@ -18,17 +18,11 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
 
-// Message headers of a queued event (the body is the gateway body).
-const (
-	hdrID        = "Hooks-Id"
-	hdrKind      = "Hooks-Kind"
-	hdrPath      = "Hooks-Path"
-	hdrClientIP  = "Hooks-Client-Ip"
-	hdrFirstSeen = "Hooks-First-Seen"
-	hdrReason    = "Hooks-Reason"
-	hdrStatus    = "Hooks-Status"
-	hdrAttempts  = "Hooks-Attempts"
-)
+// A queued event (and a dead letter) is one message whose data is the
+// event in the local spool's record format (spool.MarshalEvent: the
+// gateway path with its query, the forwarded headers, the trace context,
+// the body …), sealed with the cluster's signing key for its subject; the
+// only header is Nats-Msg-Id, which deduplicates.
 
 // queue is the replicated queue: the work-queue stream, its two delivery
 // lanes and the dead-letter stream.
@@ -115,8 +109,7 @@ func (q *queue) Publish(ctx context.Context, evs ...*spool.Event) error {
 		if ev == nil || ev.ID == "" || (ev.Kind != spool.KindWake && ev.Kind != spool.KindAgent) {
 			return fmt.Errorf("%w: event without id or kind", spool.ErrInvalidEvent)
 		}
-		msgs[i] = q.encode(ev, q.subject(ev.Kind))
-		msgs[i].Header.Set(jetstream.MsgIDHeader, ev.ID)
+		msgs[i] = q.encode(ev, q.subject(ev.Kind), ev.ID)
 	}
 	_, err := bounded(ctx, func(ctx context.Context) (struct{}, error) {
 		if len(msgs) == 1 {
@@ -239,34 +232,49 @@ func (q *queue) subject(kind string) string {
 	return q.s.n.queueAgent
 }
 
-// encode turns an event into a message on subject.
-func (q *queue) encode(ev *spool.Event, subject string) *nats.Msg {
+// encode turns an event into a sealed message on subject, deduplicated
+// by msgID.
+func (q *queue) encode(ev *spool.Event, subject, msgID string) *nats.Msg {
+	if ev.FirstSeen.IsZero() {
+		c := *ev
+		c.FirstSeen = time.Now()
+		ev = &c
+	}
 	m := nats.NewMsg(subject)
-	m.Header.Set(hdrID, ev.ID)
-	m.Header.Set(hdrKind, ev.Kind)
-	m.Header.Set(hdrPath, ev.Path)
-	if ev.ClientIP != "" {
-		m.Header.Set(hdrClientIP, ev.ClientIP)
-	}
-	first := ev.FirstSeen
-	if first.IsZero() {
-		first = time.Now()
-	}
-	m.Header.Set(hdrFirstSeen, first.UTC().Format(time.RFC3339Nano))
-	m.Data = ev.Body
+	m.Header.Set(jetstream.MsgIDHeader, msgID)
+	m.Data = q.s.seal(spool.MarshalEvent(ev), sealKind(subject, q.s.n.dead), subject)
 	return m
 }
 
-// decode reads an event from message headers and body.
-func decode(h nats.Header, body []byte) (*spool.Event, error) {
-	ev := &spool.Event{ID: h.Get(hdrID), Kind: h.Get(hdrKind), Path: h.Get(hdrPath), ClientIP: h.Get(hdrClientIP),
-		Body: body, LastError: h.Get(hdrReason)}
-	t, err := time.Parse(time.RFC3339Nano, h.Get(hdrFirstSeen))
-	if err != nil || ev.ID == "" || ev.Path == "" || (ev.Kind != spool.KindWake && ev.Kind != spool.KindAgent) {
-		return nil, errors.New("queued message lacks the event headers")
+// sealKind is the seal context of a message on subject.
+func sealKind(subject, dead string) string {
+	if subject == dead {
+		return sealDead
 	}
-	ev.FirstSeen = t
-	ev.Attempts, _ = strconv.Atoi(h.Get(hdrAttempts))
+	return sealQueue
+}
+
+// errUnsealed: a message that does not open with the cluster's keys.
+var errUnsealed = errors.New("not sealed with the cluster's signing key")
+
+// decode opens a message read from subject and reads its event: an event
+// of the subject's lane, its first-seen time no later than the server's
+// time of the message (stored) plus the clock skew.
+func (q *queue) decode(subject string, data []byte, stored time.Time) (*spool.Event, error) {
+	b, ok := q.s.open(data, sealKind(subject, q.s.n.dead), subject)
+	if !ok {
+		return nil, errUnsealed
+	}
+	ev, err := spool.UnmarshalEvent(b)
+	if err != nil {
+		return nil, err
+	}
+	if subject != q.s.n.dead && q.subject(ev.Kind) != subject {
+		return nil, fmt.Errorf("%w: a %s event on %s", spool.ErrInvalidEvent, ev.Kind, subject)
+	}
+	if limit := stored.Add(time.Duration(q.s.cfg.ClockSkew)); !stored.IsZero() && ev.FirstSeen.After(limit) {
+		ev.FirstSeen = limit
+	}
 	return ev, nil
 }
 
@@ -379,7 +387,12 @@ func (q *queue) handle(ctx context.Context, m jetstream.Msg) {
 		_ = m.Nak()
 		return
 	}
-	ev, err := decode(m.Headers(), m.Data())
+	ev, err := q.decode(m.Subject(), m.Data(), meta.Timestamp)
+	if errors.Is(err, errUnsealed) {
+		q.s.reject(cluster.RejectedQueue, zap.String("subject", m.Subject()), zap.Uint64("seq", meta.Sequence.Stream))
+		_ = m.Term() // removes it from the work queue: never delivered
+		return
+	}
 	if err != nil {
 		q.s.log.Error("cluster: unreadable queued message; moved to the dead letters",
 			zap.Uint64("seq", meta.Sequence.Stream), zap.Error(err))
@@ -457,11 +470,9 @@ func (q *queue) keepAlive(m jetstream.Msg) (stop func()) {
 // from the queue; if the dead letter cannot be written the message is
 // redelivered later instead.
 func (q *queue) bury(m jetstream.Msg, meta *jetstream.MsgMetadata, ev *spool.Event, status int, reason string) {
-	dm := q.encode(ev, q.s.n.dead)
-	dm.Header.Set(jetstream.MsgIDHeader, ev.ID+".dead."+strconv.FormatUint(meta.Sequence.Stream, 10))
-	dm.Header.Set(hdrReason, reason)
-	dm.Header.Set(hdrStatus, strconv.Itoa(status))
-	dm.Header.Set(hdrAttempts, strconv.Itoa(ev.Attempts))
+	dl := *ev
+	dl.LastError, dl.NextTry = reason, time.Time{}
+	dm := q.encode(&dl, q.s.n.dead, ev.ID+".dead."+strconv.FormatUint(meta.Sequence.Stream, 10))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(q.s.cfg.Timeout))
 	defer cancel()
 	if _, err := q.s.js.PublishMsg(ctx, dm); err != nil {
@@ -481,7 +492,8 @@ type deadLetter struct {
 	ev  *spool.Event
 }
 
-// deadLetters reads the dead-letter stream in order.
+// deadLetters reads the dead-letter stream in order; a dead letter that
+// does not open with the cluster's keys is dropped from it (and counted).
 func (q *queue) deadLetters(ctx context.Context) ([]deadLetter, jetstream.Stream, error) {
 	if !q.s.up() {
 		return nil, nil, cluster.ErrUnavailable
@@ -499,8 +511,13 @@ func (q *queue) deadLetters(ctx context.Context) ([]deadLetter, jetstream.Stream
 		if err != nil {
 			return nil, nil, err
 		}
-		ev, derr := decode(raw.Header, raw.Data)
-		if derr != nil {
+		ev, derr := q.decode(raw.Subject, raw.Data, raw.Time)
+		if errors.Is(derr, errUnsealed) {
+			q.s.reject(cluster.RejectedDeadLetter, zap.String("subject", raw.Subject), zap.Uint64("seq", raw.Sequence))
+			if err := st.DeleteMsg(ctx, raw.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+				return nil, nil, err
+			}
+		} else if derr != nil {
 			q.s.log.Error("cluster: skipping unreadable dead letter", zap.Uint64("seq", raw.Sequence), zap.Error(derr))
 		} else {
 			ev.Seq = raw.Sequence
@@ -568,8 +585,7 @@ func (q *queue) Retry(ctx context.Context, ids ...string) (int, error) {
 	return q.eachDead(ctx, ids, func(d deadLetter) error {
 		ev := *d.ev
 		ev.FirstSeen, ev.Attempts, ev.LastError = time.Now(), 0, ""
-		m := q.encode(&ev, q.subject(ev.Kind))
-		m.Header.Set(jetstream.MsgIDHeader, ev.ID+".retry."+strconv.FormatUint(d.seq, 10))
+		m := q.encode(&ev, q.subject(ev.Kind), ev.ID+".retry."+strconv.FormatUint(d.seq, 10))
 		_, err := q.s.js.PublishMsg(ctx, m)
 		return publishErr(err)
 	})

@@ -1,0 +1,149 @@
+package natscluster
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	"github.com/caddyhook/caddyhook/internal/secret"
+)
+
+// The trust model: NATS is shared infrastructure, not a trusted peer.
+// Nodes authenticate to it (warned about when they do not), seal every
+// record they write with the cluster's signing key and drop, count and
+// log every record they read that does not open (see cluster.Keyring);
+// the times in what does open are clamped by the readers (cluster.LockSync,
+// claims, queue).
+
+// Seal contexts: what a record is, besides its subject or key.
+const (
+	sealQueue    = "queue"
+	sealDead     = "dead_letter"
+	sealIdem     = "idempotency"
+	sealLock     = "lock"
+	sealFailures = "failures"
+)
+
+// signingKeyExample is how the README and the errors suggest setting the key.
+const signingKeyExample = "signing_key {env.HOOKS_CLUSTER_KEY}, with HOOKS_CLUSTER_KEY=$(openssl rand -hex 32) the same on every node"
+
+// validateTrust expands and checks the secrets, builds the keyring and
+// fills the clock skew's default; errors name the field, never a value.
+func (n *Config) validateTrust() error {
+	switch {
+	case n.ClockSkew < 0 || time.Duration(n.ClockSkew) > cluster.MaxClockSkew:
+		return fmt.Errorf("cluster nats: clock_skew: %s must be between 0 and %s", time.Duration(n.ClockSkew), cluster.MaxClockSkew)
+	case n.ClockSkew == 0:
+		n.ClockSkew = caddy.Duration(cluster.DefaultClockSkew)
+	}
+	// (an empty user, password, token, credentials or nkey: see validate)
+	if len(n.SigningKeys) == 0 {
+		return fmt.Errorf("cluster nats: signing_key: required: a secret the nodes seal what they write to NATS with, so that none of them trusts a record that another client of the servers wrote (set it, e.g. %s)", signingKeyExample)
+	}
+	keys := make([]string, len(n.SigningKeys))
+	for i, raw := range n.SigningKeys {
+		if keys[i] = strings.TrimSpace(expand(raw)); keys[i] == "" {
+			field := "signing_key"
+			if len(n.SigningKeys) > 1 {
+				field = fmt.Sprintf("signing_key %d of %d", i+1, len(n.SigningKeys))
+			}
+			return fmt.Errorf("cluster nats: %s: %s", field, secret.Empty(raw, signingKeyExample))
+		}
+	}
+	kr, err := cluster.NewKeyring(keys)
+	if err != nil {
+		return fmt.Errorf("cluster nats: signing_key: %w", err)
+	}
+	n.keyring = kr
+	return nil
+}
+
+// warn logs what provisioning accepts but an operator should change: a
+// connection that presents no credentials, and secrets written as literals.
+func (n *Config) warn(logger *zap.Logger) {
+	if !n.authenticated() {
+		logger.Warn("cluster nats: the NATS connection presents no credentials (credentials, user/password, token, nkey or a tls client cert): "+
+			"any client that reaches the servers can read the queued events and delete or flood the cluster's streams and buckets "+
+			"(records it writes are dropped: they are not sealed with signing_key); give the servers authorization and the nodes credentials",
+			zap.String("block", "cluster nats"), zap.Strings("urls", redactURLs(n.URLs)))
+	}
+	for _, f := range []struct{ name, raw string }{{"cluster nats: password", n.Password}, {"cluster nats: token", n.Token}} {
+		if secret.IsLiteral(f.raw) {
+			logger.Warn(secret.LiteralWarning, zap.String("field", f.name))
+		}
+	}
+	for i, raw := range n.SigningKeys {
+		if secret.IsLiteral(raw) {
+			logger.Warn(secret.LiteralWarning, zap.String("field", fmt.Sprintf("cluster nats: signing_key %d", i+1)))
+		}
+	}
+}
+
+// authenticated reports whether the connection presents credentials of
+// any kind: a creds file, user/password (also in a URL), a token, an nkey
+// or a TLS client certificate.
+func (n *Config) authenticated() bool {
+	if n.Credentials != "" || n.User != "" || n.Token != "" || n.NKey != "" || (n.TLS != nil && n.TLS.Cert != "") {
+		return true
+	}
+	for _, u := range n.URLs {
+		if p := strings.Index(u, "://"); p >= 0 && strings.Contains(u[p+3:], "@") {
+			return true
+		}
+	}
+	return false
+}
+
+// rejectLogEvery bounds the log lines about dropped records: a flood of
+// forged records logs one line per interval, with the count since.
+const rejectLogEvery = 10 * time.Second
+
+// rejections counts and logs the records a node dropped.
+type rejections struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed uint64
+}
+
+// reject drops one record of kind that did not open: counted on the
+// metrics, logged within the budget (where it was, never its content).
+func (s *shared) reject(kind string, where ...zap.Field) {
+	s.p.Metrics.Rejected(kind)
+	r := &s.rejected
+	r.mu.Lock()
+	now := time.Now()
+	if now.Sub(r.last) < rejectLogEvery {
+		r.suppressed++
+		r.mu.Unlock()
+		return
+	}
+	suppressed := r.suppressed
+	r.last, r.suppressed = now, 0
+	r.mu.Unlock()
+	s.log.Warn("cluster: dropped a record not sealed with the cluster's signing key (written by a client that is not a node of this cluster, or by a node with other keys)",
+		append(where, zap.String("kind", kind), zap.Uint64("suppressed", suppressed))...)
+}
+
+// seal appends the seal of a payload of kind written to the subject, or
+// bucket and key, where.
+func (s *shared) seal(payload []byte, kind string, where ...string) []byte {
+	var ctx [3]string
+	return s.cfg.keyring.Seal(payload, sealContext(&ctx, kind, where)...)
+}
+
+// open opens a record of kind read from where.
+func (s *shared) open(sealed []byte, kind string, where ...string) ([]byte, bool) {
+	var ctx [3]string
+	return s.cfg.keyring.Open(sealed, sealContext(&ctx, kind, where)...)
+}
+
+// sealContext is kind followed by where (at most two parts), in buf.
+func sealContext(buf *[3]string, kind string, where []string) []string {
+	buf[0] = kind
+	return buf[:1+copy(buf[1:], where)]
+}
