@@ -50,6 +50,10 @@ func (h *Handler) replayEvent(ctx context.Context, id string) (*replayAnswer, er
 		g := gatewayRequest{kind: kind, path: k.Path, body: k.Body, idemKey: eid}
 		if k.Header != nil {
 			g.header = k.Header.Clone()
+			// a forwarded request is sent with its own headers only: the
+			// new key, which the gateway reads before any other, makes it
+			// run the replay again
+			g.header["Idempotency-Key"] = []string{eid}
 		}
 		items[i] = prepared{gatewayRequest: g, mode: k.Mode, eventID: eid, forward: k.Forward}
 		if i == 0 {

@@ -57,6 +57,12 @@ type exchange struct {
 	// items are the gateway requests handed to the sink (the event log
 	// records them).
 	items []prepared
+
+	// gwRest is the path below the base as the gateway reads it, for a
+	// forwarded request (gatewayRest); gwOK says whether the gateway reads
+	// the name the edge routed; gwDone that both are set.
+	gwRest       string
+	gwOK, gwDone bool
 }
 
 // bodyPool recycles request body buffers.
@@ -99,6 +105,10 @@ func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) 
 // returns the success status and body, or the rejection.
 func (h *Handler) process(ex *exchange) (int, []byte, *hookError) {
 	r := ex.r
+	if h.forward && !rawTargetOK(requestTarget(r)) {
+		// what the gateway's HTTP parser refuses, before anything else
+		return 0, nil, reject(http.StatusBadRequest, reasonRawTarget)
+	}
 	if h.urlToken(r) {
 		return 0, nil, reject(http.StatusBadRequest, reasonQueryToken)
 	}
@@ -172,7 +182,7 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 		// fingerprint the request as sent, before the policy fills in
 		// generated values such as a fresh session key
 		if p.fwd.name != "" {
-			seeds = []string{p.fwd.seed(key, ex.r.URL.RawQuery)}
+			seeds = []string{p.fwd.seed(key)}
 		} else {
 			seeds = actionSeeds(key, p.actions)
 		}
@@ -184,8 +194,10 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 	}
 	if p.fwd.name != "" && len(p.actions) == 1 {
 		if a := &p.actions[0]; a.Kind == KindAgent && a.keySource == keyNone && a.SessionKey != "" {
-			// the edge's own default_session_key; the gateway resolves
-			// every other omitted field itself
+			// the edge's own default_session_key, as the last member: it
+			// wins over a sessionKey the policy read as none (null, "",
+			// blank), which the gateway would otherwise read last; the
+			// gateway resolves every other omitted field itself
 			p.fwd.body = withField(p.fwd.body, "sessionKey", a.SessionKey)
 		}
 	}
@@ -284,8 +296,9 @@ func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, key string
 		}
 		return eventIDs[i]
 	}
+	ctx = withTrace(ctx, requestTrace(ex.r))
 	if p.fwd.name != "" {
-		ex.items = []prepared{h.prepareForward(ex, &p.fwd, key, id(0))}
+		ex.items = []prepared{h.prepareForward(ex, &p.fwd, id(0))}
 		return h.sink.deliver(ctx, ex.items, 0, ex.ip)
 	}
 	items := make([]prepared, len(p.actions))
@@ -293,7 +306,6 @@ func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, key string
 		items[i] = h.prepare(&p.actions[i], id(i))
 	}
 	ex.items = items
-	ctx = withTrace(ctx, requestTrace(ex.r))
 	return h.sink.deliver(ctx, items, p.dropped, ex.ip)
 }
 
