@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/caddyhook/caddyhook/internal/boundary"
 )
 
 // fuzzPolicy is a policy with every rule switched on.
@@ -107,7 +109,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 			return
 		}
-		a.Source = sourceWebhook
+		a.Source = boundary.SourceWebhook
 		p := fuzzHandler.prepare(&a, "")
 		var got map[string]any
 		if err := json.Unmarshal(p.body, &got); err != nil {
@@ -146,12 +148,12 @@ func checkWakeBody(t *testing.T, in, got map[string]any) {
 func checkAgentBody(t *testing.T, in, got map[string]any) {
 	t.Helper()
 	msg, _ := got["message"].(string)
-	w, ok := splitWrapped(msg)
+	_, content, ok := unwrapMessage(msg)
 	if !ok {
 		t.Fatalf("message is not wrapped: %q", msg)
 	}
-	if want, _ := nonBlank(in, "message"); w.content != sanitizeContent(want) {
-		t.Fatalf("wrapped content %q, want %q", w.content, sanitizeContent(want))
+	if want, _ := nonBlank(in, "message"); content != boundary.Sanitize(want) {
+		t.Fatalf("wrapped content %q, want %q", content, boundary.Sanitize(want))
 	}
 	if id := got["agentId"]; id != "main" && id != "ops" {
 		t.Fatalf("agentId %v is not an effective agent", got["agentId"])

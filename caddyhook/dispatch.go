@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/caddyhook/caddyhook/internal/boundary"
 )
 
 // eventNamespace derives deterministic event ids from idempotency keys, so
@@ -47,6 +49,28 @@ func (h *Handler) prepare(a *Action, eventID string) prepared {
 		g.timeout = h.gateway.waitTimeoutFor(a.TimeoutSeconds)
 	}
 	return prepared{gatewayRequest: g, mode: a.Mode, eventID: eventID}
+}
+
+// applyBoundary returns a as the gateway must see it: an agent message
+// wrapped (unless the mapping allows unsafe content) and its name
+// sanitised; a wake text that a mapping built from the payload with its
+// markers and control tokens neutralised (a wake has no wrapper: it
+// becomes a system event). Direct /wake text comes from the token holder
+// and passes unchanged, as it does through the gateway.
+func applyBoundary(a *Action) *Action {
+	w := *a
+	switch {
+	case a.Kind == KindAgent:
+		w.Name = boundary.SanitizeName(a.Name)
+		if !a.AllowUnsafe {
+			w.Message = boundary.Wrap(a.Message, a.Source)
+		}
+	case a.Kind == KindWake && a.Source != "" && !a.AllowUnsafe:
+		w.Text = boundary.Sanitize(a.Text)
+	default:
+		return a
+	}
+	return &w
 }
 
 // actionSeeds derives one event id per action of an idempotent request

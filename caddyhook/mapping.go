@@ -6,12 +6,6 @@ import (
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
-// Content sources named in the external-content wrapper.
-const (
-	sourceWebhook = "Webhook"
-	sourceEmail   = "Email"
-)
-
 // maxFanout caps the actions one request may produce.
 const maxFanout = 200
 

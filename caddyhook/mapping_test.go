@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caddyhook/caddyhook/internal/boundary"
 	"github.com/caddyhook/caddyhook/internal/tmpl"
 )
 
@@ -150,7 +151,7 @@ func TestMappingReferenceJSON(t *testing.T) {
 		body string
 		want []sentAction
 	}{
-		{"x", `{"text":"hi"}`, []sentAction{agentSent(sourceWebhook, map[string]any{"message": "x says hi", "sessionKey": "hook:ref"})}},
+		{"x", `{"text":"hi"}`, []sentAction{agentSent(boundary.SourceWebhook, map[string]any{"message": "x says hi", "sessionKey": "hook:ref"})}},
 		{"ci", `{"source":"jenkins","build":{"number":7,"status":"FAILURE"}}`, []sentAction{wakeSent("build 7: FAILURE", "next-heartbeat")}},
 		{"mail", `{"messages":[{"id":"a","from":"x@y"},{"id":"b","from":"z@w"}]}`, []sentAction{
 			// no delivery: channel and to are neither checked nor sent
@@ -159,7 +160,7 @@ func TestMappingReferenceJSON(t *testing.T) {
 			{Kind: "agent", Body: map[string]any{"message": "From z@w", "name": "Mail", "agentId": "ops", "sessionKey": "hook:mail:b",
 				"deliver": false, "model": "openai/gpt-5", "thinking": "low", "timeoutSeconds": float64(90)}},
 		}},
-		{"snake", `{}`, []sentAction{agentSent(sourceWebhook, map[string]any{"message": "snake", "sessionKey": "hook:ref"})}},
+		{"snake", `{}`, []sentAction{agentSent(boundary.SourceWebhook, map[string]any{"message": "snake", "sessionKey": "hook:ref"})}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {

@@ -1,6 +1,10 @@
 package caddyhook
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/caddyhook/caddyhook/internal/boundary"
+)
 
 // Built-in hook names.
 const (
@@ -24,7 +28,7 @@ func (h *Handler) plan(ex *exchange) (plan, *hookError) {
 	case routeAgent:
 		ex.route = routeAgent
 		a, err = h.policy.decodeAgent(ex.payload)
-		a.Source = sourceWebhook
+		a.Source = boundary.SourceWebhook
 	default:
 		return h.planMapped(ex)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/caddyhook/caddyhook/internal/boundary"
 	"github.com/caddyhook/caddyhook/internal/tmpl"
 )
 
@@ -129,9 +130,9 @@ func (h *Handler) buildAction(c *compiledMapping, ex *exchange, vars *tmpl.Vars,
 			return Action{}, true, nil
 		}
 	}
-	source := sourceWebhook
+	source := boundary.SourceWebhook
 	if ex.sub == "gmail" {
-		source = sourceEmail
+		source = boundary.SourceEmail
 	}
 	a, herr := c.action(kind, f, keyFromRequest, unsafe, source)
 	return a, false, herr

@@ -1,4 +1,4 @@
-package caddyhook
+package boundary
 
 import (
 	"encoding/json"
@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 )
+
+// payloadsDir holds the sample payloads.
+const payloadsDir = "../../testdata/payloads"
 
 // fixtureStrings returns every string value of the JSON payloads in
 // testdata/payloads, in a stable order.
@@ -72,7 +75,7 @@ func wrapBenchInputs(b *testing.B) []struct{ name, content string } {
 	}
 }
 
-// BenchmarkWrap measures wrapExternal (neutralisation included) on
+// BenchmarkWrap measures Wrap (neutralisation included) on
 // fixture text and large bodies.
 func BenchmarkWrap(b *testing.B) {
 	for _, in := range wrapBenchInputs(b) {
@@ -80,7 +83,7 @@ func BenchmarkWrap(b *testing.B) {
 			b.SetBytes(int64(len(in.content)))
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = wrapExternal(in.content, sourceWebhook)
+				_ = Wrap(in.content, SourceWebhook)
 			}
 		})
 	}

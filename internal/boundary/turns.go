@@ -1,4 +1,4 @@
-package caddyhook
+package boundary
 
 import (
 	"strings"
@@ -252,7 +252,7 @@ func skipLineSpace(s string, i int) int {
 const maxRoleWord = 16
 
 // roleWord appends to buf the word w as a role name is read: folded
-// (wrap_fold.go), with the two case-dependent prototypes (I as l, m as
+// (fold.go), with the two case-dependent prototypes (I as l, m as
 // rn) read as i and m. It returns nil when w folds to anything but ASCII
 // letters, or to more than maxRoleWord of them.
 func roleWord(buf []byte, w string) []byte {

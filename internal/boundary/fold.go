@@ -1,10 +1,10 @@
-package caddyhook
+package boundary
 
 import "unicode/utf8"
 
 //go:generate go run gen_foldtable.go
 
-// Fold values of the generated table (wrap_foldtable.go): how a character
+// Fold values of the generated table (foldtable.go): how a character
 // reads when a model, or a person, looks for a boundary marker.
 const (
 	foldOther  = 0 // a letter or digit that reads as nothing ASCII: part of some other word

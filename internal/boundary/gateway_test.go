@@ -1,6 +1,6 @@
 //go:build openclaw
 
-package caddyhook
+package boundary
 
 import (
 	"bufio"
@@ -23,7 +23,7 @@ func locateGateway(t *testing.T) (node, pkg string) {
 	t.Helper()
 	bin, node := os.Getenv("CADDYHOOK_OPENCLAW_BIN"), os.Getenv("CADDYHOOK_NODE_BIN")
 	if bin == "" {
-		out, err := exec.Command("bash", filepath.Join("..", ".ci", "openclaw.sh")).Output()
+		out, err := exec.Command("bash", filepath.Join("..", "..", ".ci", "openclaw.sh")).Output()
 		if err != nil {
 			t.Fatalf(".ci/openclaw.sh: %v", err)
 		}
@@ -93,11 +93,11 @@ func TestGatewayDetectorOnWrapper(t *testing.T) {
 	module, _ := gatewayDetectorModule(t, pkg)
 	var inputs []string
 	for _, strs := range fixtureStrings(t) {
-		inputs = append(inputs, wrapExternal(strings.Join(strs, "\n"), sourceWebhook))
+		inputs = append(inputs, Wrap(strings.Join(strs, "\n"), SourceWebhook))
 	}
 	fixtures := len(inputs)
 	for _, v := range slices.Concat(forgeryVariants, separatedVariants) {
-		inputs = append(inputs, wrapExternal(v.in, sourceWebhook))
+		inputs = append(inputs, Wrap(v.in, SourceWebhook))
 	}
 	in, _ := json.Marshal(inputs)
 	script := `
