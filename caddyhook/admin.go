@@ -247,10 +247,10 @@ func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ strin
 	now := time.Now()
 	for _, lh := range all {
 		st := handlerStatus{Path: lh.h.base, Server: lh.server,
-			ActiveLockouts: lh.h.lockout.Active(now), IdempotencyEntries: lh.h.idem.entries(),
+			ActiveLockouts: lh.h.lockout.Active(now), IdempotencyEntries: lh.h.idem.Len(),
 			Settings: handlerSettings{UnauthenticatedBodies: cap(lh.h.unauth.slots), UnauthenticatedTimeoutSecond: lh.h.unauth.timeout.Seconds(),
 				UnauthenticatedPerAddress: int(lh.h.unauth.perAddr.max),
-				LockoutTableSize:          lh.h.lockout.capacity(), IdempotencyTTLSeconds: lh.h.idem.ttl.Seconds()}}
+				LockoutTableSize:          lh.h.lockout.capacity(), IdempotencyTTLSeconds: lh.h.idem.TTL().Seconds()}}
 		st.Events = eventsStatus(lh.h)
 		if cs := lh.h.cluster; cs != nil {
 			st.Cluster = &clusterSummary{Name: cs.name, Up: cs.backend.Up()}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/idempotency"
 	"github.com/caddyhook/caddyhook/internal/secret"
 )
 
@@ -181,7 +182,7 @@ type Handler struct {
 	addrCheck    clientAddressCheck
 	policy       *Policy
 	lockout      *lockoutTable
-	idem         *idemCache
+	idem         *idempotency.Cache
 	gateway      *gatewayClient
 	sink         sink
 	metrics      *hookMetrics

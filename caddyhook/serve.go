@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/caddyhook/caddyhook/internal/idempotency"
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
@@ -208,25 +209,25 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 		return h.dispatch(ex.r.Context(), ex, p, "", nil)
 	}
 	cacheKey := key + "\x00" + strings.Join(seeds, ",")
-	cached, claim, err := h.idem.claim(ex.r.Context(), cacheKey, ex.now)
+	cached, claim, err := h.idem.Claim(ex.r.Context(), cacheKey, ex.now)
 	if err != nil {
 		return 0, nil, reject(http.StatusServiceUnavailable, "request cancelled")
 	}
 	if claim == nil {
-		return cached.status, cached.body, nil
+		return cached.Status, cached.Body, nil
 	}
 	first, ccl, herr := h.clusterClaim(ex.r.Context(), cacheKey)
 	switch {
 	case herr != nil:
-		h.idem.settle(claim, idemReply{}, false, time.Now())
+		h.idem.Settle(claim, idempotency.Reply{}, false, time.Now())
 		return 0, nil, herr
 	case first != nil: // answered on another node (or before a restart)
-		h.idem.settle(claim, idemReply{status: first.Status, body: first.Body}, true, time.Now())
+		h.idem.Settle(claim, idempotency.Reply{Status: first.Status, Body: first.Body}, true, time.Now())
 		return first.Status, first.Body, nil
 	}
 	status, body, herr := h.dispatch(ex.r.Context(), ex, p, key, seeds)
 	h.settleClusterClaim(ccl, status, body, herr == nil)
-	h.idem.settle(claim, idemReply{status: status, body: body}, herr == nil, time.Now())
+	h.idem.Settle(claim, idempotency.Reply{Status: status, Body: body}, herr == nil, time.Now())
 	return status, body, herr
 }
 
@@ -263,6 +264,9 @@ func (h *Handler) idempotencyKey(ex *exchange) string {
 	}
 	return ex.deliveryID
 }
+
+// maxIdempotencyKeyLen bounds the Idempotency-Key header and field.
+const maxIdempotencyKeyLen = 256
 
 // usableIdemKey trims s and returns it when it is 1–256 UTF-16 code
 // units long (the gateway's measure), else "".

@@ -12,6 +12,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddyhook/caddyhook/internal/idempotency"
 )
 
 // sharedPool holds the state that must survive a config reload: the
@@ -113,13 +115,13 @@ func (h *Handler) provisionShared(identity string) error {
 	ttl := time.Duration(h.IdempotencyTTL)
 	key = idempotencyPoolPrefix + identity + "|" + ttl.String()
 	v, _, err = sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return newIdemCache(ttl), nil
+		return idempotency.New(ttl), nil
 	})
 	if err != nil {
 		return err
 	}
 	h.poolKeys = append(h.poolKeys, key)
-	h.idem = v.(*idemCache)
+	h.idem = v.(*idempotency.Cache)
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package caddyhook
+package idempotency
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 	"time"
 )
 
-var idemT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // mustLead claims key and fails unless the caller became the leader.
-func mustLead(t *testing.T, c *idemCache, key string, now time.Time) *idemClaim {
+func mustLead(t *testing.T, c *Cache, key string, now time.Time) *Claim {
 	t.Helper()
-	rep, cl, err := c.claim(context.Background(), key, now)
+	rep, cl, err := c.Claim(context.Background(), key, now)
 	if err != nil || cl == nil {
 		t.Fatalf("claim(%q): leader expected, got reply %+v err %v", key, rep, err)
 	}
@@ -24,9 +24,9 @@ func mustLead(t *testing.T, c *idemCache, key string, now time.Time) *idemClaim 
 }
 
 // mustReplay claims key and fails unless a cached reply came back.
-func mustReplay(t *testing.T, c *idemCache, key string, now time.Time) idemReply {
+func mustReplay(t *testing.T, c *Cache, key string, now time.Time) Reply {
 	t.Helper()
-	rep, cl, err := c.claim(context.Background(), key, now)
+	rep, cl, err := c.Claim(context.Background(), key, now)
 	if err != nil || cl != nil {
 		t.Fatalf("claim(%q): replay expected, got claim=%v err=%v", key, cl != nil, err)
 	}
@@ -34,7 +34,7 @@ func mustReplay(t *testing.T, c *idemCache, key string, now time.Time) idemReply
 }
 
 // checkIdemBounds verifies every shard's bounds and byte accounting.
-func checkIdemBounds(t *testing.T, c *idemCache) (entries int) {
+func checkIdemBounds(t *testing.T, c *Cache) (entries int) {
 	t.Helper()
 	for i := range c.shards {
 		sh := &c.shards[i]
@@ -46,11 +46,11 @@ func checkIdemBounds(t *testing.T, c *idemCache) (entries int) {
 				t.Errorf("shard %d: entry %q size %d below its key length", i, k, e.size)
 			}
 		}
-		if len(sh.m) > idemEntriesPerShd {
-			t.Errorf("shard %d holds %d entries > %d", i, len(sh.m), idemEntriesPerShd)
+		if len(sh.m) > entriesPerShard {
+			t.Errorf("shard %d holds %d entries > %d", i, len(sh.m), entriesPerShard)
 		}
-		if sh.bytes > idemBytesPerShard {
-			t.Errorf("shard %d holds %d bytes > %d", i, sh.bytes, idemBytesPerShard)
+		if sh.bytes > bytesPerShard {
+			t.Errorf("shard %d holds %d bytes > %d", i, sh.bytes, bytesPerShard)
 		}
 		if sh.bytes != sum {
 			t.Errorf("shard %d accounts %d bytes, entries hold %d", i, sh.bytes, sum)
@@ -62,28 +62,28 @@ func checkIdemBounds(t *testing.T, c *idemCache) (entries int) {
 }
 
 func TestIdemReplay(t *testing.T) {
-	c := newIdemCache(time.Minute)
-	cl := mustLead(t, c, "k1", idemT0)
+	c := New(time.Minute)
+	cl := mustLead(t, c, "k1", t0)
 	body := []byte(`{"ok":true,"runId":"r1"}`)
-	c.settle(cl, idemReply{status: 200, body: body}, true, idemT0)
+	c.Settle(cl, Reply{Status: 200, Body: body}, true, t0)
 	copy(body, "XXXX") // the cache must hold its own copy
 	for i := range 3 {
-		rep := mustReplay(t, c, "k1", idemT0.Add(time.Duration(i)*time.Second))
-		if rep.status != 200 || string(rep.body) != `{"ok":true,"runId":"r1"}` {
-			t.Fatalf("replay %d = %d %s", i, rep.status, rep.body)
+		rep := mustReplay(t, c, "k1", t0.Add(time.Duration(i)*time.Second))
+		if rep.Status != 200 || string(rep.Body) != `{"ok":true,"runId":"r1"}` {
+			t.Fatalf("replay %d = %d %s", i, rep.Status, rep.Body)
 		}
 	}
-	mustLead(t, c, "k2", idemT0) // other keys are independent
+	mustLead(t, c, "k2", t0) // other keys are independent
 }
 
 func TestIdemTTL(t *testing.T) {
-	c := newIdemCache(time.Minute)
-	c.settle(mustLead(t, c, "k", idemT0), idemReply{status: 200, body: []byte(`{}`)}, true, idemT0)
+	c := New(time.Minute)
+	c.Settle(mustLead(t, c, "k", t0), Reply{Status: 200, Body: []byte(`{}`)}, true, t0)
 	for _, tc := range []struct {
 		at     time.Duration
 		replay bool
 	}{{0, true}, {59 * time.Second, true}, {time.Minute - time.Nanosecond, true}, {time.Minute, false}} {
-		_, cl, err := c.claim(context.Background(), "k", idemT0.Add(tc.at))
+		_, cl, err := c.Claim(context.Background(), "k", t0.Add(tc.at))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,7 +91,7 @@ func TestIdemTTL(t *testing.T) {
 			t.Fatalf("at +%v: replay = %v, want %v", tc.at, cl == nil, tc.replay)
 		}
 		if cl != nil {
-			c.settle(cl, idemReply{}, false, idemT0.Add(tc.at))
+			c.Settle(cl, Reply{}, false, t0.Add(tc.at))
 		}
 	}
 	if n := checkIdemBounds(t, c); n != 0 {
@@ -100,12 +100,12 @@ func TestIdemTTL(t *testing.T) {
 }
 
 func TestIdemFailureForgets(t *testing.T) {
-	c := newIdemCache(time.Minute)
-	c.settle(mustLead(t, c, "k", idemT0), idemReply{status: 502}, false, idemT0)
-	cl := mustLead(t, c, "k", idemT0.Add(time.Second))
-	c.settle(cl, idemReply{status: 200, body: []byte(`{"runId":"second"}`)}, true, idemT0.Add(time.Second))
-	if rep := mustReplay(t, c, "k", idemT0.Add(2*time.Second)); string(rep.body) != `{"runId":"second"}` {
-		t.Fatalf("replay = %s", rep.body)
+	c := New(time.Minute)
+	c.Settle(mustLead(t, c, "k", t0), Reply{Status: 502}, false, t0)
+	cl := mustLead(t, c, "k", t0.Add(time.Second))
+	c.Settle(cl, Reply{Status: 200, Body: []byte(`{"runId":"second"}`)}, true, t0.Add(time.Second))
+	if rep := mustReplay(t, c, "k", t0.Add(2*time.Second)); string(rep.Body) != `{"runId":"second"}` {
+		t.Fatalf("replay = %s", rep.Body)
 	}
 }
 
@@ -115,26 +115,26 @@ func TestIdemFailureForgets(t *testing.T) {
 // blocked waiting for the leader: no sleep decides who arrives when.
 func TestIdemConcurrentSameKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newIdemCache(time.Minute)
+		c := New(time.Minute)
 		leader := mustLead(t, c, "same", time.Now())
 		const callers = 64
 		var dispatches atomic.Int32
 		replies := make(chan string, callers)
 		for range callers {
 			go func() {
-				rep, cl, err := c.claim(context.Background(), "same", time.Now())
+				rep, cl, err := c.Claim(context.Background(), "same", time.Now())
 				if err != nil {
 					t.Error(err)
 				}
 				if cl != nil {
 					dispatches.Add(1)
-					c.settle(cl, idemReply{status: 200, body: []byte("second dispatch")}, true, time.Now())
+					c.Settle(cl, Reply{Status: 200, Body: []byte("second dispatch")}, true, time.Now())
 				}
-				replies <- string(rep.body)
+				replies <- string(rep.Body)
 			}()
 		}
 		synctest.Wait() // every caller waits for the leader
-		c.settle(leader, idemReply{status: 200, body: []byte(`{"runId":"run-1"}`)}, true, time.Now())
+		c.Settle(leader, Reply{Status: 200, Body: []byte(`{"runId":"run-1"}`)}, true, time.Now())
 		for i := range callers {
 			if r := <-replies; r != `{"runId":"run-1"}` {
 				t.Fatalf("caller %d got %q", i, r)
@@ -150,29 +150,29 @@ func TestIdemConcurrentSameKey(t *testing.T) {
 // waiting follower takes over and the others get its reply.
 func TestIdemLeaderFailureReleasesFollowers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newIdemCache(time.Minute)
-		leader := mustLead(t, c, "k", idemT0)
+		c := New(time.Minute)
+		leader := mustLead(t, c, "k", t0)
 		const followers = 16
 		var dispatches atomic.Int32
 		release := make(chan struct{}) // the new leader settles once the others wait
 		replies := make(chan string, followers)
 		for range followers {
 			go func() {
-				rep, cl, err := c.claim(context.Background(), "k", idemT0)
+				rep, cl, err := c.Claim(context.Background(), "k", t0)
 				if err != nil {
 					t.Error(err)
 				}
 				if cl != nil {
 					dispatches.Add(1)
 					<-release
-					rep = idemReply{status: 200, body: []byte("retried")}
-					c.settle(cl, rep, true, idemT0)
+					rep = Reply{Status: 200, Body: []byte("retried")}
+					c.Settle(cl, rep, true, t0)
 				}
-				replies <- string(rep.body)
+				replies <- string(rep.Body)
 			}()
 		}
 		synctest.Wait() // all followers wait for the leader
-		c.settle(leader, idemReply{status: 502}, false, idemT0)
+		c.Settle(leader, Reply{Status: 502}, false, t0)
 		synctest.Wait() // one took over; the rest wait for it
 		if n := dispatches.Load(); n != 1 {
 			t.Fatalf("%d followers took over, want 1", n)
@@ -187,26 +187,26 @@ func TestIdemLeaderFailureReleasesFollowers(t *testing.T) {
 }
 
 func TestIdemFollowerCancelled(t *testing.T) {
-	c := newIdemCache(time.Minute)
-	leader := mustLead(t, c, "k", idemT0)
+	c := New(time.Minute)
+	leader := mustLead(t, c, "k", t0)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	_, cl, err := c.claim(ctx, "k", idemT0)
+	_, cl, err := c.Claim(ctx, "k", t0)
 	if cl != nil || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("claim = %v, %v; want context deadline", cl != nil, err)
 	}
-	c.settle(leader, idemReply{status: 200, body: []byte("x")}, true, idemT0)
-	if rep := mustReplay(t, c, "k", idemT0); string(rep.body) != "x" {
-		t.Fatalf("replay %q", rep.body)
+	c.Settle(leader, Reply{Status: 200, Body: []byte("x")}, true, t0)
+	if rep := mustReplay(t, c, "k", t0); string(rep.Body) != "x" {
+		t.Fatalf("replay %q", rep.Body)
 	}
 }
 
 // keysInShard returns n distinct keys that land in the shard of first.
-func keysInShard(c *idemCache, first string, n int) []string {
-	target := c.shard(first)
+func keysInShard(c *Cache, first string, n int) []string {
+	target := c.shardOf(first)
 	out := []string{first}
 	for i := 0; len(out) < n; i++ {
-		if k := fmt.Sprintf("k-%d", i); k != first && c.shard(k) == target {
+		if k := fmt.Sprintf("k-%d", i); k != first && c.shardOf(k) == target {
 			out = append(out, k)
 		}
 	}
@@ -217,21 +217,21 @@ func keysInShard(c *idemCache, first string, n int) []string {
 // releases its followers, and the late settle of its leader is harmless.
 func TestIdemEvictedPendingEntry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newIdemCache(time.Minute)
-		keys := keysInShard(c, "pending", idemEntriesPerShd+1)
-		leader := mustLead(t, c, keys[0], idemT0)
+		c := New(time.Minute)
+		keys := keysInShard(c, "pending", entriesPerShard+1)
+		leader := mustLead(t, c, keys[0], t0)
 		type result struct {
 			lead bool
 			err  error
 		}
 		done := make(chan result, 1)
 		go func() {
-			_, cl, err := c.claim(context.Background(), keys[0], idemT0)
+			_, cl, err := c.Claim(context.Background(), keys[0], t0)
 			done <- result{cl != nil, err}
 		}()
 		synctest.Wait() // the follower waits for the pending key
 		for _, k := range keys[1:] {
-			c.settle(mustLead(t, c, k, idemT0), idemReply{status: 200, body: []byte("{}")}, true, idemT0)
+			c.Settle(mustLead(t, c, k, t0), Reply{Status: 200, Body: []byte("{}")}, true, t0)
 		}
 		synctest.Wait()
 		select {
@@ -242,7 +242,7 @@ func TestIdemEvictedPendingEntry(t *testing.T) {
 		default:
 			t.Fatal("follower of an evicted key still waiting")
 		}
-		c.settle(leader, idemReply{status: 200, body: []byte("late")}, true, idemT0) // must not panic
+		c.Settle(leader, Reply{Status: 200, Body: []byte("late")}, true, t0) // must not panic
 		checkIdemBounds(t, c)
 	})
 }
@@ -258,22 +258,22 @@ func TestIdemBoundedMemory(t *testing.T) {
 		bodySize int
 	}{{"small replies", 64}, {"large replies", 8 << 10}} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newIdemCache(time.Minute)
+			c := New(time.Minute)
 			body := make([]byte, tc.bodySize)
 			for i := range 200_000 {
 				key := fmt.Sprintf("idem-%d-%032d", i, i)
-				c.settle(mustLead(t, c, key, idemT0), idemReply{status: 200, body: body}, true, idemT0)
+				c.Settle(mustLead(t, c, key, t0), Reply{Status: 200, Body: body}, true, t0)
 			}
 			n := checkIdemBounds(t, c)
 			t.Logf("%d entries kept", n)
-			if n > idemShards*idemEntriesPerShd {
-				t.Fatalf("%d entries > %d", n, idemShards*idemEntriesPerShd)
+			if n > numShards*entriesPerShard {
+				t.Fatalf("%d entries > %d", n, numShards*entriesPerShard)
 			}
 			if n == 0 {
 				t.Fatal("nothing kept")
 			}
 			// the newest key is still answered
-			mustReplay(t, c, fmt.Sprintf("idem-%d-%032d", 199_999, 199_999), idemT0)
+			mustReplay(t, c, fmt.Sprintf("idem-%d-%032d", 199_999, 199_999), t0)
 		})
 	}
 }
@@ -281,24 +281,24 @@ func TestIdemBoundedMemory(t *testing.T) {
 // TestIdemAccountingUnderChurn mixes replays, failures, expiries and
 // re-insertions of the same keys and checks the byte accounting.
 func TestIdemAccountingUnderChurn(t *testing.T) {
-	c := newIdemCache(time.Second)
+	c := New(time.Second)
 	rng := rand.New(rand.NewPCG(1, 2))
-	now := idemT0
+	now := t0
 	for range 300_000 {
 		now = now.Add(time.Duration(rng.IntN(20)) * time.Millisecond)
 		key := fmt.Sprintf("churn-%d", rng.IntN(100_000))
-		rep, cl, err := c.claim(context.Background(), key, now)
+		rep, cl, err := c.Claim(context.Background(), key, now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if cl == nil {
-			if rep.status != 200 {
-				t.Fatalf("replay status %d", rep.status)
+			if rep.Status != 200 {
+				t.Fatalf("replay status %d", rep.Status)
 			}
 			continue
 		}
 		ok := rng.IntN(4) != 0
-		c.settle(cl, idemReply{status: 200, body: make([]byte, rng.IntN(2048))}, ok, now)
+		c.Settle(cl, Reply{Status: 200, Body: make([]byte, rng.IntN(2048))}, ok, now)
 	}
 	checkIdemBounds(t, c)
 }
