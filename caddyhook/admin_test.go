@@ -2,7 +2,6 @@ package caddyhook
 
 import (
 	"net/netip"
-	"strings"
 	"testing"
 	"time"
 )
@@ -44,38 +43,5 @@ func TestLockoutLocksAndLift(t *testing.T) {
 	}
 	if n := len(tbl.Locks(now, 10)); n != 0 {
 		t.Fatalf("%d locks after lifting", n)
-	}
-}
-
-// TestPickSpooled: which running handler's spool a spool command works on.
-func TestPickSpooled(t *testing.T) {
-	a := handlerStatus{Path: "/a", Spool: &spoolSummary{Dir: "/var/spool/a"}}
-	b := handlerStatus{Path: "/b", Spool: &spoolSummary{Dir: "/var/spool/b"}}
-	none := handlerStatus{Path: "/n"}
-	tests := []struct {
-		name      string
-		handlers  []handlerStatus
-		dir, path string
-		want      string // base path picked; "" = none (use the file)
-		wantErr   string
-	}{
-		{"only spool", []handlerStatus{none, a}, "", "", "/a", ""},
-		{"by dir", []handlerStatus{a, b}, "/var/spool/b", "", "/b", ""},
-		{"dir not running: the file", []handlerStatus{a, b}, "/var/spool/c", "", "", ""},
-		{"by path", []handlerStatus{a, b}, "", "/b/", "/b", ""},
-		{"path without spool", []handlerStatus{a, none}, "", "/n", "", "no hooks handler with a spool at --path /n"},
-		{"several", []handlerStatus{a, b}, "", "", "", "several spools; choose one with --path or --dir"},
-		{"no spool at all", []handlerStatus{none}, "", "", "", "has no hooks handler with a spool"},
-	}
-	for _, tt := range tests {
-		c := &spoolCLI{admin: "localhost:2019"}
-		h, err := c.pickSpooled(tt.handlers, tt.dir, tt.path)
-		got := ""
-		if h != nil {
-			got = h.Path
-		}
-		if got != tt.want || (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
-			t.Errorf("%s: picked %q, error %v; want %q, error %q", tt.name, got, err, tt.want, tt.wantErr)
-		}
 	}
 }

@@ -99,28 +99,6 @@ func FuzzRedactTarget(f *testing.F) {
 	})
 }
 
-func TestPublicReason(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"channel and to must be set together for hook delivery", "channel and to must be set together for hook delivery"},
-		{"  two\r\n lines\t\tand tabs ", "two lines and tabs"},
-		{"bidi\u202eoverride\u200bzero width\u2066isolate", "bidi override zero width isolate"},
-		{"bell\x07 and \x1b[31mescape", "bell and [31mescape"},
-		{"bad \xff\xfe utf8", "bad utf8"},
-		{"\n\r\t\u202e", ""},
-		{strings.Repeat("a", 200), strings.Repeat("a", 200)},
-		{strings.Repeat("a", 201), strings.Repeat("a", 200) + "…"},
-		{strings.Repeat("é", 150), strings.Repeat("é", 100) + "…"},
-	} {
-		got := publicReason(tc.in)
-		if got != tc.want {
-			t.Errorf("publicReason(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-		if !utf8.ValidString(got) || len(got) > maxPublicReason+len("…") {
-			t.Errorf("publicReason(%q) = %q: invalid or too long", tc.in, got)
-		}
-	}
-}
-
 // TestGatewayOutcomeSanitised (issue 17 item 13): the gateway's 4xx text
 // is passed on sanitised and capped; one with nothing left is a 502.
 func TestGatewayOutcomeSanitised(t *testing.T) {

@@ -3,6 +3,8 @@ package caddyhook
 import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
+
+	"github.com/caddyhook/caddyhook/internal/cli"
 )
 
 func init() {
@@ -24,11 +26,8 @@ for the details of each command.
 // a constructor returning a fresh *cobra.Command, so tests can run a
 // command in isolation; add new subcommands here.
 func hooksSubcommands() []*cobra.Command {
-	return []*cobra.Command{
+	return append([]*cobra.Command{
 		newTestCommand(),
-		newSpoolCommand(),
 		newImportCommand(),
-		newTailCommand(),
-		newConsoleCommand(),
-	}
+	}, cli.Commands()...)
 }

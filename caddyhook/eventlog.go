@@ -20,6 +20,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
+	"github.com/caddyhook/caddyhook/internal/safetext"
 )
 
 // EventsConfig configures the handler's event log (on by default, bodies
@@ -492,7 +493,7 @@ func deliveryError(status int, err error, reply []byte) string {
 		}
 		return reasonGatewayDown
 	}
-	return publicReason(fmt.Sprintf("gateway status %d: %s", status, reply[:min(len(reply), 200)]))
+	return safetext.Line(fmt.Sprintf("gateway status %d: %s", status, reply[:min(len(reply), 200)]))
 }
 
 // recordOperator notes an operator's action on dead letters (retried:

@@ -93,17 +93,6 @@ func serveEventRates(w http.ResponseWriter, _ *http.Request, lh *liveHandler, _ 
 	return writeAdminJSON(w, l.Rates(time.Now()))
 }
 
-// replayAnswer is the answer of POST events/<id>/replay: the new event
-// and how its dispatch went.
-type replayAnswer struct {
-	ID       string          `json:"id"`
-	ReplayOf string          `json:"replay_of"`
-	Status   int             `json:"status"`
-	OK       bool            `json:"ok"`
-	Reason   string          `json:"reason,omitempty"`
-	Reply    json.RawMessage `json:"reply,omitempty"`
-}
-
 // serveReplay answers POST events/<id>/replay.
 func serveReplay(w http.ResponseWriter, r *http.Request, lh *liveHandler, id string) error {
 	if _, err := lh.events(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
 )
 
@@ -20,7 +21,7 @@ import (
 // from the original event's, so that the gateway runs it again. The
 // replay is an event of its own (replay_of names the original), which the
 // answer names.
-func (h *Handler) replayEvent(ctx context.Context, id string) (*replayAnswer, error) {
+func (h *Handler) replayEvent(ctx context.Context, id string) (*adminapi.Replay, error) {
 	rec := h.evrec
 	orig, data, ok := rec.log.Get(id)
 	switch {
@@ -81,7 +82,7 @@ func (h *Handler) replayEvent(ctx context.Context, id string) (*replayAnswer, er
 	e.ID = e.Dispatch[0].ID
 	rec.log.Accept(e)
 	h.logger.Info("event replayed through the admin API", zap.String("event", orig.ID), zap.String("replay", e.ID))
-	ans := &replayAnswer{ID: e.ID, ReplayOf: orig.ID, Status: status, OK: herr == nil}
+	ans := &adminapi.Replay{ID: e.ID, ReplayOf: orig.ID, Status: status, OK: herr == nil}
 	if herr != nil {
 		ans.Reason = herr.reason
 	} else if json.Valid(body) {

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/safetext"
 )
 
 // maxGatewayReply bounds how much of a gateway reply is read.
@@ -279,7 +281,7 @@ func (r gatewayReply) outcome(err error) *hookError {
 		}
 		if json.Unmarshal(r.body, &e) == nil && e.OK != nil && !*e.OK {
 			// the gateway's text goes to the public caller and the log
-			if msg := publicReason(e.Error); msg != "" {
+			if msg := safetext.Line(e.Error); msg != "" {
 				return reject(http.StatusBadRequest, "gateway: "+msg)
 			}
 		}

@@ -1,4 +1,4 @@
-package caddyhook
+package cli
 
 import (
 	"bufio"
@@ -16,7 +16,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
+	"github.com/caddyhook/caddyhook/internal/safetext"
 )
 
 // tailReconnect is the wait before the tail reconnects (a reload replaces
@@ -79,7 +81,7 @@ func runTail(ctx context.Context, fl *pflag.FlagSet, out io.Writer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ac, addr, err := adminFromFlags(fl)
+	ac, addr, err := adminapi.FromFlags(fl)
 	if err != nil {
 		return err
 	}
@@ -106,7 +108,7 @@ func runTail(ctx context.Context, fl *pflag.FlagSet, out io.Writer) error {
 		case errors.Is(err, errTailDone), ctx.Err() != nil:
 			return nil
 		case first && err != nil:
-			if errors.Is(err, errAdminUnreachable) {
+			if errors.Is(err, adminapi.ErrUnreachable) {
 				return fmt.Errorf("no Caddy admin API answers at %s (is Caddy running? --address)", addr)
 			}
 			return err
@@ -128,7 +130,7 @@ func tailResult(err error) error {
 }
 
 // backlog prints the log's entries since the given period, oldest first.
-func (t *tailer) backlog(ac *adminClient, since string) error {
+func (t *tailer) backlog(ac *adminapi.Client, since string) error {
 	q := url.Values{}
 	for k, v := range t.query {
 		q[k] = v
@@ -138,7 +140,7 @@ func (t *tailer) backlog(ac *adminClient, since string) error {
 	var page struct {
 		Entries []json.RawMessage `json:"entries"`
 	}
-	if err := ac.do(http.MethodGet, adminPrefix+"events?"+q.Encode(), nil, &page); err != nil {
+	if err := ac.Do(http.MethodGet, adminapi.Prefix+"events?"+q.Encode(), nil, &page); err != nil {
 		return err
 	}
 	for i := len(page.Entries) - 1; i >= 0; i-- {
@@ -152,35 +154,12 @@ func (t *tailer) backlog(ac *adminClient, since string) error {
 }
 
 // stream reads the live tail until it ends, printing each entry.
-func (t *tailer) stream(ctx context.Context, ac *adminClient, last *string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ac.origin+adminPrefix+"events/stream?"+t.query.Encode(), nil)
+func (t *tailer) stream(ctx context.Context, ac *adminapi.Client, last *string) error {
+	resp, err := ac.Stream(ctx, adminapi.Prefix+"events/stream?"+t.query.Encode(), *last)
 	if err != nil {
 		return err
 	}
-	for k, v := range ac.header {
-		req.Header[k] = v
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if *last != "" {
-		req.Header.Set("Last-Event-ID", *last)
-	}
-	c := &http.Client{Transport: ac.client.Transport} // no overall timeout: it streams
-	resp, err := c.Do(req)
-	if err != nil {
-		if errors.Is(err, errAdminUnreachable) {
-			return errAdminUnreachable
-		}
-		return fmt.Errorf("admin API: %v", err)
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if json.Unmarshal(b, &e) != nil || e.Error == "" {
-			e.Error = strings.TrimSpace(string(b))
-		}
-		return &adminAPIError{status: resp.StatusCode, msg: e.Error}
-	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	var typ, id string
@@ -245,7 +224,7 @@ func tailLine(typ string, data []byte) string {
 			return "(unreadable rejection row)"
 		}
 		return fmt.Sprintf("%s  %-12s %3d  %-10s %8s  %-15s  %s (×%d this minute)", r.Last.Local().Format(time.TimeOnly),
-			fieldText(r.Hook, "-"), r.Status, "refused", "", r.Client, publicReason(r.Reason), r.Count)
+			fieldText(r.Hook, "-"), r.Status, "refused", "", r.Client, safetext.Line(r.Reason), r.Count)
 	}
 	var e eventlog.EventJSON
 	if json.Unmarshal(data, &e) != nil {
@@ -253,12 +232,12 @@ func tailLine(typ string, data []byte) string {
 	}
 	detail := "run=" + fieldText(e.RunID, "-")
 	if e.Reason != "" {
-		detail = publicReason(e.Reason)
+		detail = safetext.Line(e.Reason)
 	} else if len(e.Dispatch) > 0 && e.Dispatch[0].Error != "" {
-		detail = publicReason(e.Dispatch[0].Error)
+		detail = safetext.Line(e.Dispatch[0].Error)
 	}
 	if e.ReplayOf != "" {
-		detail += " replay-of=" + publicReason(e.ReplayOf)
+		detail += " replay-of=" + safetext.Line(e.ReplayOf)
 	}
 	return fmt.Sprintf("%s  %-12s %3d  %-10s %8s  %-15s  %s", e.Time.Local().Format(time.TimeOnly), fieldText(e.Hook, "-"),
 		e.Status, e.State, fmt.Sprintf("%.1fms", e.LatencyMs), e.Client, detail)
@@ -266,7 +245,7 @@ func tailLine(typ string, data []byte) string {
 
 // fieldText is s made safe for a terminal, or dflt when empty.
 func fieldText(s, dflt string) string {
-	if s = publicReason(s); s == "" {
+	if s = safetext.Line(s); s == "" {
 		return dflt
 	}
 	return s

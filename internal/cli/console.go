@@ -1,4 +1,4 @@
-package caddyhook
+package cli
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/caddyhook/caddyhook/internal/adminapi"
 )
 
 // newConsoleCommand builds `caddy hooks console`.
@@ -36,7 +38,7 @@ handler instead.
 `,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ac, _, err := adminFromFlags(cmd.Flags())
+			ac, _, err := adminapi.FromFlags(cmd.Flags())
 			if err != nil {
 				return err
 			}
@@ -92,8 +94,8 @@ func randomHex(n int) string {
 // as the admin client (with its Origin), and nothing else. The browser's
 // request must be addressed to host (no DNS rebinding), and a
 // state-changing one must come from the same origin.
-func newConsoleProxy(ac *adminClient, prefix, host string) http.Handler {
-	target, _ := url.Parse(ac.origin)
+func newConsoleProxy(ac *adminapi.Client, prefix, host string) http.Handler {
+	target, _ := url.Parse(ac.Origin())
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -103,11 +105,9 @@ func newConsoleProxy(ac *adminClient, prefix, host string) http.Handler {
 			for _, h := range []string{"Origin", "Referer", "Cookie", "Sec-Fetch-Site", "Sec-Fetch-Mode", "Sec-Fetch-Dest", "Sec-Fetch-User"} {
 				pr.Out.Header.Del(h)
 			}
-			for k, v := range ac.header {
-				pr.Out.Header[k] = v
-			}
+			ac.SetHeaders(pr.Out.Header)
 		},
-		Transport:     ac.client.Transport,
+		Transport:     ac.Transport(),
 		FlushInterval: -1, // the live tail
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			http.Error(w, "admin API: "+err.Error(), http.StatusBadGateway)
@@ -119,7 +119,7 @@ func newConsoleProxy(ac *adminClient, prefix, host string) http.Handler {
 			http.Error(w, "wrong host", http.StatusForbidden)
 		case r.URL.Path == prefix || r.URL.Path == prefix+"/":
 			http.Redirect(w, r, prefix+"/hooks/console/", http.StatusFound)
-		case !strings.HasPrefix(r.URL.Path, prefix+adminPrefix):
+		case !strings.HasPrefix(r.URL.Path, prefix+adminapi.Prefix):
 			http.NotFound(w, r)
 		case r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r, host):
 			http.Error(w, "cross-origin request refused", http.StatusForbidden)

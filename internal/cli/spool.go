@@ -1,4 +1,4 @@
-package caddyhook
+package cli
 
 import (
 	"encoding/json"
@@ -21,6 +21,17 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
+
+// spoolConfig resolves a spool directory as the hooks config resolves its
+// "spool <dir>" (placeholders expanded, made absolute).
+func spoolConfig(dir string) (spool.Config, error) {
+	abs, err := filepath.Abs(caddy.NewReplacer().ReplaceKnown(dir, ""))
+	if dir == "" || err != nil {
+		return spool.Config{}, fmt.Errorf("spool: dir is required")
+	}
+	cfg := spool.Config{Dir: abs}
+	return cfg, cfg.Validate()
+}
 
 // spoolCLILockTimeout is how long a spool command waits for the spool's
 // file lock before concluding that a running instance holds it.
@@ -165,7 +176,7 @@ func (c *spoolCLI) open(dir string) (*spool.Store, error) {
 	if strings.TrimSpace(dir) == "" {
 		return nil, errors.New("--dir is required: the spool directory of the hooks config")
 	}
-	cfg, err := (&SpoolConfig{Dir: dir}).config()
+	cfg, err := spoolConfig(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +218,7 @@ func (c *spoolCLI) salvage(dir string) error {
 	if strings.TrimSpace(dir) == "" {
 		return errors.New("--dir is required: the spool directory of the hooks config")
 	}
-	cfg, err := (&SpoolConfig{Dir: dir}).config()
+	cfg, err := spoolConfig(dir)
 	if err != nil {
 		return err
 	}
