@@ -13,9 +13,9 @@ import (
 )
 
 const (
-	numShards        = 64
+	numShards       = 64
 	entriesPerShard = 1024    // 65,536 keys in all
-	bytesPerShard = 1 << 19 // 32 MiB of keys and replies in all
+	bytesPerShard   = 1 << 19 // 32 MiB of keys and replies in all
 )
 
 // Reply is what a replay gets back.
