@@ -200,17 +200,6 @@ func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(str
 	return nil
 }
 
-// validHookPath reports whether p is a plain path: segments of URL path
-// characters that need no escaping, no dot segments.
-func validHookPath(p string) bool {
-	for _, seg := range strings.Split(p, "/") {
-		if seg == "" || seg == "." || seg == ".." || url.PathEscape(seg) != seg {
-			return false
-		}
-	}
-	return true
-}
-
 // forwardableMatchPath reports whether a forward mapping can answer the
 // hook name p. Names are compared decoded (as the request path is) and
 // escaped again on the way to the gateway, so p may hold any printable

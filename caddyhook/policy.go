@@ -72,12 +72,14 @@ func newPolicy(c policyConfig) (*Policy, error) {
 		}
 		p.agents = append(p.agents, id)
 	}
-	if c.AllowedAgentIDsSet && !slices.ContainsFunc(c.AllowedAgentIDs, func(s string) bool { return jsTrim(s) == "*" }) {
-		p.allowedAgent = make(map[string]struct{}, len(c.AllowedAgentIDs))
+	if c.AllowedAgentIDsSet {
+		allowed := make(map[string]struct{}, len(c.AllowedAgentIDs))
 		for _, a := range c.AllowedAgentIDs {
-			if jsTrim(a) != "" {
-				p.allowedAgent[normalizeAgentID(a)] = struct{}{}
-			}
+			allowed[allowedAgentEntry(a)] = struct{}{}
+		}
+		if _, anyAgent := allowed["*"]; !anyAgent {
+			delete(allowed, "")
+			p.allowedAgent = allowed
 		}
 	}
 	for _, pre := range c.AllowedSessionKeyPrefixes {
@@ -142,6 +144,16 @@ func strictAgentID(raw string) (string, bool) {
 		id = id[:64]
 	}
 	return id, id != ""
+}
+
+// allowedAgentEntry is an allowed_agent_ids entry as the policy reads
+// it: "" when blank (ignored), "*" for any agent, else the normalised id.
+func allowedAgentEntry(raw string) string {
+	switch s := jsTrim(raw); s {
+	case "", "*":
+		return s
+	}
+	return normalizeAgentID(raw)
 }
 
 // normalizeAgentID is strictAgentID with the gateway's fallback to its

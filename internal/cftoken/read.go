@@ -1,4 +1,10 @@
-package caddyhook
+// Package cftoken is the Caddyfile token codec of the hooks directive:
+// how the directive reads a mapping template from a token (Caddy's
+// placeholder shorthands undone, \n read as a newline), and the one token
+// writer that `caddy hooks import` writes every value through (Token,
+// Arg.Encode, Write), which checks that what it writes reads back as the
+// value.
+package cftoken
 
 import (
 	"regexp"
@@ -9,7 +15,7 @@ import (
 // before a directive sees it, so a mapping template written as
 // `{{path}}` arrives as `{{http.request.uri.path}}` and `{{query.x}}` as
 // `{{http.request.uri.query.x}}`. Inside `{{ }}` those can only have
-// meant the template names, so restoreShorthands undoes the expansion.
+// meant the template names, so RestoreShorthands undoes the expansion.
 // (Writing `{{ path }}` with spaces avoids the expansion altogether.)
 
 // shorthandExact maps Caddy's expansions of whole shorthands back.
@@ -55,9 +61,9 @@ var shorthandPrefixes = [][2]string{
 // only form the shorthand expansion touches.
 var tightPlaceholder = regexp.MustCompile(`\{\{(http\.[^{}\s]+)\}\}`)
 
-// restoreShorthands undoes the Caddyfile's shorthand expansion inside
+// RestoreShorthands undoes the Caddyfile's shorthand expansion inside
 // template placeholders.
-func restoreShorthands(s string) string {
+func RestoreShorthands(s string) string {
 	if !strings.Contains(s, "{{http.") {
 		return s
 	}
@@ -73,4 +79,66 @@ func restoreShorthands(s string) string {
 		}
 		return m
 	})
+}
+
+// Newlines turns the two characters \n into a newline in the
+// literal text of a template, so that a multi-line template fits on one
+// Caddyfile line. Placeholders are copied unchanged: inside a CEL string
+// literal \n is already an escape that CEL reads as a newline, while a raw
+// newline there would end the literal.
+func Newlines(s string) string {
+	if !strings.Contains(s, `\n`) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		switch {
+		case strings.HasPrefix(s[i:], "{{"):
+			end := placeholderEnd(s, i+2)
+			b.WriteString(s[i:end])
+			i = end
+		case strings.HasPrefix(s[i:], `\n`):
+			b.WriteByte('\n')
+			i += 2
+		default:
+			b.WriteByte(s[i])
+			i++
+		}
+	}
+	return b.String()
+}
+
+// placeholderEnd returns the offset just past the "}}" that closes the
+// placeholder whose body starts at s[i], or len(s) when there is none. In
+// a CEL placeholder, string literals and map braces may hold "}}".
+func placeholderEnd(s string, i int) int {
+	if !strings.HasPrefix(strings.TrimLeft(s[i:], " \t\r\n"), "cel:") {
+		if j := strings.Index(s[i:], "}}"); j >= 0 {
+			return i + j + 2
+		}
+		return len(s)
+	}
+	var quote byte
+	depth := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0 && c == '\\':
+			i++ // an escaped character never ends the literal
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '{':
+			depth++
+		case c == '}' && depth > 0:
+			depth--
+		case strings.HasPrefix(s[i:], "}}"):
+			return i + 2
+		}
+	}
+	return len(s)
 }

@@ -1,4 +1,4 @@
-package caddyhook
+package importcmd
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/caddyhook/caddyhook/internal/tmpl"
+	"github.com/caddyhook/caddyhook/internal/cftoken"
 	"github.com/caddyhook/caddyhook/internal/transform"
 )
 
@@ -45,11 +45,8 @@ func (im *importer) translateMappings() error {
 	if err != nil {
 		return err
 	}
-	c, err := im.newMappingCheck()
-	if err != nil {
-		return err
-	}
-	if im.o.mode == modeRenderName {
+	c := im.newMappingCheck()
+	if im.o.Mode == ModeRender {
 		im.renderPresets(specs, c)
 	}
 	for _, s := range specs {
@@ -57,7 +54,7 @@ func (im *importer) translateMappings() error {
 			im.note(noteNotPorted, s.key, "match.path %q is shadowed by the gateway's built-in /%s, so the mapping never runs", s.path, s.path)
 			continue
 		}
-		if s.preset != "" && im.o.mode == modeRenderName {
+		if s.preset != "" && im.o.Mode == ModeRender {
 			continue // caddyhook's own preset (renderPresets)
 		}
 		m, ok := im.importedMapping(s, gmailLimit)
@@ -87,7 +84,7 @@ func (im *importer) translateMappings() error {
 // why) when it cannot be carried.
 func (im *importer) importedMapping(s referenceMappingSpec, gmailLimit int64) (Mapping, bool) {
 	m := Mapping{ID: s.id}
-	if !im.writable(s.key+".id", plainArg(s.id), fmt.Sprintf("the edge names the mapping %s", s.defaultID)) {
+	if !im.writable(s.key+".id", cftoken.PlainArg(s.id), fmt.Sprintf("the edge names the mapping %s", s.defaultID)) {
 		m.ID = s.defaultID
 	}
 	path, ok := im.edgeMatchPath(s)
@@ -96,12 +93,12 @@ func (im *importer) importedMapping(s referenceMappingSpec, gmailLimit int64) (M
 	}
 	m.MatchPath = path
 	if s.source != "" {
-		if !im.writable(s.key+".match.source", fieldArg(s.source), "the mapping is left out") {
+		if !im.writable(s.key+".match.source", cftoken.FieldArg(s.source), "the mapping is left out") {
 			return m, false
 		}
 		m.MatchSource = s.source
 	}
-	if im.o.mode == modeForwardName {
+	if im.o.Mode == ModeForward {
 		m.Forward = true
 	} else if !im.renderedMapping(s, &m) {
 		return m, false
@@ -136,30 +133,30 @@ func (im *importer) edgeMatchPath(s referenceMappingSpec) (string, bool) {
 		im.note(noteNotPorted, key, "%q: %v; the mapping is left out", s.path, err)
 		return "", false
 	}
-	return decoded, im.writable(key, fieldArg(decoded), "the mapping is left out")
+	return decoded, im.writable(key, cftoken.FieldArg(decoded), "the mapping is left out")
 }
 
 // mappingNode writes m as a mapping block, in the order of its fields.
-func mappingNode(m Mapping, comment string) cfNode {
-	n := cfNode{name: "mapping", args: []cfArg{plainArg(m.ID)}, block: true}
-	add := func(name string, args ...cfArg) { n.body = append(n.body, cfNode{name: name, args: args}) }
+func mappingNode(m Mapping, comment string) cftoken.Node {
+	n := cftoken.Node{Name: "mapping", Args: []cftoken.Arg{cftoken.PlainArg(m.ID)}, Block: true}
+	add := func(name string, args ...cftoken.Arg) { n.Body = append(n.Body, cftoken.Node{Name: name, Args: args}) }
 	if comment != "" {
-		n.body = append(n.body, cfNode{comment: comment})
+		n.Body = append(n.Body, cftoken.Node{Comment: comment})
 	}
 	if m.MatchPath != "" {
-		add("match_path", fieldArg(m.MatchPath))
+		add("match_path", cftoken.FieldArg(m.MatchPath))
 	}
 	if m.MatchSource != "" {
-		add("match_source", fieldArg(m.MatchSource))
+		add("match_source", cftoken.FieldArg(m.MatchSource))
 	}
 	if m.Forward {
 		add("forward")
 	}
 	if m.Action != "" {
-		add("action", fieldArg(m.Action))
+		add("action", cftoken.FieldArg(m.Action))
 	}
 	if m.WakeMode != "" {
-		add("wake_mode", fieldArg(m.WakeMode))
+		add("wake_mode", cftoken.FieldArg(m.WakeMode))
 	}
 	for _, t := range []struct{ directive, val string }{
 		{"name", m.Name}, {"agent_id", m.AgentID}, {"session_key", m.SessionKey},
@@ -167,38 +164,38 @@ func mappingNode(m Mapping, comment string) cfNode {
 		{"channel", m.Channel}, {"to", m.To}, {"model", m.Model}, {"thinking", m.Thinking},
 	} {
 		if t.val != "" {
-			add(t.directive, templateArg(t.val))
+			add(t.directive, cftoken.TemplateArg(t.val))
 		}
 	}
 	if m.ForEach != "" {
-		add("for_each", fieldArg(m.ForEach))
+		add("for_each", cftoken.FieldArg(m.ForEach))
 	}
 	if m.Deliver != nil {
-		add("deliver", plainArg(strconv.FormatBool(*m.Deliver)))
+		add("deliver", cftoken.PlainArg(strconv.FormatBool(*m.Deliver)))
 	}
 	if m.AllowUnsafeExternalContent {
 		add("allow_unsafe_external_content")
 	}
 	if m.TimeoutSeconds > 0 {
-		add("timeout_seconds", plainArg(strconv.Itoa(m.TimeoutSeconds)))
+		add("timeout_seconds", cftoken.PlainArg(strconv.Itoa(m.TimeoutSeconds)))
 	}
 	if t := m.Transform; t != nil {
-		args := []cfArg{plainArg(t.Module)}
+		args := []cftoken.Arg{cftoken.PlainArg(t.Module)}
 		if t.Export != "" {
-			args = append(args, plainArg(t.Export))
+			args = append(args, cftoken.PlainArg(t.Export))
 		}
 		add("transform", args...)
 	}
 	if m.MaxBody > 0 {
-		add("max_body", plainArg(strconv.FormatInt(m.MaxBody, 10)))
+		add("max_body", cftoken.PlainArg(strconv.FormatInt(m.MaxBody, 10)))
 	}
 	return n
 }
 
-// mappingCheck compiles imported mappings as the edge will.
+// mappingCheck checks imported mappings as the edge will: through the
+// edge's Checker, and their transforms here.
 type mappingCheck struct {
-	h          *Handler
-	env        *tmpl.Env
+	edge       Checker
 	used       map[string]bool // ids taken
 	root, dir  string          // transforms_root and transforms_dir to write
 	resolved   string          // the transforms directory they resolve to, "" if they do not
@@ -207,28 +204,23 @@ type mappingCheck struct {
 	cache      *transform.Cache // compiles the transforms, once each
 }
 
-// newMappingCheck sets up the check with the imported policy.
-func (im *importer) newMappingCheck() (*mappingCheck, error) {
-	env, err := tmpl.NewEnv(0)
-	if err != nil {
-		return nil, err
-	}
-	c := &mappingCheck{env: env, used: map[string]bool{}, h: &Handler{policy: im.policy,
-		AllowRequestSessionKey: im.policy.allowKey, forward: im.o.mode == modeForwardName}}
+// newMappingCheck sets up the check under the imported policy.
+func (im *importer) newMappingCheck() *mappingCheck {
+	c := &mappingCheck{edge: im.check, used: map[string]bool{}}
 	c.root = filepath.Join(filepath.Dir(im.file), "hooks", "transforms")
 	if d, _ := im.hooks["transformsDir"].(string); strings.TrimSpace(d) != "" {
 		c.dir = strings.TrimSpace(d)
 	}
 	for _, a := range []struct{ key, val string }{{"transforms root (next to the config)", c.root}, {"hooks.transformsDir", c.dir}} {
-		if _, _, err := plainArg(a.val).encode(); err != nil {
+		if _, _, err := cftoken.PlainArg(a.val).Encode(); err != nil {
 			c.rootErr = fmt.Errorf("%s %q cannot be written into a Caddyfile: %w", a.key, a.val, err)
-			return c, nil
+			return c
 		}
 	}
 	if c.resolved, c.rootErr = transform.ResolveDir(c.root, c.dir); c.rootErr != nil {
 		c.resolved = ""
 	}
-	return c, nil
+	return c
 }
 
 // uniqueID is id, or id-2, id-3, … when an earlier mapping has it.
@@ -243,11 +235,7 @@ func (c *mappingCheck) uniqueID(id string) string {
 // check compiles m as the edge's provisioning does: fields, templates and
 // CEL, the session-key rules of the policy, and its transform.
 func (c *mappingCheck) check(m Mapping) error {
-	cm, err := c.h.compileMapping(&m, len(c.used)+1, c.env)
-	if err != nil {
-		return err
-	}
-	if err := c.h.checkMappingKey(cm); err != nil {
+	if err := c.edge.Mapping(m, len(c.used)+1); err != nil {
 		return err
 	}
 	if t := m.Transform; t != nil {
@@ -379,13 +367,13 @@ func (im *importer) renderedMapping(s referenceMappingSpec, m *Mapping) bool {
 		if raw == "" {
 			continue
 		}
-		if _, _, err := templateArg(raw).encode(); err != nil {
+		if _, _, err := cftoken.TemplateArg(raw).Encode(); err != nil {
 			return fail(t.field, err)
 		}
 		*t.dst = raw
 	}
 	if fe := str("forEach"); fe != "" {
-		if _, _, err := fieldArg(fe).encode(); err != nil {
+		if _, _, err := cftoken.FieldArg(fe).Encode(); err != nil {
 			return fail("forEach", err)
 		}
 		m.ForEach = fe
@@ -403,7 +391,7 @@ func (im *importer) renderedMapping(s referenceMappingSpec, m *Mapping) bool {
 	if md := strings.TrimSpace(s.transformMD); md != "" {
 		t := &TransformRef{Module: md, Export: strings.TrimSpace(s.transformEx)}
 		for _, v := range []string{t.Module, t.Export} {
-			if _, _, err := plainArg(v).encode(); err != nil {
+			if _, _, err := cftoken.PlainArg(v).Encode(); err != nil {
 				return fail("transform", err)
 			}
 		}
@@ -422,23 +410,20 @@ func (im *importer) renderPresets(specs []referenceMappingSpec, c *mappingCheck)
 			names = append(names, s.preset)
 		}
 	}
-	presets, err := presetMappings(names)
-	if err != nil {
-		return // only known presets reach here
-	}
 	var kept []string
-	for i, m := range presets {
-		if err := c.check(m); err != nil {
-			im.note(noteNotPorted, "hooks.presets", "%s: the edge would refuse caddyhook's preset (%v); it is left out (use --mode forward)", names[i], err)
+	for _, name := range names {
+		id, err := c.edge.Preset(name, len(c.used)+1)
+		if err != nil {
+			im.note(noteNotPorted, "hooks.presets", "%s: the edge would refuse caddyhook's preset (%v); it is left out (use --mode forward)", name, err)
 			continue
 		}
-		c.used[m.ID] = true
-		kept = append(kept, names[i])
+		c.used[id] = true
+		kept = append(kept, name)
 	}
 	if len(kept) == 0 {
 		return
 	}
-	im.add("presets", plainArgs(kept)...)
+	im.add("presets", cftoken.PlainArgs(kept)...)
 	if gmail, _ := im.hooks["gmail"].(map[string]any); gmail != nil {
 		if _, ok := gmail["maxBytes"]; ok {
 			im.note(noteNotPorted, "hooks.gmail.maxBytes", "caddyhook's gmail preset keeps the default allowance (6,819,200 bytes) in render mode")
@@ -449,9 +434,9 @@ func (im *importer) renderPresets(specs []referenceMappingSpec, c *mappingCheck)
 // transformsLines confines render-mode transforms to the gateway's own
 // transforms directory.
 func (im *importer) transformsLines(c *mappingCheck) {
-	im.add("transforms_root", plainArg(c.root))
+	im.add("transforms_root", cftoken.PlainArg(c.root))
 	if c.dir != "" {
-		im.add("transforms_dir", plainArg(c.dir))
+		im.add("transforms_dir", cftoken.PlainArg(c.dir))
 	}
 	im.note(noteInfo, "hooks.mappings[].transform", "render mode runs transforms in caddyhook's sandbox (no require, process, fs, network or timers); modules that use Node APIs must stay in the gateway (--mode forward)")
 }

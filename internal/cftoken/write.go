@@ -1,4 +1,4 @@
-package caddyhook
+package cftoken
 
 import (
 	"errors"
@@ -16,47 +16,51 @@ import (
 // The Caddyfile that `caddy hooks import` prints is built here and only
 // here. It is a tree of cfNodes: directive names are the importer's own
 // words, and every argument, whatever its origin, is written by
-// caddyfileToken (through cfArg.encode, which also checks what the
-// directive reading it will make of it). writeCaddyfile then reads its own
+// Token (through Arg.encode, which also checks what the
+// directive reading it will make of it). Write then reads its own
 // output back with Caddy's tokenizer and refuses to return a file that does
 // not give back exactly the tokens it wrote, on the lines it wrote them.
 
-// argKind says how the directive reading an argument decodes it, and so
+// Kind says how the directive reading an argument decodes it, and so
 // which values it can carry.
-type argKind int
+type Kind int
 
 const (
-	// argPlain is an id, path, name, key or number, read as written. It
+	// Plain is an id, path, name, key or number, read as written. It
 	// holds no brace (no placeholder of any kind) and no control character.
-	argPlain argKind = iota
-	// argMappingField is a plain string subdirective of a mapping block
+	Plain Kind = iota
+	// Field is a plain string subdirective of a mapping block
 	// (match_path, match_source, wake_mode, for_each): read like a
 	// template, so a literal \n would come back as a newline.
-	argMappingField
-	// argTemplate is a mapping template: {{ }} placeholders, written on
+	Field
+	// Template is a mapping template: {{ }} placeholders, written on
 	// one line with each newline as \n.
-	argTemplate
-	// argSecret is the importer's own {env.NAME} placeholder for a secret
+	Template
+	// Secret is the importer's own {env.NAME} placeholder for a secret
 	// it never copies (envArg); no imported value takes this kind.
-	argSecret
+	Secret
 )
 
-// cfArg is one argument of a generated directive.
-type cfArg struct {
-	val  string
-	kind argKind
+// Arg is one argument of a generated directive.
+type Arg struct {
+	Val  string
+	Kind Kind
 }
 
-// plainArg, fieldArg and templateArg make the arguments of each kind.
-func plainArg(s string) cfArg    { return cfArg{val: s, kind: argPlain} }
-func fieldArg(s string) cfArg    { return cfArg{val: s, kind: argMappingField} }
-func templateArg(s string) cfArg { return cfArg{val: s, kind: argTemplate} }
+// PlainArg, FieldArg and TemplateArg make the arguments of each kind.
+func PlainArg(s string) Arg    { return Arg{Val: s, Kind: Plain} }
+func FieldArg(s string) Arg    { return Arg{Val: s, Kind: Field} }
+func TemplateArg(s string) Arg { return Arg{Val: s, Kind: Template} }
 
-// plainArgs makes one plain argument per value.
-func plainArgs(vals []string) []cfArg {
-	out := make([]cfArg, len(vals))
+// EnvArg is the importer's own {env.NAME} placeholder: the one kind of
+// placeholder the generated file holds, for the secrets it never copies.
+func EnvArg(name string) Arg { return Arg{Val: "{env." + name + "}", Kind: Secret} }
+
+// PlainArgs makes one plain argument per value.
+func PlainArgs(vals []string) []Arg {
+	out := make([]Arg, len(vals))
 	for i, v := range vals {
-		out[i] = plainArg(v)
+		out[i] = PlainArg(v)
 	}
 	return out
 }
@@ -69,43 +73,43 @@ var importShorthands = httpcaddyfile.NewShorthandReplacer()
 // lexer gives back for it, or why the value cannot be carried: the token,
 // after the adapter's shorthand expansion and the directive's own
 // decoding, must be exactly the value.
-func (a cfArg) encode() (tok, text string, err error) {
-	text = a.val
-	switch a.kind {
-	case argSecret:
-		if !importSecretEnv.MatchString(a.val) {
-			return "", "", fmt.Errorf("%q is not an {env.NAME} placeholder", a.val)
+func (a Arg) Encode() (tok, text string, err error) {
+	text = a.Val
+	switch a.Kind {
+	case Secret:
+		if !secretEnv.MatchString(a.Val) {
+			return "", "", fmt.Errorf("%q is not an {env.NAME} placeholder", a.Val)
 		}
-		return a.val, a.val, nil
-	case argTemplate:
-		if err := templateRefusal(a.val); err != nil {
+		return a.Val, a.Val, nil
+	case Template:
+		if err := templateRefusal(a.Val); err != nil {
 			return "", "", err
 		}
-		text = strings.ReplaceAll(a.val, "\n", `\n`)
+		text = strings.ReplaceAll(a.Val, "\n", `\n`)
 	default:
-		if err := plainRefusal(a.val); err != nil {
+		if err := plainRefusal(a.Val); err != nil {
 			return "", "", err
 		}
-		if a.kind == argMappingField && strings.Contains(a.val, `\n`) {
+		if a.Kind == Field && strings.Contains(a.Val, `\n`) {
 			return "", "", errors.New(`a literal \n would be read as a newline`)
 		}
 	}
-	if tok, err = caddyfileToken(text); err != nil {
+	if tok, err = Token(text); err != nil {
 		return "", "", err
 	}
-	if got := a.read(text); got != a.val {
+	if got := a.read(text); got != a.Val {
 		return "", "", fmt.Errorf("Caddy would read it as %q", got)
 	}
 	return tok, text, nil
 }
 
 // read is what the adapter and the directive make of a token's text.
-func (a cfArg) read(text string) string {
+func (a Arg) read(text string) string {
 	seg := caddyfile.Segment{{Text: text}}
 	importShorthands.ApplyToSegment(&seg)
 	s := seg[0].Text
-	if a.kind != argPlain {
-		s = caddyfileNewlines(restoreShorthands(s))
+	if a.Kind != Plain {
+		s = Newlines(RestoreShorthands(s))
 	}
 	return s
 }
@@ -149,13 +153,17 @@ func templateRefusal(s string) error {
 	return nil
 }
 
-// importSecretEnv matches the importer's own secret placeholders.
-var importSecretEnv = regexp.MustCompile(`^\{env\.[A-Z][A-Z0-9_]*\}$`)
+// secretEnv matches the importer's own secret placeholders.
+var secretEnv = regexp.MustCompile(`^\{env\.[A-Z][A-Z0-9_]*\}$`)
 
 // bareToken matches the values written without quotes.
 var bareToken = regexp.MustCompile(`^[A-Za-z0-9._~:/@+=,%*-]+$`)
 
-// caddyfileToken is the one token writer: it returns s as one Caddyfile
+// IsBare reports whether s is written as it is, without quotes: letters,
+// digits and . _ ~ : / @ + = , % * - only.
+func IsBare(s string) bool { return bareToken.MatchString(s) }
+
+// Token is the one token writer: it returns s as one Caddyfile
 // token that Caddy's lexer reads back as exactly s, or why no token can.
 // Caddy expands {$VAR} in the file's raw text before it is tokenized,
 // quoted or not, so "{$" is refused; so are invalid UTF-8, control and
@@ -164,7 +172,7 @@ var bareToken = regexp.MustCompile(`^[A-Za-z0-9._~:/@+=,%*-]+$`)
 // is taken that Caddy's own tokenizer reads back as s between two other
 // tokens and that Caddy's formatter leaves as it is (so the adapter does
 // not warn, and `caddy fmt` cannot change what the file says).
-func caddyfileToken(s string) (string, error) {
+func Token(s string) (string, error) {
 	if !utf8.ValidString(s) {
 		return "", errors.New("not valid UTF-8")
 	}
@@ -224,15 +232,15 @@ func tokenReadsBack(tok, s string) bool {
 	return string(caddyfile.Format([]byte(line+"c  d\n"))) == line+"c d\n"
 }
 
-// cfNode is one line of the generated Caddyfile: a directive with its
+// Node is one line of the generated Caddyfile: a directive with its
 // arguments and, when block is set, a block of further nodes; or, when
 // name is empty, a comment line.
-type cfNode struct {
-	name    string // the importer's own word
-	args    []cfArg
-	block   bool
-	body    []cfNode
-	comment string
+type Node struct {
+	Name    string // the importer's own word
+	Args    []Arg
+	Block   bool
+	Body    []Node
+	Comment string
 }
 
 // directiveName matches the words the importer writes as directive names.
@@ -269,47 +277,47 @@ func (w *cfWriter) newline() {
 }
 
 // comment writes a comment line: the text escaped so that it stays one
-// comment (see commentText).
+// comment (see CommentText).
 func (w *cfWriter) comment(indent int, text string) {
 	w.b.WriteString(strings.Repeat("\t", indent) + "#")
 	if text != "" {
-		w.b.WriteString(" " + commentText(text))
+		w.b.WriteString(" " + CommentText(text))
 	}
 	w.newline()
 }
 
 // node writes n and its block.
-func (w *cfWriter) node(indent int, n cfNode) {
+func (w *cfWriter) node(indent int, n Node) {
 	switch {
-	case n.name == "" && n.comment == "":
+	case n.Name == "" && n.Comment == "":
 		w.newline()
 		return
-	case n.name == "":
-		w.comment(indent, n.comment)
+	case n.Name == "":
+		w.comment(indent, n.Comment)
 		return
 	}
-	if !directiveName.MatchString(n.name) {
-		w.fail(fmt.Errorf("%q is not a directive name", n.name))
+	if !directiveName.MatchString(n.Name) {
+		w.fail(fmt.Errorf("%q is not a directive name", n.Name))
 		return
 	}
 	w.b.WriteString(strings.Repeat("\t", indent))
-	w.token(n.name, n.name)
-	for _, a := range n.args {
-		tok, text, err := a.encode()
+	w.token(n.Name, n.Name)
+	for _, a := range n.Args {
+		tok, text, err := a.Encode()
 		if err != nil {
-			w.fail(fmt.Errorf("%s: %q: %w", n.name, a.val, err))
+			w.fail(fmt.Errorf("%s: %q: %w", n.Name, a.Val, err))
 			return
 		}
 		w.b.WriteByte(' ')
 		w.token(tok, text)
 	}
-	if n.block {
+	if n.Block {
 		w.b.WriteByte(' ')
 		w.token("{", "{")
 	}
 	w.newline()
-	if n.block {
-		for _, c := range n.body {
+	if n.Block {
+		for _, c := range n.Body {
 			w.node(indent+1, c)
 		}
 		w.b.WriteString(strings.Repeat("\t", indent))
@@ -325,32 +333,32 @@ func (w *cfWriter) fail(err error) {
 	}
 }
 
-// siteFile is a whole generated Caddyfile: header comments, then one site
+// File is a whole generated Caddyfile: header comments, then one site
 // block.
-type siteFile struct {
-	header []string
-	// site is the site address: the default's env placeholder (written as
-	// the importer's own text) or a checked --site (see siteAddress).
-	site string
-	body []cfNode
+type File struct {
+	Header []string
+	// Site is the site address: the default's env placeholder (written as
+	// the importer's own text) or a checked --site.
+	Site string
+	Body []Node
 }
 
-// writeCaddyfile renders f and checks the result with Caddy's tokenizer:
+// Write renders f and checks the result with Caddy's tokenizer:
 // the same tokens, quoted the same way, on the same lines, and no "{$"
 // but the site's own default.
-func writeCaddyfile(f siteFile) (string, error) {
+func Write(f File) (string, error) {
 	w := &cfWriter{line: 1}
-	for _, h := range f.header {
+	for _, h := range f.Header {
 		w.comment(0, h)
 	}
-	if len(f.header) > 0 {
+	if len(f.Header) > 0 {
 		w.newline()
 	}
-	w.token(f.site, f.site)
+	w.token(f.Site, f.Site)
 	w.b.WriteByte(' ')
 	w.token("{", "{")
 	w.newline()
-	for _, n := range f.body {
+	for _, n := range f.Body {
 		w.node(1, n)
 	}
 	w.token("}", "}")
@@ -359,7 +367,7 @@ func writeCaddyfile(f siteFile) (string, error) {
 		return "", w.err
 	}
 	out := w.b.String()
-	if err := verifyTokens(out, w.want, strings.Count(f.site, "{$")); err != nil {
+	if err := verifyTokens(out, w.want, strings.Count(f.Site, "{$")); err != nil {
 		return "", fmt.Errorf("the generated Caddyfile does not read back as written (%w); nothing printed", err)
 	}
 	if string(caddyfile.Format([]byte(out))) != out {
@@ -389,15 +397,15 @@ func verifyTokens(out string, want []wantToken, envSpans int) error {
 	return nil
 }
 
-// commentText is s as the text of one comment line: no line break, no
+// CommentText is s as the text of one comment line: no line break, no
 // brace (a "{$" would be expanded even in a comment) and nothing
 // unprintable; those are written as \u escapes.
-func commentText(s string) string { return escapeRunes(s, "{}\\") }
+func CommentText(s string) string { return escapeRunes(s, "{}\\") }
 
-// printableText is s with every unprintable rune (control, bidirectional
+// PrintableText is s with every unprintable rune (control, bidirectional
 // control, invalid UTF-8) as a \u escape: notes name config keys and
 // values, which must not drive the terminal they are printed on.
-func printableText(s string) string { return escapeRunes(s, "") }
+func PrintableText(s string) string { return escapeRunes(s, "") }
 
 // escapeRunes writes the unprintable runes of s, and those in also, as
 // \u escapes.

@@ -1,9 +1,16 @@
-package caddyhook
+// Package importcmd is `caddy hooks import`: it translates the reference
+// gateway's own config (openclaw.json, JSON5) into a Caddyfile that fronts
+// that gateway with the same hooks. Every value reaches the file through
+// the one token writer of internal/cftoken; whether the edge accepts a
+// value is asked of the edge itself (Edge, which caddyhook implements),
+// so the generated file always loads.
+package importcmd
 
 import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,12 +21,14 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	"github.com/spf13/cobra"
 	"github.com/titanous/json5"
+
+	"github.com/caddyhook/caddyhook/internal/cftoken"
 )
 
-// newImportCommand builds `caddy hooks import`: a Caddyfile that fronts an
+// Command builds `caddy hooks import`: a Caddyfile that fronts an
 // existing reference gateway with the same hooks, from the gateway's own
-// JSON5 config.
-func newImportCommand() *cobra.Command {
+// JSON5 config, checked against edge.
+func Command(edge Edge) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import [--site ADDRESS] [--gateway HOST:PORT] [--mode forward|render] <openclaw.json>",
 		Short: "Writes a Caddyfile that fronts an existing agent gateway with the same hooks",
@@ -46,19 +55,19 @@ that could not be ported, with the reason.
 `,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var o importOptions
+			var o Options
 			f := cmd.Flags()
-			o.site, _ = f.GetString("site")
-			o.gateway, _ = f.GetString("gateway")
-			o.mode, _ = f.GetString("mode")
+			o.Site, _ = f.GetString("site")
+			o.Gateway, _ = f.GetString("gateway")
+			o.Mode, _ = f.GetString("mode")
 			cmd.SilenceUsage = true
-			return runImport(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], o)
+			return Run(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], o, edge)
 		},
 	}
 	f := cmd.Flags()
 	f.String("site", "", "Site address of the generated site block (default: {$HOOKS_SITE:http://localhost:8080})")
 	f.String("gateway", "", "Gateway address host:port (default: 127.0.0.1 and the config's gateway.port, else 18789)")
-	f.String("mode", modeForwardName, "forward (the gateway maps) or render (the edge maps)")
+	f.String("mode", ModeForward, "forward (the gateway maps) or render (the edge maps)")
 	return cmd
 }
 
@@ -67,12 +76,21 @@ that could not be ported, with the reason.
 const (
 	referenceGatewayPort = 18789
 	referenceMaxBody     = 256 << 10
-	siteEnv              = "HOOKS_SITE"
 	defaultImportSite    = "http://localhost:8080"
-	hookTokenEnv         = "HOOK_TOKEN"
-	gatewayTokenEnv      = "OPENCLAW_HOOKS_TOKEN"
-	modeForwardName      = "forward"
-	modeRenderName       = "render"
+	// the reference gateway's defaults, and words of its config
+	referencePath         = "/hooks"
+	referenceDefaultAgent = "main"
+	channelLast           = "last"
+	routeWake, routeAgent = "wake", "agent"
+)
+
+// The environment variables the generated file reads, and the modes.
+const (
+	SiteEnv         = "HOOKS_SITE"
+	HookTokenEnv    = "HOOK_TOKEN"
+	GatewayTokenEnv = "OPENCLAW_HOOKS_TOKEN"
+	ModeForward     = "forward" // the gateway maps (the edge's mode forward)
+	ModeRender      = "render"  // the edge maps
 )
 
 // Gmail body allowance of the reference gateway: 100 messages of
@@ -88,13 +106,13 @@ const (
 	referenceGmailPathKey = "gmail"
 )
 
-// importOptions are the flags of `caddy hooks import`.
-type importOptions struct {
-	site, gateway, mode string
+// Options are the flags of `caddy hooks import`.
+type Options struct {
+	Site, Gateway, Mode string
 }
 
-// runImport reads file and writes the Caddyfile to out and the notes to notes.
-func runImport(out, notes io.Writer, file string, o importOptions) error {
+// Run reads file and writes the Caddyfile to out and the notes to notes.
+func Run(out, notes io.Writer, file string, o Options, edge Edge) error {
 	src, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -103,14 +121,14 @@ func runImport(out, notes io.Writer, file string, o importOptions) error {
 	if err != nil {
 		return err
 	}
-	res, err := importGatewayConfig(src, abs, o)
+	res, err := Translate(src, abs, o, edge)
 	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
-	if _, err := io.WriteString(out, res.caddyfile); err != nil {
+	if _, err := io.WriteString(out, res.Caddyfile); err != nil {
 		return err
 	}
-	for _, n := range res.notes {
+	for _, n := range res.Notes {
 		if _, err := fmt.Fprintln(notes, n.String()); err != nil {
 			return err
 		}
@@ -127,77 +145,79 @@ const (
 	noteInfo                      // how the generated file behaves
 )
 
-// importNote is one line on stderr.
-type importNote struct {
+// Note is one line on stderr.
+type Note struct {
 	kind noteKind
 	key  string // the gateway config key, dotted
 	text string
 }
 
 // String formats the note as printed, unprintable runes escaped.
-func (n importNote) String() string {
+func (n Note) String() string {
 	prefix := map[noteKind]string{noteGateway: "gateway side", noteNotPorted: "not ported", noteInfo: "note"}[n.kind]
 	if n.key == "" {
-		return prefix + ": " + printableText(n.text)
+		return prefix + ": " + cftoken.PrintableText(n.text)
 	}
-	return prefix + ": " + printableText(n.key) + ": " + printableText(n.text)
+	return prefix + ": " + cftoken.PrintableText(n.key) + ": " + cftoken.PrintableText(n.text)
 }
 
-// importResult is the generated Caddyfile and its notes.
-type importResult struct {
-	caddyfile string
-	notes     []importNote
+// Result is the generated Caddyfile and its notes.
+type Result struct {
+	Caddyfile string
+	Notes     []Note
 }
 
 // importer holds one translation.
 type importer struct {
-	o        importOptions
+	o        Options
+	edge     Edge
 	file     string // absolute path of the gateway config
 	cfg      map[string]any
 	hooks    map[string]any
-	notes    []importNote
-	base     string   // hooks.path as the edge's base path
-	body     []cfNode // the hooks block: options, then the mappings
-	mappings []cfNode
-	policy   *Policy // the policy the generated file compiles to
+	notes    []Note
+	base     string         // hooks.path as the edge's base path
+	body     []cftoken.Node // the hooks block: options, then the mappings
+	mappings []cftoken.Node
+	check    Checker // mappings under the policy the generated file compiles to
 }
 
 // note records a stderr note.
 func (im *importer) note(kind noteKind, key, format string, args ...any) {
-	im.notes = append(im.notes, importNote{kind: kind, key: key, text: fmt.Sprintf(format, args...)})
+	im.notes = append(im.notes, Note{kind: kind, key: key, text: fmt.Sprintf(format, args...)})
 }
 
-// importGatewayConfig translates a gateway config (JSON5) into a Caddyfile.
-// file is the config's absolute path (for the header and transforms).
-func importGatewayConfig(src []byte, file string, o importOptions) (importResult, error) {
-	switch o.mode {
+// Translate translates a gateway config (JSON5) into a Caddyfile that
+// edge accepts. file is the config's absolute path (for the header and
+// transforms).
+func Translate(src []byte, file string, o Options, edge Edge) (Result, error) {
+	switch o.Mode {
 	case "":
-		o.mode = modeForwardName
-	case modeForwardName, modeRenderName:
+		o.Mode = ModeForward
+	case ModeForward, ModeRender:
 	default:
-		return importResult{}, fmt.Errorf("--mode: %q must be forward or render", o.mode)
+		return Result{}, fmt.Errorf("--mode: %q must be forward or render", o.Mode)
 	}
 	var raw any
 	if err := json5.Unmarshal(src, &raw); err != nil {
-		return importResult{}, fmt.Errorf("not valid JSON5: %w", err)
+		return Result{}, fmt.Errorf("not valid JSON5: %w", err)
 	}
 	cfg, ok := raw.(map[string]any)
 	if !ok {
-		return importResult{}, errors.New("the config must be a JSON5 object")
+		return Result{}, errors.New("the config must be a JSON5 object")
 	}
-	im := &importer{o: o, file: file, cfg: cfg}
+	im := &importer{o: o, edge: edge, file: file, cfg: cfg}
 	if err := im.translate(); err != nil {
-		return importResult{}, err
+		return Result{}, err
 	}
 	out, err := im.render()
 	if err != nil {
-		return importResult{}, err
+		return Result{}, err
 	}
 	sort.SliceStable(im.notes, func(i, j int) bool { return im.notes[i].kind < im.notes[j].kind })
-	if !slices.ContainsFunc(im.notes, func(n importNote) bool { return n.kind == noteGateway }) {
-		im.notes = append([]importNote{{kind: noteGateway, text: "nothing to change"}}, im.notes...)
+	if !slices.ContainsFunc(im.notes, func(n Note) bool { return n.kind == noteGateway }) {
+		im.notes = append([]Note{{kind: noteGateway, text: "nothing to change"}}, im.notes...)
 	}
-	return importResult{caddyfile: out, notes: im.notes}, nil
+	return Result{Caddyfile: out, Notes: im.notes}, nil
 }
 
 // translate fills lines and mappings from the config.
@@ -214,9 +234,9 @@ func (im *importer) translate() error {
 		im.note(noteGateway, "hooks.enabled", "set it to true: the gateway serves no hooks until then, and every forwarded request would get 404")
 	}
 	if tok, _ := hooks["token"].(string); strings.TrimSpace(tok) == "" {
-		im.note(noteGateway, "hooks.token", "set it to a long random value (the gateway refuses hooks without one); give the edge the same value as %s", gatewayTokenEnv)
+		im.note(noteGateway, "hooks.token", "set it to a long random value (the gateway refuses hooks without one); give the edge the same value as %s", GatewayTokenEnv)
 	}
-	if im.base, err = referenceBasePath(hooks["path"]); err != nil {
+	if im.base, err = im.referenceBasePath(hooks["path"]); err != nil {
 		return err
 	}
 	addr, err := im.gatewayAddr()
@@ -225,17 +245,17 @@ func (im *importer) translate() error {
 	}
 	im.checkGatewaySide()
 
-	if im.o.mode == modeForwardName {
-		im.add("mode", plainArg(modeForward))
-		im.add("wrap", plainArg(wrapByGW))
+	if im.o.Mode == ModeForward {
+		im.add("mode", cftoken.PlainArg(ModeForward))
+		im.add("wrap", cftoken.PlainArg("gateway"))
 	}
-	im.add("token", envArg(hookTokenEnv))
-	im.add("token_headers", plainArg("x-openclaw-token"))
-	im.add("idempotency_headers", plainArg("x-openclaw-idempotency-key"))
-	im.add("gateway", plainArg(addr))
-	im.add("gateway_token", envArg(gatewayTokenEnv))
-	im.add("gateway_prefix", plainArg(im.base))
-	im.add("max_body", plainArg("256KiB"))
+	im.add("token", cftoken.EnvArg(HookTokenEnv))
+	im.add("token_headers", cftoken.PlainArg("x-openclaw-token"))
+	im.add("idempotency_headers", cftoken.PlainArg("x-openclaw-idempotency-key"))
+	im.add("gateway", cftoken.PlainArg(addr))
+	im.add("gateway_token", cftoken.EnvArg(GatewayTokenEnv))
+	im.add("gateway_prefix", cftoken.PlainArg(im.base))
+	im.add("max_body", cftoken.PlainArg("256KiB"))
 	if err := im.translatePolicy(); err != nil {
 		return err
 	}
@@ -247,19 +267,15 @@ func (im *importer) translate() error {
 }
 
 // add appends one directive to the hooks block.
-func (im *importer) add(name string, args ...cfArg) {
-	im.body = append(im.body, cfNode{name: name, args: args})
+func (im *importer) add(name string, args ...cftoken.Arg) {
+	im.body = append(im.body, cftoken.Node{Name: name, Args: args})
 }
-
-// envArg is the importer's own {env.NAME} placeholder: the one kind of
-// placeholder the generated file holds, for the secrets it never copies.
-func envArg(name string) cfArg { return cfArg{val: "{env." + name + "}", kind: argSecret} }
 
 // writable reports whether a can be written; when not, it notes key as
 // not ported with the reason and what follows (then).
-func (im *importer) writable(key string, a cfArg, then string) bool {
-	if _, _, err := a.encode(); err != nil {
-		im.note(noteNotPorted, key, "%q cannot be written into a Caddyfile: %v; %s", a.val, err, then)
+func (im *importer) writable(key string, a cftoken.Arg, then string) bool {
+	if _, _, err := a.Encode(); err != nil {
+		im.note(noteNotPorted, key, "%q cannot be written into a Caddyfile: %v; %s", a.Val, err, then)
 		return false
 	}
 	return true
@@ -267,32 +283,43 @@ func (im *importer) writable(key string, a cfArg, then string) bool {
 
 // referenceBasePath normalises hooks.path as the gateway does (a leading
 // slash added, trailing slashes removed, "/" refused) and checks it as
-// caddyhook's own path and as a plain Caddyfile value.
-func referenceBasePath(v any) (string, error) {
+// caddyhook's own path (a plain path, so a plain Caddyfile value).
+func (im *importer) referenceBasePath(v any) (string, error) {
 	p, _ := v.(string)
 	if p = strings.TrimSpace(p); p == "" {
-		return defaultPath, nil
+		return referencePath, nil
 	}
 	if !strings.HasPrefix(p, "/") {
 		p = "/" + p
 	}
-	if err := validateBasePath(p); err != nil {
+	p, err := im.edge.BasePath(p)
+	if err != nil {
 		return "", fmt.Errorf("hooks.%w", err)
 	}
-	p = cleanBasePath(p)
 	if !validHookPath(strings.TrimPrefix(p, "/")) {
 		return "", fmt.Errorf("hooks.path: %q must be a plain path (URL path characters, no dot segments)", p)
 	}
 	return p, nil
 }
 
+// validHookPath reports whether p is a plain path: segments of URL path
+// characters that need no escaping, no dot segments.
+func validHookPath(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "" || seg == "." || seg == ".." || url.PathEscape(seg) != seg {
+			return false
+		}
+	}
+	return true
+}
+
 // gatewayAddr is --gateway, else loopback and gateway.port, else 18789.
 func (im *importer) gatewayAddr() (string, error) {
-	if im.o.gateway != "" {
-		if _, err := parseGatewayAddr(im.o.gateway); err != nil || !bareToken.MatchString(im.o.gateway) {
-			return "", fmt.Errorf("--gateway: %q must be a loopback host:port or unix//path.sock (plain characters only)", im.o.gateway)
+	if im.o.Gateway != "" {
+		if err := im.edge.GatewayAddr(im.o.Gateway); err != nil || !cftoken.IsBare(im.o.Gateway) {
+			return "", fmt.Errorf("--gateway: %q must be a loopback host:port or unix//path.sock (plain characters only)", im.o.Gateway)
 		}
-		return im.o.gateway, nil
+		return im.o.Gateway, nil
 	}
 	gw, err := object(im.cfg, "gateway")
 	if err != nil {
@@ -314,16 +341,16 @@ func (im *importer) gatewayAddr() (string, error) {
 // more than that address), else the HOOKS_SITE placeholder with its
 // default.
 func (im *importer) siteAddress() (string, error) {
-	if im.o.site == "" {
-		return "{$" + siteEnv + ":" + defaultImportSite + "}", nil
+	if im.o.Site == "" {
+		return "{$" + SiteEnv + ":" + defaultImportSite + "}", nil
 	}
-	if !bareToken.MatchString(im.o.site) || strings.Contains(im.o.site, ",") {
-		return "", fmt.Errorf("--site: %q must be one site address such as hooks.example.com or https://hooks.example.com:8443 (letters, digits and . : / - only; for a placeholder set %s instead)", im.o.site, siteEnv)
+	if !cftoken.IsBare(im.o.Site) || strings.Contains(im.o.Site, ",") {
+		return "", fmt.Errorf("--site: %q must be one site address such as hooks.example.com or https://hooks.example.com:8443 (letters, digits and . : / - only; for a placeholder set %s instead)", im.o.Site, SiteEnv)
 	}
-	if _, err := httpcaddyfile.ParseAddress(im.o.site); err != nil {
+	if _, err := httpcaddyfile.ParseAddress(im.o.Site); err != nil {
 		return "", fmt.Errorf("--site: %w", err)
 	}
-	return im.o.site, nil
+	return im.o.Site, nil
 }
 
 // checkGatewaySide notes gateway settings an edge in front must change.
@@ -335,7 +362,7 @@ func (im *importer) checkGatewaySide() {
 	if tp, ok := gw["trustedProxies"]; ok && tp != nil {
 		im.note(noteInfo, "gateway.trustedProxies", "the edge sends no X-Forwarded-For (gateway_forward_client_ip is off): the gateway sees every hook from the edge's loopback address, and the edge locks out guessing clients itself")
 	}
-	if im.o.mode == modeRenderName {
+	if im.o.Mode == ModeRender {
 		if b, _ := im.hooks["allowRequestSessionKey"].(bool); !b {
 			im.note(noteGateway, "hooks.allowRequestSessionKey", "set it to true: in render mode the edge sends the session key it resolved with every agent run")
 		}
@@ -346,12 +373,12 @@ func (im *importer) checkGatewaySide() {
 // channels, and compiles it as the edge will: a policy the edge would
 // refuse is refused here, naming the gateway's key.
 func (im *importer) translatePolicy() error {
-	pc := policyConfig{Forward: im.o.mode == modeForwardName}
+	pc := Policy{Forward: im.o.Mode == ModeForward}
 	var err error
 	if pc.Agents, err = im.agentIDs(); err != nil {
 		return err
 	}
-	im.add("agents", plainArgs(pc.Agents)...)
+	im.add("agents", cftoken.PlainArgs(pc.Agents)...)
 	if v, ok := im.hooks["allowedAgentIds"]; ok {
 		ids, err := stringList(v, "hooks.allowedAgentIds")
 		if err != nil {
@@ -360,16 +387,12 @@ func (im *importer) translatePolicy() error {
 		// as the edge reads them: "*" any, empty ignored, else normalised
 		pc.AllowedAgentIDs, pc.AllowedAgentIDsSet = []string{}, true
 		for _, id := range ids {
-			switch id = jsTrim(id); {
-			case id == "":
-			case id == "*":
+			if id = im.edge.AllowedAgentID(id); id != "" {
 				pc.AllowedAgentIDs = append(pc.AllowedAgentIDs, id)
-			default:
-				pc.AllowedAgentIDs = append(pc.AllowedAgentIDs, normalizeAgentID(id))
 			}
 		}
 		pc.AllowedAgentIDs = slices.Compact(pc.AllowedAgentIDs)
-		im.add("allowed_agent_ids", plainArgs(pc.AllowedAgentIDs)...)
+		im.add("allowed_agent_ids", cftoken.PlainArgs(pc.AllowedAgentIDs)...)
 	}
 	if v, ok := im.hooks["defaultSessionKey"]; ok {
 		k, ok := v.(string)
@@ -381,11 +404,11 @@ func (im *importer) translatePolicy() error {
 		case pc.Forward:
 			im.note(noteInfo, "hooks.defaultSessionKey", "the gateway applies it; the edge forwards no session key of its own")
 		default:
-			if _, _, err := plainArg(k).encode(); err != nil {
+			if _, _, err := cftoken.PlainArg(k).Encode(); err != nil {
 				return fmt.Errorf("hooks.defaultSessionKey: %q cannot be written into a Caddyfile: %w (--mode forward leaves it to the gateway)", k, err)
 			}
 			pc.DefaultSessionKey = k
-			im.add("default_session_key", plainArg(k))
+			im.add("default_session_key", cftoken.PlainArg(k))
 		}
 	}
 	if b, _ := im.hooks["allowRequestSessionKey"].(bool); b {
@@ -403,7 +426,7 @@ func (im *importer) translatePolicy() error {
 			if p == "" || slices.Contains(pc.AllowedSessionKeyPrefixes, p) {
 				continue
 			}
-			if !im.writable(fmt.Sprintf("hooks.allowedSessionKeyPrefixes[%d]", i), plainArg(p), "the edge allows no session key with it") {
+			if !im.writable(fmt.Sprintf("hooks.allowedSessionKeyPrefixes[%d]", i), cftoken.PlainArg(p), "the edge allows no session key with it") {
 				refused = true
 				continue
 			}
@@ -413,12 +436,12 @@ func (im *importer) translatePolicy() error {
 			return errors.New("hooks.allowedSessionKeyPrefixes: no prefix can be written into a Caddyfile, and without one the edge would allow every session key")
 		}
 		if len(pc.AllowedSessionKeyPrefixes) > 0 {
-			im.add("allowed_session_key_prefixes", plainArgs(pc.AllowedSessionKeyPrefixes)...)
+			im.add("allowed_session_key_prefixes", cftoken.PlainArgs(pc.AllowedSessionKeyPrefixes)...)
 		}
 	}
 	pc.Channels = im.channels()
-	im.add("channels", plainArgs(pc.Channels)...)
-	if im.policy, err = newPolicy(pc); err != nil {
+	im.add("channels", cftoken.PlainArgs(pc.Channels)...)
+	if im.check, err = im.edge.Policy(pc); err != nil {
 		mode := "the edge would refuse it"
 		if !pc.Forward {
 			mode = "the edge would refuse it in render mode; --mode forward leaves the session policy to the gateway"
@@ -443,7 +466,7 @@ func (im *importer) agentIDs() ([]string, error) {
 		if strings.TrimSpace(raw) == "" {
 			return
 		}
-		id, ok := strictAgentID(raw)
+		id, ok := im.edge.AgentID(raw)
 		if !ok {
 			im.note(noteNotPorted, key, "%q is not a usable agent id (nothing is left of it as the gateway normalises ids)", raw)
 			return
@@ -503,7 +526,7 @@ func (im *importer) channels() []string {
 		if name == "" || name == channelLast || name == "defaults" || slices.Contains(names, name) {
 			continue
 		}
-		if im.writable(fmt.Sprintf("channels[%q]", key), plainArg(name), "the edge refuses it as a delivery channel") {
+		if im.writable(fmt.Sprintf("channels[%q]", key), cftoken.PlainArg(name), "the edge refuses it as a delivery channel") {
 			names = append(names, name)
 		}
 	}
@@ -530,14 +553,14 @@ func (im *importer) ignoredHookKeys() {
 		switch k {
 		case "maxBytes":
 		case "model", "thinking", "allowUnsafeExternalContent":
-			if im.o.mode == modeRenderName {
+			if im.o.Mode == ModeRender {
 				im.note(noteNotPorted, "hooks.gmail."+k, "the gateway applies it to runs of its own /hooks/gmail only; in render mode the edge sends Gmail runs to /hooks/agent (use --mode forward, or set it on a gmail mapping)")
 			}
 		default:
 			im.note(noteNotPorted, "hooks.gmail."+k, "Gmail watcher transport: the watcher posts to the gateway on loopback (hooks.gmail.hookUrl), not through the edge")
 		}
 	}
-	if _, ok := im.hooks["transformsDir"]; ok && im.o.mode == modeForwardName {
+	if _, ok := im.hooks["transformsDir"]; ok && im.o.Mode == ModeForward {
 		im.note(noteInfo, "hooks.transformsDir", "transforms keep running in the gateway (forward mode); nothing to port")
 	}
 }
@@ -589,23 +612,23 @@ func (im *importer) render() (string, error) {
 		return "", err
 	}
 	header := []string{
-		fmt.Sprintf("Generated by `caddy hooks import` (--mode %s) from", im.o.mode),
+		fmt.Sprintf("Generated by `caddy hooks import` (--mode %s) from", im.o.Mode),
 		"  " + im.file,
 		"",
 		"Environment, read when Caddy loads this file:",
 	}
-	if im.o.site == "" {
-		header = append(header, fmt.Sprintf("  %-20s the public site address (default %s), e.g. hooks.example.com", siteEnv, defaultImportSite))
+	if im.o.Site == "" {
+		header = append(header, fmt.Sprintf("  %-20s the public site address (default %s), e.g. hooks.example.com", SiteEnv, defaultImportSite))
 	}
 	header = append(header,
-		fmt.Sprintf("  %-20s the public hook token senders use (≥ 32 random characters: openssl rand -hex 32)", hookTokenEnv),
-		fmt.Sprintf("  %-20s the gateway's hooks.token (must differ from %s)", gatewayTokenEnv, hookTokenEnv))
-	hooks := cfNode{name: "hooks", args: []cfArg{plainArg(im.base)}, block: true, body: im.body}
+		fmt.Sprintf("  %-20s the public hook token senders use (≥ 32 random characters: openssl rand -hex 32)", HookTokenEnv),
+		fmt.Sprintf("  %-20s the gateway's hooks.token (must differ from %s)", GatewayTokenEnv, HookTokenEnv))
+	hooks := cftoken.Node{Name: "hooks", Args: []cftoken.Arg{cftoken.PlainArg(im.base)}, Block: true, Body: im.body}
 	for _, m := range im.mappings {
-		hooks.body = append(hooks.body, cfNode{}, m)
+		hooks.Body = append(hooks.Body, cftoken.Node{}, m)
 	}
-	return writeCaddyfile(siteFile{header: header, site: site, body: []cfNode{
+	return cftoken.Write(cftoken.File{Header: header, Site: site, Body: []cftoken.Node{
 		hooks,
-		{name: "respond", args: []cfArg{plainArg("Not Found"), plainArg("404")}},
+		{Name: "respond", Args: []cftoken.Arg{cftoken.PlainArg("Not Found"), cftoken.PlainArg("404")}},
 	}})
 }
