@@ -644,10 +644,15 @@ func TestCombinationMatrix(t *testing.T) {
 	var cells []mxCell
 	reference := map[string][]devgw.Received{} // mode/kind → what the sync path delivered, in mxWant's order
 	replies := map[*mxGroup][]result{}
+	replays := map[*mxGroup]map[mxKind]result{} // a keyed request sent again
 	sendGroups := func(gs []*mxGroup) {
 		for _, g := range gs {
+			replays[g] = map[mxKind]result{}
 			for k := range mxKinds {
 				replies[g] = append(replies[g], send(g, k))
+				if mxRequestFor(k).keyed {
+					replays[g][k] = send(g, k)
+				}
 			}
 		}
 	}
@@ -711,8 +716,14 @@ func TestCombinationMatrix(t *testing.T) {
 							t.Errorf("the gateway answered %d to %s", rec.Status, rec.Target)
 						}
 					}
-					if diff := mxCheckReply(g.mode, k, g.path, replies[g][k], ordered); diff != "" {
+					first := replies[g][k]
+					if diff := mxCheckReply(g.mode, k, g.path, first, ordered); diff != "" {
 						t.Error(diff)
+					}
+					// a keyed request sent again gets the first reply and
+					// dispatches nothing (counted above, and at the end)
+					if again, ok := replays[g][k]; ok && (again.status != first.status || again.body != first.body) {
+						t.Errorf("the same request with its key again: %d %s, want the first reply %d %s", again.status, again.body, first.status, first.body)
 					}
 					ref := g.mode + "/" + k.String()
 					if g.path == mxSync {
