@@ -388,3 +388,70 @@ func TestDryRunForward(t *testing.T) {
 		})
 	}
 }
+
+// TestDryRunQuiet (issue 25 item 4): the README's own dry run, without
+// any of the config's variables set, prints nothing on stderr (it used
+// to print a warning with a Go stack trace for every stand-in secret);
+// a config with real problems gets one line per problem, and stack
+// traces only with --debug.
+func TestDryRunQuiet(t *testing.T) {
+	for _, v := range []string{"HOOK_TOKEN", "GATEWAY_TOKEN", "GATEWAY_SOCKET", "GITHUB_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET"} {
+		unsetEnv(t, v)
+	}
+	t.Chdir("..") // as the README runs it, from the repository root
+	// whatever goes to the process's stderr too (a logger of its own)
+	stderr, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = stderr
+	var out, notes bytes.Buffer
+	rejected, err := runDryRun(&out, &notes, dryRunOptions{config: "Caddyfile.example", path: "alert",
+		payload: filepath.Join("testdata", "payloads", "monitoring-alert.json")})
+	os.Stderr = saved
+	if err != nil || rejected {
+		t.Fatalf("dry run of the README example: rejected %v, %v\n%s", rejected, err, out.String())
+	}
+	logged, _ := os.ReadFile(stderr.Name())
+	if s := notes.String() + string(logged); s != "" {
+		t.Fatalf("stderr of the README example (%d lines):\n%s", strings.Count(s, "\n"), s)
+	}
+
+	cfg := filepath.Join(t.TempDir(), "Caddyfile")
+	if err := os.WriteFile(cfg, []byte(`:0 {
+	hooks {
+		token `+utHookToken+`
+		gateway unix//nonexistent/gw.sock
+		mapping a {
+			message_template "a"
+		}
+		mapping b {
+			match_path b
+			message_template "b"
+		}
+	}
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, debug := range []bool{false, true} {
+		notes.Reset()
+		if _, err := runDryRun(io.Discard, &notes, dryRunOptions{config: cfg, path: "wake", debug: debug}); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(notes.String()), "\n")
+		stack := strings.Contains(notes.String(), "caddyhook/tokens.go:")
+		switch {
+		case !debug && (len(lines) != 2 || stack ||
+			!strings.HasPrefix(lines[0], `warn: secret written into the config`) || !strings.HasSuffix(lines[0], `{"field": "token"}`) ||
+			!strings.HasPrefix(lines[1], `warn: mapping can never match`) || !strings.HasSuffix(lines[1], `{"mapping": "b", "shadowed_by": "a"}`)):
+			t.Errorf("stderr, one line per problem expected:\n%s", notes.String())
+		case debug && !stack:
+			t.Errorf("stderr with --debug, stack traces expected:\n%s", notes.String())
+		}
+	}
+	if strings.Contains(notes.String(), utHookToken) {
+		t.Fatal("the token was printed")
+	}
+}

@@ -236,13 +236,30 @@ func isTimeout(err error) bool {
 const (
 	reasonGatewayTimeout = "gateway timeout: the run may have started; retry with the same Idempotency-Key so that it does not run twice"
 	reasonGatewayDown    = "gateway unreachable"
-	reasonGatewayAuth    = "gateway refused the edge's credentials (check gateway_token and that the gateway trusts no forwarded headers from the edge)"
+	// reasonGatewayAuth answers a gateway refusal of the edge itself
+	// (401, 403, 407, 429). The sender learns nothing of the edge's
+	// configuration; the operator gets the detail in the log (see
+	// gatewayFailure).
+	reasonGatewayAuth = "gateway unavailable"
 )
 
+// refusesEdge reports a gateway status that concerns the edge's own
+// credentials or address, not the sender's request: a wrong
+// gateway_token, forwarded headers the gateway does not trust, or the
+// gateway's own lockout of the edge.
+func refusesEdge(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired, http.StatusTooManyRequests:
+		return true
+	}
+	return false
+}
+
 // outcome turns a gateway reply or error into what the caller gets:
-// 2xx passes through, a 503 passes through with its Retry-After, a 4xx
-// with {"ok":false,"error":…} is a 400 "gateway: …", other answers 502,
-// a timeout 504.
+// 2xx passes through, a 503 passes through with its Retry-After, a
+// refusal of the edge itself (refusesEdge) is a 502, another 4xx with
+// {"ok":false,"error":…} is a 400 "gateway: …", other answers 502, a
+// timeout 504. No text names an option of the edge's configuration.
 func (r gatewayReply) outcome(err error) *hookError {
 	switch {
 	case errors.Is(err, errGatewayTimeout):
@@ -253,6 +270,8 @@ func (r gatewayReply) outcome(err error) *hookError {
 		return nil
 	case r.status == http.StatusServiceUnavailable:
 		return r.passThrough()
+	case refusesEdge(r.status):
+		return reject(http.StatusBadGateway, reasonGatewayAuth)
 	case r.status >= 400 && r.status < 500:
 		var e struct {
 			OK    *bool  `json:"ok"`
@@ -278,8 +297,7 @@ func (r gatewayReply) forwardOutcome(err error) *hookError {
 		return r.outcome(err)
 	case r.status >= 200 && r.status < 300:
 		return nil
-	case r.status == http.StatusUnauthorized, r.status == http.StatusForbidden,
-		r.status == http.StatusProxyAuthRequired, r.status == http.StatusTooManyRequests:
+	case refusesEdge(r.status):
 		return reject(http.StatusBadGateway, reasonGatewayAuth)
 	case r.status >= 400 && r.status < 600:
 		return r.passThrough()

@@ -88,6 +88,10 @@ type lockoutTable struct {
 	shards       [lockoutShards]lockShard
 }
 
+// capacity is how many addresses the table holds (lockout_table_size,
+// rounded to whole sets).
+func (t *lockoutTable) capacity() int { return t.setsPerShard * lockoutShards * lockoutWays }
+
 // newLockoutTable returns an empty table for p.
 func newLockoutTable(p lockoutPolicy) *lockoutTable {
 	// clamped to the bounds Validate enforces, so that a table provisioned

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/secret"
 )
 
 func init() {
@@ -228,7 +229,9 @@ func (*Handler) CaddyModule() caddy.ModuleInfo {
 // by Cleanup, which Caddy runs when Provision or Validate fails and when
 // the config is replaced.
 func (h *Handler) Provision(ctx caddy.Context) error {
-	h.logger = ctx.Logger()
+	if h.logger == nil { // a dry run brings its own
+		h.logger = ctx.Logger()
+	}
 	h.rejectLogs = new(logBudget)
 	h.gatewayLogs = new(logBudget)
 	h.enabled = h.Enabled == nil || *h.Enabled
@@ -236,12 +239,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return nil
 	}
 	repl := caddy.NewReplacer()
-	gwToken := strings.TrimSpace(repl.ReplaceKnown(h.GatewayToken, ""))
+	gwToken, err := secret.Required("gateway_token", h.GatewayToken)
+	if err != nil {
+		return err
+	}
 	if err := h.provisionTokens(repl, gwToken); err != nil {
 		return err
 	}
 	h.warnLiteralSecrets(h.logger)
-	var err error
 	if h.addrCheck, err = checkClientAddressSource(ctx); err != nil {
 		return err
 	}
@@ -305,6 +310,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		}
 	}
 	if err := h.provisionEvents(ctx); err != nil {
+		return err
+	}
+	if err := h.guardListeners(ctx); err != nil {
 		return err
 	}
 	h.registerAdmin(ctx)

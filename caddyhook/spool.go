@@ -132,7 +132,7 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	if h.spoolReg, err = share.register(gatewaySender{h}, rate, ctx.Done()); err != nil {
+	if h.spoolReg, err = share.register(gatewaySender{h}, rate, &sc, ctx.Done()); err != nil {
 		return fmt.Errorf("spool: %s: %w", sc.Dir, err)
 	}
 	h.sink = spoolSink{h: h, store: localAppender{share.store}}
@@ -178,13 +178,14 @@ type spoolShare struct {
 	regs []*spoolReg
 }
 
-// spoolReg is one handler's registration with a spoolShare: its sender
-// and its delivery rate.
+// spoolReg is one handler's registration with a spoolShare: its sender,
+// its delivery rate and its config's spool settings.
 type spoolReg struct {
-	share  *spoolShare
-	sender spool.Sender
-	rate   spool.Rate
-	config <-chan struct{} // Done of the registering config's context: tells configs apart
+	share    *spoolShare
+	sender   spool.Sender
+	rate     spool.Rate
+	settings *spool.Config   // a local spool's settings (nil: the cluster queue's are the engine's)
+	config   <-chan struct{} // Done of the registering config's context: tells configs apart
 }
 
 // deliveryTarget is what a spoolShare hands its delivering sender to.
@@ -196,16 +197,22 @@ type deliveryTarget interface {
 // newSpoolShare shares a local spool.
 func newSpoolShare(st *spool.Store) *spoolShare { return &spoolShare{store: st, target: st} }
 
-// activate makes r the registration the spool delivers with.
+// activate makes r the registration the spool delivers with, under its
+// config's settings: the spool outlives a reload, and this is where the
+// new config's max_bytes, max_age, retries and workers take over from the
+// old one's (a refused config never gets here).
 func (r *spoolReg) activate() {
+	if r.share.store != nil && r.settings != nil {
+		r.share.store.Reconfigure(*r.settings)
+	}
 	r.share.target.SetSender(r.sender)
 	r.share.target.SetRate(r.rate)
 }
 
-// register adds snd (delivering at rate) as the newest sender. A second
-// handler of the same config (same config context) is refused: its events
-// would be delivered through the first one's gateway.
-func (p *spoolShare) register(snd spool.Sender, rate spool.Rate, config <-chan struct{}) (*spoolReg, error) {
+// register adds snd (delivering at rate, under settings) as the newest
+// sender. A second handler of the same config (same config context) is
+// refused: its events would be delivered through the first one's gateway.
+func (p *spoolShare) register(snd spool.Sender, rate spool.Rate, settings *spool.Config, config <-chan struct{}) (*spoolReg, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range p.regs {
@@ -213,7 +220,7 @@ func (p *spoolShare) register(snd spool.Sender, rate spool.Rate, config <-chan s
 			return nil, errors.New("already used by another hooks handler of this config; give each handler its own spool directory")
 		}
 	}
-	r := &spoolReg{share: p, sender: snd, rate: rate, config: config}
+	r := &spoolReg{share: p, sender: snd, rate: rate, settings: settings, config: config}
 	p.regs = append(p.regs, r)
 	if len(p.regs) == 1 {
 		r.activate()

@@ -188,8 +188,13 @@ async function replay() {
 }
 
 // ---- status, spool, lockouts ----
+// statusSeq numbers loadStatus calls: an answer overtaken by a later call
+// (a periodic refresh that started before a pause) is not rendered.
+let statusSeq = 0;
 async function loadStatus() {
+  const seq = ++statusSeq;
   const [st] = await api("GET", "", { path: state.path });
+  if (seq !== statusSeq) return;
   $("t-lockouts").textContent = st.active_lockouts;
   const sp = st.spool;
   state.hasSpool = !!sp;
@@ -206,6 +211,7 @@ async function loadStatus() {
   $("pause").disabled = sp.paused;
   $("resume").disabled = !sp.paused;
   const dead = await api("GET", "spool/dead", {});
+  if (seq !== statusSeq) return;
   const tb = $("dead");
   tb.replaceChildren();
   for (const d of dead) {
