@@ -166,7 +166,6 @@ func mxHooks(mode, transformsRoot string) string {
 		allow_request_session_key
 		allowed_session_key_prefixes hook:
 		idempotency_headers x-openclaw-idempotency-key
-		gateway_forward_client_ip
 		transforms_root ` + transformsRoot + `
 		presets gmail
 		mapping ci {
@@ -578,7 +577,8 @@ func TestCombinationMatrix(t *testing.T) {
 			groups = append(groups, g)
 			common := "token " + itHookToken + "\n\t\tgateway_token " + itGatewayToken + "\n\t\t" + testTransformTimeout +
 				"\n\t\t" + mxHooks(mode, root)
-			gateway := "\n\t\tgateway unix/" + g.gw.sock + "\n\t\tgateway_prefix " + mxGatewayPrefix
+			// the gateway settings, only where there is a gateway
+			gateway := "\n\t\tgateway unix/" + g.gw.sock + "\n\t\tgateway_prefix " + mxGatewayPrefix + "\n\t\tgateway_forward_client_ip"
 			hooks := func(base, lines string) {
 				handlers = append(handlers, "\thooks "+base+" {\n\t\t"+common+lines+"\n\t}\n")
 			}
@@ -865,30 +865,33 @@ func TestCombinationMatrix(t *testing.T) {
 	t.Log(b.String())
 }
 
-// TestSpooledForwardUsesDeliveringGatewayPrefix (a defect the combination
-// matrix found, with the gateway at a non-default prefix): a forwarded
-// event is sent under the gateway prefix of the handler that delivers it,
-// as a rendered one is. Before the fix a forwarded event kept the prefix
-// of the handler that accepted it: through the cluster queue an edge
-// without a gateway (so with the default prefix) sent every forwarded
-// hook of a delivery node with `gateway_prefix /gw/hooks` to /hooks/…, a
-// 404 dead letter, while rendered events arrived; and here, a reload that
-// moves the gateway's prefix left the forwarded events already spooled
-// on the old one.
-func TestSpooledForwardUsesDeliveringGatewayPrefix(t *testing.T) {
+// TestSpooledEventUsesDeliveringGatewaySettings (two defects the
+// combination matrix found, with the gateway settings only where there
+// is a gateway): a spooled event is sent under the gateway prefix of the
+// handler that delivers it, and with the client address when that
+// handler has gateway_forward_client_ip, as a rendered action always was
+// for the prefix. Before the fixes a forwarded event kept the prefix of
+// the handler that accepted it, and an event carried the client address
+// only when that handler had gateway_forward_client_ip: through the
+// cluster queue, an edge without a gateway (so with the defaults) sent
+// every forwarded hook of a delivery node with `gateway_prefix
+// /gw/hooks` to /hooks/…, a 404 dead letter, and no event with an
+// X-Forwarded-For; here, a reload that moves the gateway's prefix and
+// turns the client address on did neither for the events already spooled.
+func TestSpooledEventUsesDeliveringGatewaySettings(t *testing.T) {
 	before := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
 	before.FailWith(func(string) int { return http.StatusServiceUnavailable }) // hold the events in the spool
 	after := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true, Prefix: "/v2/hooks"})
 	dir := t.TempDir()
 	in := startIngress(t, ingressOpts{noGW: true})
-	config := func(gw *testGateway, prefix string) string {
+	config := func(gw *testGateway, settings string) string {
 		return in.caddyfile(testSiteAddress + ` {
 	bind 127.0.0.1
 	hooks {
 		token ` + itHookToken + `
 		gateway unix/` + gw.sock + `
 		gateway_token ` + itGatewayToken + `
-		gateway_prefix ` + prefix + `
+		` + settings + `
 		mode forward
 		mapping ci {
 			match_path ci
@@ -902,9 +905,9 @@ func TestSpooledForwardUsesDeliveringGatewayPrefix(t *testing.T) {
 }
 `)
 	}
-	in.load(config(before, "/hooks"))
+	in.load(config(before, "gateway_prefix /hooks"))
 	for _, target := range []string{"/hooks/ci?pipeline=7", "/hooks/agent"} {
-		if r := in.post(target, `{"message":"spooled under the old prefix"}`); r.status != http.StatusOK {
+		if r := in.post(target, `{"message":"spooled under the old settings"}`); r.status != http.StatusOK {
 			t.Fatalf("%s: %d %s", target, r.status, r.body)
 		}
 	}
@@ -912,7 +915,7 @@ func TestSpooledForwardUsesDeliveringGatewayPrefix(t *testing.T) {
 		t.Fatalf("status %s: want both events in the spool", body)
 	}
 
-	in.load(config(after, "/v2/hooks"))
+	in.load(config(after, "gateway_prefix /v2/hooks\n\t\tgateway_forward_client_ip"))
 	deadLetters := func() string {
 		_, body := adminCall(t, http.MethodGet, "/hooks/spool/dead?path=/hooks", "")
 		return body
@@ -920,12 +923,12 @@ func TestSpooledForwardUsesDeliveringGatewayPrefix(t *testing.T) {
 	waitFor(t, func() string { return "both events at the moved gateway; dead letters: " + deadLetters() }, func() bool {
 		return len(after.Received()) == 2 || strings.Contains(deadLetters(), `"id"`)
 	})
-	var targets []string
+	var got []string
 	for _, rec := range after.Received() {
-		targets = append(targets, rec.Target)
+		got = append(got, rec.Target+" X-Forwarded-For: "+rec.ForwardedFor)
 	}
-	slices.Sort(targets)
-	if want := []string{"/v2/hooks/agent", "/v2/hooks/ci?pipeline=7"}; !slices.Equal(targets, want) {
-		t.Fatalf("the moved gateway received %q, want %q; dead letters: %s", targets, want, deadLetters())
+	slices.Sort(got)
+	if want := []string{"/v2/hooks/agent X-Forwarded-For: 127.0.0.1", "/v2/hooks/ci?pipeline=7 X-Forwarded-For: 127.0.0.1"}; !slices.Equal(got, want) {
+		t.Fatalf("the moved gateway received %q, want %q; dead letters: %s", got, want, deadLetters())
 	}
 }

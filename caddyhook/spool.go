@@ -358,8 +358,11 @@ func (a localAppender) append(ctx context.Context, evs []*spool.Event) error {
 // deliver appends items to the spool and composes the reply from the
 // event ids, which are also the gateway's Idempotency-Keys.
 func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, ip netip.Addr) (int, []byte, *hookError) {
+	// the client address whatever this handler's gateway_forward_client_ip:
+	// the handler that delivers the event decides whether the gateway gets
+	// it (a cluster's edges have no gateway settings)
 	clientIP := ""
-	if s.h.gateway.forwardIP {
+	if ip.IsValid() {
 		clientIP = ip.String()
 	}
 	evs := make([]*spool.Event, len(items))
