@@ -187,11 +187,11 @@ func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ strin
 			}
 		}
 		if lh.h.spoolOps != nil {
+			// a spool whose counters cannot be read (the cluster queue
+			// while NATS is down) is reported with its error; the other
+			// handlers and this one's local state are still answered
 			s, err := lh.h.spoolOps.Status()
-			if err != nil {
-				return apiError(http.StatusServiceUnavailable, "spool of %s: %v", lh.h.base, err)
-			}
-			st.Spool = adminapi.SpoolOf(lh.h.spoolDir, s)
+			st.Spool = adminapi.SpoolOf(lh.h.spoolDir, s, err)
 		}
 		out = append(out, st)
 	}

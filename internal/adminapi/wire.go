@@ -79,6 +79,9 @@ type Spool struct {
 	// deliver on; a local spool delivers from the config that opened it)
 	Delivering bool   `json:"delivering"`
 	Rate       string `json:"rate,omitempty"`
+	// Error says why the counters are missing (e.g. the cluster queue is
+	// unreachable); the rest of the summary is what this node knows.
+	Error string `json:"error,omitempty"`
 	// the settings in force, which a reload changes
 	MaxAgeSeconds       float64 `json:"max_age_seconds"`
 	RetryInitialSeconds float64 `json:"retry_initial_seconds"`
@@ -86,12 +89,17 @@ type Spool struct {
 	Workers             int     `json:"workers"`
 }
 
-// SpoolOf is the state of the spool in dir, as its operations report it.
-func SpoolOf(dir string, s spool.Stats) *Spool {
-	return &Spool{Dir: dir, Depth: s.Depth, InFlight: s.InFlight, Bytes: s.Bytes,
+// SpoolOf is the state of the spool in dir, as its operations report it;
+// err, when the counters could not be read, is the summary's Error.
+func SpoolOf(dir string, s spool.Stats, err error) *Spool {
+	sp := &Spool{Dir: dir, Depth: s.Depth, InFlight: s.InFlight, Bytes: s.Bytes,
 		MaxBytes: s.MaxBytes, DeadLetters: s.Dead, OldestAgeSeconds: s.OldestAge.Seconds(),
 		Paused: s.Paused, Delivering: s.Delivering, Rate: s.Rate.String(), MaxAgeSeconds: s.MaxAge.Seconds(),
 		RetryInitialSeconds: s.RetryInitial.Seconds(), RetryMaxSeconds: s.RetryMax.Seconds(), Workers: s.Workers}
+	if err != nil {
+		sp.Error = err.Error()
+	}
+	return sp
 }
 
 // Stats is s as the spool's operations report it (the counters and the

@@ -119,6 +119,9 @@ func (s *adminSpool) Status() (spool.Stats, error) {
 	if len(hs) != 1 || hs[0].Spool == nil {
 		return spool.Stats{}, fmt.Errorf("admin API: the handler at %s has no spool any more", s.base)
 	}
+	if sp := hs[0].Spool; sp.Error != "" {
+		return spool.Stats{}, fmt.Errorf("admin API: the spool of %s: %s", s.base, sp.Error)
+	}
 	return hs[0].Spool.Stats(), nil
 }
 
