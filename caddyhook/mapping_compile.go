@@ -2,13 +2,16 @@ package caddyhook
 
 import (
 	"fmt"
-	"net/http"
-	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/internal/secret"
 	"github.com/caddyhook/caddyhook/internal/tmpl"
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
@@ -221,106 +224,6 @@ func blockedKey(k string) bool {
 	return k == "__proto__" || k == "prototype" || k == "constructor"
 }
 
-// answers reports whether c's match_path admits ex's hook name. A
-// mapping without match_path admits every name. A forward mapping
-// compares its path, percent-encoded, with the name the gateway reads
-// (gatewayName: escapes kept as sent), as the gateway compares its
-// match.path, so that the edge picks the mapping the gateway picks; it
-// admits only names the edge can forward as sent.
-func (h *Handler) answers(c *compiledMapping, ex *exchange) bool {
-	if !c.forward {
-		return c.path == "" || c.path == ex.sub
-	}
-	name, ok := h.gatewayName(ex)
-	return ok && (c.path == "" || c.gwPath == name)
-}
-
-// matches reports whether c's source and CEL conditions hold (CEL last);
-// the caller has checked answers.
-func (c *compiledMapping) matches(vars *tmpl.Vars) (bool, error) {
-	if c.source != "" {
-		if s, _ := vars.Payload["source"].(string); s != c.source {
-			return false, nil
-		}
-	}
-	if c.expr != nil {
-		return c.expr.Match(vars)
-	}
-	return true, nil
-}
-
-// render produces the fields object of one action: the rendered
-// templates (trimmed; empty ones left out) and the static settings.
-func (c *compiledMapping) render(vars *tmpl.Vars) (fields, *hookError) {
-	f := make(fields, c.nfields)
-	for _, t := range []struct {
-		key string
-		t   *tmpl.Template
-	}{
-		{"name", c.name}, {"agentId", c.agentID}, {"sessionKey", c.key}, {"message", c.message},
-		{"text", c.text}, {"channel", c.channel}, {"to", c.to}, {"model", c.model}, {"thinking", c.thinking},
-	} {
-		if t.t == nil {
-			continue
-		}
-		s, err := t.t.RenderString(vars)
-		if err != nil {
-			return nil, c.failed()
-		}
-		if s = strings.TrimSpace(s); s != "" {
-			f[t.key] = s
-		} else if t.key == "sessionKey" {
-			return nil, reject(http.StatusBadRequest, "hook mapping "+c.id+": sessionKey template rendered empty")
-		}
-	}
-	if c.wakeMode != "" {
-		f["wakeMode"], f["mode"] = c.wakeMode, c.wakeMode
-	}
-	if c.deliver != nil {
-		f["deliver"] = *c.deliver
-	}
-	if c.timeout > 0 {
-		f["timeoutSeconds"] = float64(c.timeout)
-	}
-	return f, nil
-}
-
-// failed is the 400 for a mapping whose CEL or template evaluation failed;
-// it names the mapping and never the payload.
-func (c *compiledMapping) failed() *hookError {
-	return reject(http.StatusBadRequest, "hook mapping failed: "+c.id)
-}
-
-// action decodes rendered (and transformed) fields with the same rules as
-// the built-in endpoints. keyFromRequest marks a session key that a
-// template or transform produced.
-func (c *compiledMapping) action(kind Kind, f fields, keyFromRequest bool, unsafe bool, source string) (Action, *hookError) {
-	var (
-		a   Action
-		err error
-	)
-	if kind == KindWake {
-		a, err = decodeWake(f)
-	} else {
-		a, err = c.policy.decodeAgent(f)
-	}
-	switch err {
-	case nil:
-	case errTextRequired:
-		return a, reject(http.StatusBadRequest, "hook mapping "+c.id+" requires text")
-	case errMessageRequired:
-		return a, reject(http.StatusBadRequest, "hook mapping "+c.id+" requires message")
-	default:
-		return a, reject(http.StatusBadRequest, err.Error())
-	}
-	if a.SessionKey != "" && !keyFromRequest {
-		a.keySource = keyOperator
-	}
-	a.AllowUnsafe = unsafe
-	a.Source = source
-	return a, nil
-}
-
 // Variable names templates and CEL expressions use for the request
 // headers and query.
 const (
@@ -328,49 +231,143 @@ const (
 	varQuery   = "query"
 )
 
-// requestVars gathers what templates, CEL and transforms see for a
-// request. Headers and query are gathered only when a mapping that could
-// answer the hook name reads them. The hook token's headers are left out:
-// no template or script can copy the token into a message.
-func (h *Handler) requestVars(ex *exchange) *tmpl.Vars {
-	var needHeaders, needQuery bool
-	for _, c := range h.mappings {
-		if h.answers(c, ex) {
-			needHeaders = needHeaders || c.readsHeaders
-			needQuery = needQuery || c.readsQuery
+// maxMappingBody is the largest body limit a mapping may ask for.
+const maxMappingBody = 64 << 20
+
+// provisionMappings compiles the configured mappings and then the presets
+// (in that order: first match wins), their verifiers and transforms, and
+// derives the body limit of each hook name.
+func (h *Handler) provisionMappings(repl *caddy.Replacer) error {
+	presets, err := presetMappings(h.Presets)
+	if err != nil {
+		return err
+	}
+	if h.forward {
+		// the gateway runs its own presets: forward their hooks
+		for i, p := range presets {
+			presets[i] = Mapping{ID: p.ID, MatchPath: p.MatchPath, MaxBody: p.MaxBody, Forward: true}
 		}
 	}
-	v := &tmpl.Vars{Payload: ex.payload, Path: ex.sub, Now: ex.now}
-	if needHeaders {
-		v.Headers = h.templateHeaders(ex.r.Header)
+	all := append(slices.Clone(h.Mappings), presets...)
+	h.verifyPaths = map[string]bool{}
+	h.pathLimits = map[string]int64{}
+	h.anyPathLimit = h.MaxBody
+	if len(all) == 0 {
+		return nil
 	}
-	if needQuery && ex.r.URL.RawQuery != "" {
-		v.Query = templateQuery(ex.r.URL.Query())
+	env, err := tmpl.NewEnv(h.CELCostLimit)
+	if err != nil {
+		return fmt.Errorf("mappings: %w", err)
 	}
-	return v
+	transforms, err := h.transformSetup()
+	if err != nil {
+		return err
+	}
+	ids := make(map[string]bool, len(all))
+	for i := range all {
+		m := &all[i]
+		c, err := h.compileMapping(m, i+1, env)
+		if err != nil {
+			return err
+		}
+		if ids[c.id] {
+			return fmt.Errorf("mapping %s: id: used by an earlier mapping", c.id)
+		}
+		ids[c.id] = true
+		if err := h.checkMappingKey(c); err != nil {
+			return err
+		}
+		if err := h.attachVerifier(c, m, repl); err != nil {
+			return err
+		}
+		if m.Transform != nil {
+			if c.transform, err = transforms.compile(c.id, m.Transform); err != nil {
+				return err
+			}
+		}
+		c.bodyLimit = h.MaxBody
+		if c.maxBody > 0 {
+			c.bodyLimit = c.maxBody
+		}
+		if c.path == "" {
+			h.anyPathLimit = max(h.anyPathLimit, c.bodyLimit)
+		} else {
+			h.pathLimits[c.path] = max(h.pathLimits[c.path], c.bodyLimit)
+		}
+		if by := shadowedBy(h.mappings, c); by != "" {
+			h.logger.Warn("mapping can never match: an earlier mapping answers every request it would",
+				zap.String("mapping", c.id), zap.String("shadowed_by", by))
+		}
+		h.mappings = append(h.mappings, c)
+	}
+	return nil
 }
 
-// templateHeaders maps lower-cased header names to their values (joined
-// with ", " when repeated), without the hook token's headers
-// (Authorization, x-service-token and the token_headers aliases).
-func (h *Handler) templateHeaders(hdr http.Header) map[string]string {
-	headers := make(map[string]string, len(hdr))
-	for k, v := range hdr {
-		if c := textproto.CanonicalMIMEHeaderKey(k); c == "Authorization" || h.isTokenHeader(c) {
-			continue
-		}
-		headers[strings.ToLower(k)] = strings.Join(v, ", ")
+// checkMappingKey applies the provision-time session key rules: a
+// templated key is request-supplied, so it needs allow_request_session_key
+// and allowed_session_key_prefixes; a static key must fit the prefixes.
+func (h *Handler) checkMappingKey(c *compiledMapping) error {
+	switch {
+	case c.key == nil:
+		return nil
+	case templated(c.key) && len(h.policy.prefixes) == 0:
+		return fmt.Errorf("mapping %s: session_key: a templated session key needs allowed_session_key_prefixes", c.id)
+	case templated(c.key) && !h.AllowRequestSessionKey:
+		return fmt.Errorf("mapping %s: session_key: a templated session key counts as request-supplied; set allow_request_session_key", c.id)
+	case !templated(c.key) && len(h.policy.prefixes) > 0 && !h.policy.prefixOK(strings.TrimSpace(c.key.Source())):
+		return fmt.Errorf("mapping %s: session_key: %q does not start with one of allowed_session_key_prefixes", c.id, c.key.Source())
 	}
-	return headers
+	return nil
 }
 
-// templateQuery maps query parameter names to their first value.
-func templateQuery(q url.Values) map[string]string {
-	query := make(map[string]string, len(q))
-	for k, v := range q {
-		if len(v) > 0 {
-			query[k] = v[0]
+// attachVerifier builds c's signature verifier. Placeholders are expanded
+// in the secrets only.
+func (h *Handler) attachVerifier(c *compiledMapping, m *Mapping, repl *caddy.Replacer) error {
+	if m.Verify == nil {
+		if m.RequireToken {
+			return fmt.Errorf("mapping %s: require_token: only meaningful with verify (a mapping without verify always requires the token)", c.id)
+		}
+		return nil
+	}
+	for i, s := range m.Verify.Secrets {
+		if _, err := secret.Required(fmt.Sprintf("mapping %s: verify secret %d", c.id, i+1), s); err != nil {
+			return err
 		}
 	}
-	return query
+	v, err := newVerifier(*m.Verify, func(s string) string { return repl.ReplaceKnown(s, "") })
+	if err != nil {
+		return fmt.Errorf("mapping %s: %w", c.id, err)
+	}
+	c.verifier, c.needToken = v, m.RequireToken
+	if c.path == "" {
+		h.verifyAny = true
+	} else {
+		h.verifyPaths[c.path] = true
+	}
+	return nil
+}
+
+// shadowedBy names an earlier mapping that answers every request c would
+// (same or any path, no further condition, same credentials), or "".
+func shadowedBy(earlier []*compiledMapping, c *compiledMapping) string {
+	for _, e := range earlier {
+		if e.expr == nil && e.source == "" && (e.path == "" || e.path == c.path) &&
+			e.verifier == nil && c.verifier == nil {
+			return e.id
+		}
+	}
+	return ""
+}
+
+// bodyLimit is the read bound for a hook name: the largest that any
+// mapping that could answer it allows (the matched mapping's own limit is
+// checked after matching).
+func (h *Handler) bodyLimit(sub string) int64 {
+	if sub == routeWake || sub == routeAgent {
+		return h.MaxBody
+	}
+	if l, ok := h.pathLimits[sub]; ok {
+		return max(l, h.anyPathLimit)
+	}
+	return h.anyPathLimit
 }
