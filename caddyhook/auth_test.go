@@ -113,7 +113,7 @@ func TestGatewayOutcomeSanitised(t *testing.T) {
 		{strings.Repeat("x", 5000), 400, "gateway: " + strings.Repeat("x", 200) + "…"},
 		{"\r\n", 502, "gateway error (status 400)"},
 	} {
-		herr := gatewayReply{status: 400, body: body(tc.msg)}.outcome(nil)
+		herr := answer(gatewayReply{status: 400, body: body(tc.msg)}, nil, false)
 		if herr == nil || herr.status != tc.status || herr.reason != tc.reason {
 			t.Errorf("outcome(%q) = %+v, want %d %q", tc.msg, herr, tc.status, tc.reason)
 		}

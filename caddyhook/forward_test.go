@@ -195,7 +195,7 @@ func TestForwardOutcome(t *testing.T) {
 		{"down", gatewayReply{}, errBodyTooLarge, 502, "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			herr := tc.rep.forwardOutcome(tc.err)
+			herr := answer(tc.rep, tc.err, true)
 			if tc.status == 0 {
 				if herr != nil {
 					t.Fatalf("refused: %+v", herr)

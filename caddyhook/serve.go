@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/caddyhook/caddyhook/internal/idempotency"
 	"github.com/caddyhook/caddyhook/internal/verify"
@@ -311,45 +309,6 @@ func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, key string
 	}
 	ex.items = items
 	return h.sink.deliver(ctx, items, p.dropped, ex.ip)
-}
-
-// sink is where prepared actions go: the gateway now (sync), the spool,
-// or a dry run. It also composes the caller's reply.
-type sink interface {
-	deliver(ctx context.Context, items []prepared, dropped int, ip netip.Addr) (int, []byte, *hookError)
-}
-
-// logRejection writes one line per rejection: status, reason, client
-// address and route; never a token or payload content. Lockout 429s are
-// logged at debug so a locked attacker cannot flood the log, and at most
-// rejectLogsPerSecond lines a second are written, the next one saying how
-// many were left out.
-func (h *Handler) logRejection(ex *exchange, herr *hookError) {
-	lvl := zapcore.InfoLevel
-	if herr.status == http.StatusTooManyRequests {
-		lvl = zapcore.DebugLevel
-	}
-	if !h.logger.Core().Enabled(lvl) {
-		return
-	}
-	ok, suppressed := h.rejectLogs.allow(ex.now)
-	if !ok {
-		return // before Check: a suppressed line costs two atomic adds
-	}
-	ce := h.logger.Check(lvl, "hook request rejected")
-	if ce == nil {
-		return
-	}
-	fields := []zap.Field{
-		zap.Int("status", herr.status),
-		zap.String("reason", herr.reason),
-		zap.String("client_ip", ex.ip.String()),
-		zap.String("route", ex.route),
-	}
-	if suppressed > 0 {
-		fields = append(fields, zap.Uint64("suppressed", suppressed))
-	}
-	ce.Write(fields...)
 }
 
 // clientAddr is Caddy's resolved client IP (which honours the server's

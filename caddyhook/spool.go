@@ -274,59 +274,6 @@ func openSpool(sc spool.Config, logger *zap.Logger) (*spool.Store, error) {
 	return st, err
 }
 
-// gatewaySender delivers spooled events with the gateway client.
-type gatewaySender struct{ h *Handler }
-
-// Send implements spool.Sender.
-func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, error) {
-	g := s.h.eventRequest(ev)
-	start := time.Now()
-	ctx = withTrace(ctx, traceContext{parent: ev.TraceParent, state: ev.TraceState})
-	rep, err := s.h.gateway.send(ctx, &g, ev.ClientIP)
-	if ctx.Err() == nil { // not the spool closing
-		s.h.gatewayFailure(g.kind, ev.ID, rep.status, err)
-		s.h.recordDelivery(ev.ID, ev.Attempts, rep.status, err, rep.body)
-	}
-	herr := rep.outcome(err)
-	if g.header != nil {
-		herr = rep.forwardOutcome(err)
-	}
-	outcome := "ok"
-	if herr != nil {
-		outcome = fmt.Sprint(herr.status)
-	}
-	s.h.metrics.observeDispatch(g.kind, outcome, time.Since(start))
-	if err != nil {
-		return 0, "", err
-	}
-	reason := ""
-	if rep.status >= 300 {
-		reason = string(rep.body[:min(len(rep.body), 200)])
-	}
-	return rep.status, reason, nil
-}
-
-// eventRequest is the gateway request of a spooled event: a rendered
-// action goes to {prefix}/{kind} with its id as Idempotency-Key; a
-// forwarded one to its stored path below h's gateway prefix (or, stored
-// without it, to its stored path) with its stored headers.
-func (h *Handler) eventRequest(ev *spool.Event) gatewayRequest {
-	kind := KindAgent
-	if ev.Kind == spool.KindWake {
-		kind = KindWake
-	}
-	g := gatewayRequest{kind: kind, body: ev.Body, idemKey: ev.ID}
-	if ev.Header != nil {
-		// a copy: send adds the edge's credential to the map, and a failed
-		// attempt stores ev again
-		g.path, g.header = ev.Path, ev.Header.Clone()
-		if ev.PathBelowPrefix != "" {
-			g.path = h.gateway.prefix + ev.PathBelowPrefix
-		}
-	}
-	return g
-}
-
 // spoolSink answers once the actions are stored (on disk, or in the
 // cluster queue); delivery follows.
 type spoolSink struct {

@@ -1,8 +1,6 @@
 package caddyhook
 
 import (
-	"math"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -201,112 +199,6 @@ func decodeWake(f fields) (Action, error) {
 	return a, nil
 }
 
-// decodeAgent builds an agent action from a request or mapping object,
-// applying the gateway's field rules in its order (a delivery channel
-// must be one of p's channels). The routing policy is checked later by
-// Apply.
-func (p *Policy) decodeAgent(f fields) (Action, error) {
-	a := Action{Kind: KindAgent, Name: "Hook", WakeMode: modeNow, Deliver: true}
-	if raw, present := f["waitForCompletion"]; present {
-		b, ok := raw.(bool)
-		if !ok {
-			return a, errWaitType
-		}
-		a.Wait, a.set = b, a.set|setWait
-	}
-	a.Message, _ = f.str("message")
-	if a.Message == "" {
-		return a, errMessageRequired
-	}
-	if err := p.applyAgentOptions(&a, f); err != nil {
-		return a, err
-	}
-	if m, present := f.optional("model"); present {
-		if m == "" {
-			return a, errModelRequired
-		}
-		a.Model, a.set = m, a.set|setModel
-	}
-	if s, _ := f.str("thinking"); s != "" {
-		a.Thinking, a.set = s, a.set|setThinking
-	}
-	if n, ok := f["timeoutSeconds"].(float64); ok && n > 0 && !math.IsInf(n, 0) {
-		a.TimeoutSeconds, a.set = int64(math.Min(math.Floor(n), math.MaxInt32)), a.set|setTimeout
-	}
-	return a, nil
-}
-
-// applyAgentOptions sets the optional routing and delivery fields present
-// in f, refusing malformed ones as the gateway does.
-func (p *Policy) applyAgentOptions(a *Action, f fields) error {
-	if s, _ := f.str("name"); s != "" {
-		a.Name, a.set = s, a.set|setName
-	}
-	if id, present := f.optional("agentId"); present {
-		if id == "" {
-			return errAgentIDType
-		}
-		a.AgentID, a.set = id, a.set|setAgentID
-	}
-	if s, ok := f["wakeMode"].(string); ok {
-		a.WakeMode, a.set = normalizeMode(s), a.set|setWakeMode
-	}
-	if s, _ := f.str("sessionKey"); s != "" {
-		a.SessionKey, a.set, a.keySource = s, a.set|setSessionKey, keyRequest
-	}
-	if raw, present := f["sessionMode"]; present {
-		s, _ := raw.(string)
-		if s != sessionIsolated && s != sessionPersistent {
-			return errSessionMode
-		}
-		a.SessionMode, a.set = s, a.set|setSessionMode
-	}
-	return p.applyDelivery(a, f)
-}
-
-// applyDelivery applies the gateway's delivery rules: any deliver value
-// but false delivers; only then are channel (omitted = last, else one of
-// p's channels), to and accountId read and checked.
-func (p *Policy) applyDelivery(a *Action, f fields) error {
-	if b, ok := f["deliver"].(bool); ok {
-		a.Deliver, a.set = b, a.set|setDeliver
-	}
-	if !a.Deliver {
-		return nil
-	}
-	rawChannel, hasChannel := f["channel"]
-	to, hasTo := f.optional("to")
-	account, hasAccount := f.optional("accountId")
-	if hasChannel {
-		// present but not a usable name (null, a number, "") is refused
-		// with the channel list, as the gateway does
-		s, _ := rawChannel.(string)
-		a.Channel, a.set = strings.ToLower(jsTrim(s)), a.set|setChannel
-		if _, ok := p.channels[a.Channel]; !ok {
-			return p.errChannel
-		}
-	}
-	switch {
-	case !hasChannel && !hasTo && !hasAccount:
-		return nil
-	case hasTo && to == "":
-		return errToType
-	case hasAccount && account == "":
-		return errAccountIDType
-	case hasAccount && (!hasChannel || to == ""):
-		return errAccountIDNeedsRoute
-	case !hasChannel || to == "":
-		return errChannelWithTo
-	case a.Channel == channelLast:
-		return errChannelConcrete
-	}
-	a.To, a.set = to, a.set|setTo
-	if hasAccount {
-		a.AccountID, a.set = account, a.set|setAccountID
-	}
-	return nil
-}
-
 // jsTrim trims what JavaScript's String.prototype.trim does: Unicode
 // white space, line terminators and U+FEFF (a byte order mark).
 func jsTrim(s string) string {
@@ -323,56 +215,4 @@ func isJSSpace(r rune) bool {
 		return true
 	}
 	return r >= 0x2000 && r <= 0x200A
-}
-
-// appendGatewayBody appends the JSON body the gateway receives for a.
-// Message must already be wrapped. Only explicitly set optional fields are
-// written; agentId and sessionKey are the resolved ones (a wake carries
-// them only when the request named them).
-func (a *Action) appendGatewayBody(dst []byte) []byte {
-	if a.Kind == KindWake {
-		dst = append(dst, `{"text":`...)
-		dst = appendJSONString(dst, a.Text)
-		dst = append(dst, `,"mode":`...)
-		dst = appendJSONString(dst, a.Mode)
-		dst = appendOpt(dst, a.AgentID != "", "agentId", a.AgentID)
-		dst = appendOpt(dst, a.SessionKey != "", "sessionKey", a.SessionKey)
-		return append(dst, '}')
-	}
-	dst = append(dst, `{"message":`...)
-	dst = appendJSONString(dst, a.Message)
-	dst = appendOpt(dst, a.has(setName), "name", a.Name)
-	dst = appendOpt(dst, a.AgentID != "", "agentId", a.AgentID)
-	dst = appendOpt(dst, a.SessionKey != "", "sessionKey", a.SessionKey)
-	dst = appendOpt(dst, a.has(setWakeMode), "wakeMode", a.WakeMode)
-	dst = appendOpt(dst, a.has(setSessionMode), "sessionMode", a.SessionMode)
-	if a.has(setDeliver) {
-		dst = append(dst, `,"deliver":`...)
-		dst = strconv.AppendBool(dst, a.Deliver)
-	}
-	dst = appendOpt(dst, a.has(setChannel), "channel", a.Channel)
-	dst = appendOpt(dst, a.has(setTo), "to", a.To)
-	dst = appendOpt(dst, a.has(setAccountID), "accountId", a.AccountID)
-	dst = appendOpt(dst, a.has(setModel), "model", a.Model)
-	dst = appendOpt(dst, a.has(setThinking), "thinking", a.Thinking)
-	if a.has(setTimeout) {
-		dst = append(dst, `,"timeoutSeconds":`...)
-		dst = strconv.AppendInt(dst, a.TimeoutSeconds, 10)
-	}
-	if a.has(setWait) {
-		dst = append(dst, `,"waitForCompletion":`...)
-		dst = strconv.AppendBool(dst, a.Wait)
-	}
-	return append(dst, '}')
-}
-
-// appendOpt appends `,"name":"value"` when set.
-func appendOpt(dst []byte, set bool, name, value string) []byte {
-	if !set {
-		return dst
-	}
-	dst = append(dst, ',', '"')
-	dst = append(dst, name...)
-	dst = append(dst, '"', ':')
-	return appendJSONString(dst, value)
 }
