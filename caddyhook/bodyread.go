@@ -1,10 +1,13 @@
 package caddyhook
 
 import (
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
+	"mime"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -348,4 +351,49 @@ func (h *Handler) readRequestBody(ex *exchange) *hookError {
 		return reject(http.StatusRequestTimeout, reasonBodyTimeout)
 	}
 	return reject(http.StatusBadRequest, "could not read body")
+}
+
+// isJSONContentType accepts application/json (with parameters) and the
+// +json structured suffixes.
+func isJSONContentType(ct string) bool {
+	if ct == "application/json" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
+}
+
+// errBodyTooLarge reports a body over the limit.
+var errBodyTooLarge = errors.New("payload too large")
+
+// readBody reads at most limit bytes of r's body into buf and fails with
+// errBodyTooLarge past it, whether or not Content-Length was declared: an
+// oversize chunked body is refused, never cut short.
+func readBody(r *http.Request, limit int64, buf []byte) ([]byte, error) {
+	if r.ContentLength > limit {
+		return buf, errBodyTooLarge
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return buf, nil
+	}
+	lr := io.LimitedReader{R: r.Body, N: limit + 1}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return buf, errBodyTooLarge
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }

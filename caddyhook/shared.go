@@ -2,7 +2,6 @@ package caddyhook
 
 import (
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -139,13 +138,4 @@ func (h *Handler) releaseShared() {
 		_, _ = sharedPool.Delete(h.poolKeys[i])
 	}
 	h.poolKeys = nil
-}
-
-// sha256Sum hashes a secret for constant-time comparison.
-func sha256Sum(s string) [sha256.Size]byte { return sha256.Sum256([]byte(s)) }
-
-// constantTimeEqual compares two secrets without leaking where they differ.
-func constantTimeEqual(a, b string) bool {
-	da, db := sha256Sum(a), sha256Sum(b)
-	return subtle.ConstantTimeCompare(da[:], db[:]) == 1
 }

@@ -1,11 +1,13 @@
 package caddyhook
 
 import (
+	"net/http"
 	"net/netip"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
+	"go.uber.org/zap"
 )
 
 // lockoutEventName is the Caddy event emitted when an address is locked
@@ -56,4 +58,43 @@ func (e *lockoutEvents) lockedOut(ip netip.Addr, until time.Time, base string) {
 		"until_unix": until.Unix(),
 		"path":       base,
 	})
+}
+
+// lockedOut is the 429 of a locked address.
+func lockedOut(left time.Duration) *hookError {
+	return &hookError{status: http.StatusTooManyRequests, reason: reasonLockedOut, retryAfter: left}
+}
+
+// authFailed records a failed authentication and returns the 401; a
+// request from a locked address (one that offered a signature) gets the
+// 429 instead and is not counted again.
+func (h *Handler) authFailed(ex *exchange, reason string) *hookError {
+	return h.failure(ex, http.StatusUnauthorized, reason)
+}
+
+// failure counts a failure of ex's address and returns status and reason,
+// or the 429 when the address is locked.
+func (h *Handler) failure(ex *exchange, status int, reason string) *hookError {
+	if ex.lockedFor > 0 {
+		return lockedOut(ex.lockedFor)
+	}
+	h.metrics.authFailures.Inc()
+	left, newly := h.lockout.Record(ex.ip, ex.now)
+	if newly || left == 0 { // counted here: the other nodes count it too
+		h.clusterFailure(ex.ip, ex.now, newly, ex.now.Add(left))
+	}
+	switch {
+	case newly:
+		h.logger.Warn("client locked out after repeated auth failures",
+			zap.String("client_ip", ex.ip.String()),
+			zap.Int("failures", h.AuthFailures.Count),
+			zap.Duration("window", time.Duration(h.AuthFailures.Window)),
+			zap.Duration("lockout", h.lockout.policy.lockFor))
+		h.events.lockedOut(ex.ip, ex.now.Add(left), h.base)
+	case left > 0:
+		// a concurrent request locked the address after this one's
+		// lockout check: it learns nothing either
+		return lockedOut(left)
+	}
+	return reject(status, reason)
 }

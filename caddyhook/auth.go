@@ -3,16 +3,171 @@ package caddyhook
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
-	"io"
-	"mime"
+	"fmt"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strings"
-	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/internal/secret"
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
+
+// maxTokens bounds the hook tokens of one handler (each costs one
+// comparison per request).
+const maxTokens = 8
+
+// provisionTokens expands and checks the hook tokens and the token header
+// aliases: every token at least 32 characters with 8 distinct ones, no two
+// alike, none equal to the gateway token.
+func (h *Handler) provisionTokens(repl *caddy.Replacer, gwToken string) error {
+	raws := h.tokenValues()
+	if len(raws) > maxTokens {
+		return fmt.Errorf("token: at most %d tokens (have %d)", maxTokens, len(raws))
+	}
+	if len(raws) == 0 {
+		raws = []string{""}
+	}
+	plain := make([]string, len(raws))
+	h.tokens = make([]tokenDigest, len(raws))
+	for i, raw := range raws {
+		field := "token"
+		if len(raws) > 1 {
+			field = fmt.Sprintf("token %d of %d", i+1, len(raws))
+		}
+		t := strings.TrimSpace(repl.ReplaceKnown(raw, ""))
+		if t == "" {
+			return fmt.Errorf("%s: %s", field, secret.Empty(raw, "token {env.HOOK_TOKEN}"))
+		}
+		if err := checkToken(t, gwToken); err != nil {
+			return fmt.Errorf("%s: %w", field, err)
+		}
+		for j := range i {
+			if constantTimeEqual(t, plain[j]) {
+				return fmt.Errorf("%s: the same as token %d; every token must be different", field, j+1)
+			}
+		}
+		plain[i] = t
+		h.tokens[i] = tokenDigest(sha256Sum(t))
+	}
+	h.tokenHeaders = []string{headerServiceToken}
+	for _, name := range h.TokenHeaders {
+		name = strings.TrimSpace(name)
+		if !validHeaderName(name) {
+			return fmt.Errorf("token_headers: %q is not a header name", name)
+		}
+		c := textproto.CanonicalMIMEHeaderKey(name)
+		if c == "Authorization" || c == "Cookie" || c == "Host" || c == "Content-Type" {
+			return fmt.Errorf("token_headers: %s cannot carry the hook token", c)
+		}
+		if !h.isTokenHeader(c) {
+			h.tokenHeaders = append(h.tokenHeaders, c)
+		}
+	}
+	return nil
+}
+
+// tokenValues lists the configured token values (placeholders unexpanded).
+func (h *Handler) tokenValues() []string {
+	var out []string
+	if h.Token != "" {
+		out = append(out, h.Token)
+	}
+	return append(out, h.Tokens...)
+}
+
+// checkToken refuses a weak or reused hook token.
+func checkToken(token, gwToken string) error {
+	if err := secret.CheckStrength(token); err != nil {
+		return err
+	}
+	switch {
+	case gwToken != "" && constantTimeEqual(token, gwToken):
+		return fmt.Errorf("must differ from gateway_token (the hook token is dedicated)")
+	}
+	return nil
+}
+
+// isTokenHeader reports whether the canonical header name carries the hook
+// token (Authorization aside): x-service-token or a token_headers alias.
+// Such headers never reach templates, transforms, logs or the gateway.
+func (h *Handler) isTokenHeader(canonical string) bool {
+	for _, n := range h.tokenHeaders {
+		if n == canonical {
+			return true
+		}
+	}
+	return false
+}
+
+// validHeaderName reports an RFC 9110 field name.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// warnLiteralSecrets logs, once per provision, every secret written into
+// the config as a literal. One rule for all secrets, in a Caddyfile or
+// JSON: a literal is accepted with this warning, because Caddy keeps the
+// loaded config as it is (the admin endpoint's /config/ and autosave.json
+// show it in clear), while {env.…} and {file.…} keep only the placeholder.
+func (h *Handler) warnLiteralSecrets(logger *zap.Logger) {
+	warn := func(field string) {
+		logger.Warn(secret.LiteralWarning,
+			zap.String("field", field))
+	}
+	for i, raw := range h.tokenValues() {
+		if isLiteralSecret(raw) {
+			if i == 0 {
+				warn("token")
+			} else {
+				warn(fmt.Sprintf("token %d", i+1))
+			}
+		}
+	}
+	if isLiteralSecret(h.GatewayToken) {
+		warn("gateway_token")
+	}
+	for _, m := range h.Mappings {
+		if m.Verify == nil {
+			continue
+		}
+		for j, s := range m.Verify.Secrets {
+			if isLiteralSecret(s) {
+				warn(fmt.Sprintf("mapping %s: verify secret %d", m.ID, j+1))
+			}
+		}
+	}
+}
+
+// isLiteralSecret reports a non-empty secret that holds no placeholder.
+func isLiteralSecret(s string) bool {
+	s = strings.TrimSpace(s)
+	return s != "" && !verify.IsSecretPlaceholder(s) && !secret.HasPlaceholder(s)
+}
+
+// tokenHeaderPresent reports whether r has any token header, even an empty
+// one (a repeated header may carry the token in a later copy).
+func (h *Handler) tokenHeaderPresent(r *http.Request) bool {
+	for _, name := range h.tokenHeaders {
+		if _, ok := r.Header[name]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 // headerServiceToken is the alternative token header.
 const headerServiceToken = "X-Service-Token"
@@ -81,20 +236,6 @@ func requestTarget(r *http.Request) string {
 		return r.RequestURI
 	}
 	return r.URL.RequestURI()
-}
-
-// queryHasToken reports whether any parameter of a query is named token
-// (see tokenParam), without allocating for queries that have none.
-func queryHasToken(raw string) bool {
-	for raw != "" {
-		var part string
-		part, raw = nextParam(raw)
-		key, _, _ := strings.Cut(part, "=")
-		if tokenParam(key) {
-			return true
-		}
-	}
-	return false
 }
 
 // urlToken reports whether the request target carries a hook token: a
@@ -235,51 +376,6 @@ func tokenIndex(presented string, want []tokenDigest) int {
 	return found
 }
 
-// isJSONContentType accepts application/json (with parameters) and the
-// +json structured suffixes.
-func isJSONContentType(ct string) bool {
-	if ct == "application/json" {
-		return true
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		return false
-	}
-	return mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
-}
-
-// errBodyTooLarge reports a body over the limit.
-var errBodyTooLarge = errors.New("payload too large")
-
-// readBody reads at most limit bytes of r's body into buf and fails with
-// errBodyTooLarge past it, whether or not Content-Length was declared: an
-// oversize chunked body is refused, never cut short.
-func readBody(r *http.Request, limit int64, buf []byte) ([]byte, error) {
-	if r.ContentLength > limit {
-		return buf, errBodyTooLarge
-	}
-	if r.Body == nil || r.Body == http.NoBody {
-		return buf, nil
-	}
-	lr := io.LimitedReader{R: r.Body, N: limit + 1}
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := lr.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if int64(len(buf)) > limit {
-			return buf, errBodyTooLarge
-		}
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
-	}
-}
-
 // Reasons of the authentication step.
 const (
 	reasonBadToken      = "invalid or missing token"
@@ -329,41 +425,11 @@ func (h *Handler) authenticate(ex *exchange) *hookError {
 	return nil
 }
 
-// lockedOut is the 429 of a locked address.
-func lockedOut(left time.Duration) *hookError {
-	return &hookError{status: http.StatusTooManyRequests, reason: reasonLockedOut, retryAfter: left}
-}
+// sha256Sum hashes a secret for constant-time comparison.
+func sha256Sum(s string) [sha256.Size]byte { return sha256.Sum256([]byte(s)) }
 
-// authFailed records a failed authentication and returns the 401; a
-// request from a locked address (one that offered a signature) gets the
-// 429 instead and is not counted again.
-func (h *Handler) authFailed(ex *exchange, reason string) *hookError {
-	return h.failure(ex, http.StatusUnauthorized, reason)
-}
-
-// failure counts a failure of ex's address and returns status and reason,
-// or the 429 when the address is locked.
-func (h *Handler) failure(ex *exchange, status int, reason string) *hookError {
-	if ex.lockedFor > 0 {
-		return lockedOut(ex.lockedFor)
-	}
-	h.metrics.authFailures.Inc()
-	left, newly := h.lockout.Record(ex.ip, ex.now)
-	if newly || left == 0 { // counted here: the other nodes count it too
-		h.clusterFailure(ex.ip, ex.now, newly, ex.now.Add(left))
-	}
-	switch {
-	case newly:
-		h.logger.Warn("client locked out after repeated auth failures",
-			zap.String("client_ip", ex.ip.String()),
-			zap.Int("failures", h.AuthFailures.Count),
-			zap.Duration("window", time.Duration(h.AuthFailures.Window)),
-			zap.Duration("lockout", h.lockout.policy.lockFor))
-		h.events.lockedOut(ex.ip, ex.now.Add(left), h.base)
-	case left > 0:
-		// a concurrent request locked the address after this one's
-		// lockout check: it learns nothing either
-		return lockedOut(left)
-	}
-	return reject(status, reason)
+// constantTimeEqual compares two secrets without leaking where they differ.
+func constantTimeEqual(a, b string) bool {
+	da, db := sha256Sum(a), sha256Sum(b)
+	return subtle.ConstantTimeCompare(da[:], db[:]) == 1
 }
