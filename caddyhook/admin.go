@@ -381,10 +381,10 @@ func (*adminEntry) Destruct() error { return nil }
 
 // registerAdmin makes h visible to the admin API until its Cleanup.
 func (h *Handler) registerAdmin(ctx caddy.Context) {
-	key := fmt.Sprintf("hooks.admin|%p", h)
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
-	sharedPool.LoadOrStore(key, &adminEntry{h: h, server: srv})
-	h.poolKeys = append(h.poolKeys, key)
+	_, _, _ = hold(&h.held, fmt.Sprintf(adminPoolPrefix+"%p", h), func() (*adminEntry, error) {
+		return &adminEntry{h: h, server: srv}, nil
+	})
 }
 
 // liveHandlers returns the registered handlers of the running config,

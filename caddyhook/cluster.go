@@ -100,15 +100,14 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	if !ok {
 		return fmt.Errorf("cluster: module %T is not a cluster engine", mod)
 	}
-	v, _, err := sharedPool.LoadOrNew(clusterMetricsKey, func() (caddy.Destructor, error) {
+	ms, _, err := hold(&h.held, clusterMetricsKey, func() (*clusterMetricsShare, error) {
 		m, err := cluster.NewMetrics(nil)
 		return &clusterMetricsShare{m}, err
 	})
 	if err != nil {
 		return err
 	}
-	h.poolKeys = append(h.poolKeys, clusterMetricsKey)
-	metrics := v.(*clusterMetricsShare).m
+	metrics := ms.m
 	if err := metrics.Register(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("cluster metrics: %w", err)
 	}
@@ -125,21 +124,20 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 
 	// One LockSync per lockout table and namespace: the handlers of a
 	// reload share the table, and each remote failure is folded once.
-	key := "hooks.cluster.lockout|" + h.lockoutKey + "|" + cs.key
-	v, _, err = sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
+	key := clusterLockPoolPrefix + h.lockoutKey + "|" + cs.key
+	ls, _, err := hold(&h.held, key, func() (lockSyncShare, error) {
 		s := cluster.NewLockSync(b, h.lockout, cluster.LockSyncOptions{LockTTL: p.LockTTL,
 			Window: time.Duration(h.AuthFailures.Window), Lockout: h.lockout.policy.lockFor,
 			Metrics: cs.metrics, Logger: h.logger.Named("cluster")})
 		if err := s.Start(); err != nil {
-			return nil, fmt.Errorf("cluster: lockout sharing: %w", err)
+			return lockSyncShare{}, fmt.Errorf("cluster: lockout sharing: %w", err)
 		}
 		return lockSyncShare{s}, nil
 	})
 	if err != nil {
 		return err
 	}
-	h.poolKeys = append(h.poolKeys, key)
-	cs.sync = v.(lockSyncShare).LockSync
+	cs.sync = ls.LockSync
 
 	wait := time.Duration(h.GatewayTimeout)
 	lease := time.Duration(h.GatewayWaitTimeout) + 2*b.Timeout()
@@ -151,11 +149,8 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	return nil
 }
 
-// clusterMetricsKey holds the cluster collectors in the usage pool, so
-// that they keep counting across reloads.
-const clusterMetricsKey = "hooks.cluster.metrics"
-
-// clusterMetricsShare is the cluster collectors in the usage pool.
+// clusterMetricsShare is the cluster collectors in the usage pool
+// (clusterMetricsKey), so that they keep counting across reloads.
 type clusterMetricsShare struct{ m *cluster.Metrics }
 
 // Destruct implements caddy.Destructor.
@@ -312,16 +307,12 @@ func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("spool: cluster: %w", err)
 	}
-	key := spoolPoolPrefix + "cluster|" + cs.key
-	v, _, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		qt := &queueTarget{sp: sp, q: q}
-		return &spoolShare{target: qt}, nil
+	share, _, err := hold(&h.held, spoolPoolPrefix+"cluster|"+cs.key, func() (*spoolShare, error) {
+		return &spoolShare{target: &queueTarget{sp: sp, q: q}}, nil
 	})
 	if err != nil {
 		return err
 	}
-	h.poolKeys = append(h.poolKeys, key)
-	share := v.(*spoolShare)
 	qt := share.target.(*queueTarget)
 	var snd spool.Sender
 	if deliver {

@@ -196,16 +196,15 @@ func (h *Handler) provisionEvents(ctx caddy.Context) error {
 	if srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok && srv != nil {
 		listen = slices.Sorted(slices.Values(srv.Listen))
 	}
-	key := fmt.Sprintf("hooks.events|%q|%q|%q", strings.Join(listen, ","), h.base, dir)
+	key := fmt.Sprintf(eventsPoolPrefix+"%q|%q|%q", strings.Join(listen, ","), h.base, dir)
 	logger := h.logger.Named("events")
-	v, _, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
+	l, _, err := hold(&h.held, key, func() (*eventlog.Log, error) {
 		return eventlog.New(b, eventlog.Options{Dir: dir, OnError: func(err error) { logger.Error("event log", zap.Error(err)) }})
 	})
 	if err != nil {
 		return err
 	}
-	h.poolKeys = append(h.poolKeys, key)
-	rec.log = v.(*eventlog.Log)
+	rec.log = l
 	rec.reg = rec.log.Register(b)
 	if h.ClusterRaw != nil {
 		rec.node, _ = os.Hostname()

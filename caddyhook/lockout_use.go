@@ -1,8 +1,10 @@
 package caddyhook
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -97,4 +99,40 @@ func (h *Handler) failure(ex *exchange, status int, reason string) *hookError {
 		return lockedOut(left)
 	}
 	return reject(status, reason)
+}
+
+// provisionLockout loads (or creates) the lockout table of this handler's
+// identity. A lockout table created because a lockout setting changed
+// takes over the addresses the identity's current table holds, so a
+// reload does not release locked addresses.
+func (h *Handler) provisionLockout(identity string) error {
+	lp := lockoutPolicy{
+		maxFailures: uint32(h.AuthFailures.Count),
+		window:      time.Duration(h.AuthFailures.Window),
+		lockFor:     time.Duration(h.Lockout),
+		v6Bits:      h.IPv6Prefix,
+		slots:       h.LockoutTableSize,
+	}
+	prefix := lockoutPoolPrefix + identity + "|"
+	key := prefix + fmt.Sprintf("%+v", lp)
+	t, loaded, err := hold(&h.held, key, func() (*lockoutTable, error) { return newLockoutTable(lp), nil })
+	if err != nil {
+		return err
+	}
+	h.lockout, h.lockoutKey = t, key
+	if !loaded {
+		var previous []*lockoutTable
+		sharedPool.Range(func(k, v any) bool {
+			if s, ok := k.(string); ok && s != key && strings.HasPrefix(s, prefix) {
+				previous = append(previous, v.(*lockoutTable))
+			}
+			return true
+		})
+		now := time.Now()
+		for _, old := range previous {
+			h.lockout.adopt(old, now)
+		}
+	}
+
+	return nil
 }

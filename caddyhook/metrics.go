@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddyhook/caddyhook/internal/promreg"
@@ -21,21 +20,15 @@ type hookMetrics struct {
 	forwardedUnparsed prometheus.Counter
 }
 
-// metricsPoolKey holds the collectors in the usage pool.
-const metricsPoolKey = "hooks.metrics"
-
 // provisionMetrics takes the collectors from the usage pool, so that the
 // counters keep counting across config reloads (each config has its own
 // registry), and registers them on this config's registry.
 func (h *Handler) provisionMetrics(reg prometheus.Registerer) error {
-	v, _, err := sharedPool.LoadOrNew(metricsPoolKey, func() (caddy.Destructor, error) {
-		return newHookMetrics(), nil
-	})
+	m, _, err := hold(&h.held, metricsPoolKey, func() (*hookMetrics, error) { return newHookMetrics(), nil })
 	if err != nil {
 		return err
 	}
-	h.poolKeys = append(h.poolKeys, metricsPoolKey)
-	h.metrics = v.(*hookMetrics)
+	h.metrics = m
 	return h.metrics.register(reg)
 }
 

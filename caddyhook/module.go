@@ -189,7 +189,7 @@ type Handler struct {
 	logger       *zap.Logger
 	access       *accessLog
 	events       *lockoutEvents
-	poolKeys     []string  // what this handler holds in sharedPool
+	held         poolHold  // what this handler holds in sharedPool
 	spoolReg     *spoolReg // its sender's registration with the spool
 	fallbackReg  *spoolReg // the cluster fallback spool's drain registration
 
@@ -294,7 +294,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.provisionForwardHeaders()
-	if err := h.provisionShared(h.handlerIdentity(ctx, addr, gwToken)); err != nil {
+	identity := h.handlerIdentity(ctx, addr, gwToken)
+	if err := h.provisionLockout(identity); err != nil {
+		return err
+	}
+	if err := h.provisionIdempotency(identity); err != nil {
 		return err
 	}
 	if err := h.provisionMetrics(ctx.GetMetricsRegistry()); err != nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -352,6 +355,45 @@ func TestRetryAfterSeconds(t *testing.T) {
 	} {
 		if got := retryAfterSeconds(tc.d); got != tc.want {
 			t.Errorf("retryAfterSeconds(%v) = %s, want %s", tc.d, got, tc.want)
+		}
+	}
+}
+
+// TestCleanupReleasesThePool: a handler that takes every kind of shared
+// state (lockout table, idempotency cache, metrics, transform cache,
+// spool, event log, admin registration) holds each through one helper,
+// and Cleanup gives every one back: the values only it used leave the
+// pool.
+func TestCleanupReleasesThePool(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "t.js"), []byte(`export default function () { return null }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newTestHandler(t, nil, func(h *Handler) {
+		h.TransformsRoot = root
+		h.Mappings = []Mapping{{ID: "m", MatchPath: "m", Transform: &TransformRef{Module: "t.js"}}}
+		h.Spool = &SpoolConfig{Dir: t.TempDir()}
+		h.Events = &EventsConfig{Dir: t.TempDir()}
+	})
+	keys := slices.Clone(h.held.keys)
+	for _, prefix := range []string{lockoutPoolPrefix, idempotencyPoolPrefix, metricsPoolKey, transformsPoolKey, spoolPoolPrefix, eventsPoolPrefix, adminPoolPrefix} {
+		if !slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, prefix) }) {
+			t.Errorf("the handler holds nothing under %s: %q", prefix, keys)
+		}
+	}
+	if err := h.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.held.keys) != 0 {
+		t.Fatalf("still held after Cleanup: %q", h.held.keys)
+	}
+	for _, k := range keys {
+		switch {
+		case k == metricsPoolKey, k == transformsPoolKey:
+			continue // process-wide: other tests' handlers may hold them
+		}
+		if _, ok := sharedPool.References(k); ok {
+			t.Errorf("%s is still in the pool after Cleanup", k)
 		}
 	}
 }

@@ -143,8 +143,7 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 // openSpoolShare opens (or shares, across a reload) the local spool of
 // sc.Dir and registers its metrics.
 func (h *Handler) openSpoolShare(ctx caddy.Context, sc spool.Config) (*spoolShare, error) {
-	key := spoolPoolPrefix + sc.Dir
-	v, _, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
+	share, _, err := hold(&h.held, spoolPoolPrefix+sc.Dir, func() (*spoolShare, error) {
 		st, err := openSpool(sc, h.logger.Named("spool"))
 		if err != nil {
 			return nil, err
@@ -157,8 +156,6 @@ func (h *Handler) openSpoolShare(ctx caddy.Context, sc spool.Config) (*spoolShar
 		}
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	h.poolKeys = append(h.poolKeys, key)
-	share := v.(*spoolShare)
 	if err := spool.RegisterMetrics(ctx.GetMetricsRegistry(), share.store); err != nil {
 		return nil, fmt.Errorf("spool metrics: %w", err)
 	}

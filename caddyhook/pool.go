@@ -7,19 +7,16 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-
-	"github.com/caddyhook/caddyhook/internal/idempotency"
 )
 
 // sharedPool holds the state that must survive a config reload: the
 // lockout tables, idempotency caches, spools and the transform cache. Each
-// handler takes its share in Provision (recording the key in poolKeys) and
-// gives it back in Cleanup, so the pool's reference counts say which state
-// a running config still uses.
+// handler takes its share in Provision (through hold, which records the
+// key) and gives it back in Cleanup (poolHold.release), so the pool's
+// reference counts say which state a running config still uses.
 //
 // What is shared, and with whom:
 //   - a lockout table and an idempotency cache belong to one handler
@@ -33,12 +30,46 @@ import (
 //     handler.
 var sharedPool = caddy.NewUsagePool()
 
-// Pool key prefixes.
+// The keys in sharedPool: a prefix and what tells the values apart, or
+// one key for a process-wide value.
 const (
-	lockoutPoolPrefix     = "hooks.lockout|"
-	idempotencyPoolPrefix = "hooks.idempotency|"
-	spoolPoolPrefix       = "hooks.spool|"
+	lockoutPoolPrefix     = "hooks.lockout|"     // handler identity, lockout settings
+	idempotencyPoolPrefix = "hooks.idempotency|" // handler identity, TTL
+	spoolPoolPrefix       = "hooks.spool|"       // directory, or "cluster|" and the engine key
+	eventsPoolPrefix      = "hooks.events|"      // listeners, base path, directory
+	adminPoolPrefix       = "hooks.admin|"       // the handler
+	clusterLockPoolPrefix = "hooks.cluster.lockout|"
+	clusterMetricsKey     = "hooks.cluster.metrics"
+	metricsPoolKey        = "hooks.metrics"
+	transformsPoolKey     = "hooks.transforms"
+	consoleSecretKey      = "hooks.console.csrf"
 )
+
+// poolHold is what a module holds in sharedPool. Every value is taken
+// through hold, which records its key, and given back by release, so a
+// Cleanup cannot miss one.
+type poolHold struct{ keys []string }
+
+// hold takes the value under key in sharedPool, making it with mk when no
+// running module holds one, and records the key in p; loaded says the
+// value was there already.
+func hold[T caddy.Destructor](p *poolHold, key string, mk func() (T, error)) (v T, loaded bool, err error) {
+	got, loaded, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) { return mk() })
+	if err != nil {
+		return v, false, err
+	}
+	p.keys = append(p.keys, key)
+	return got.(T), loaded, nil
+}
+
+// release gives back every value p holds, the last taken first; it may
+// run more than once.
+func (p *poolHold) release() {
+	for i := len(p.keys) - 1; i >= 0; i-- {
+		_, _ = sharedPool.Delete(p.keys[i])
+	}
+	p.keys = nil
+}
 
 // handlerIdentity is everything that makes two hooks handlers different
 // as far as their lockout table and idempotency cache go: the server they
@@ -75,58 +106,9 @@ func (h *Handler) handlerIdentity(ctx caddy.Context, gateway gatewayAddr, gatewa
 	return hex.EncodeToString(sum[:12])
 }
 
-// provisionShared loads (or creates) the lockout table and idempotency
-// cache of this handler's identity. A lockout table created because a
-// lockout setting changed takes over the addresses the identity's current
-// table holds, so a reload does not release locked addresses.
-func (h *Handler) provisionShared(identity string) error {
-	lp := lockoutPolicy{
-		maxFailures: uint32(h.AuthFailures.Count),
-		window:      time.Duration(h.AuthFailures.Window),
-		lockFor:     time.Duration(h.Lockout),
-		v6Bits:      h.IPv6Prefix,
-		slots:       h.LockoutTableSize,
-	}
-	prefix := lockoutPoolPrefix + identity + "|"
-	key := prefix + fmt.Sprintf("%+v", lp)
-	v, loaded, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return newLockoutTable(lp), nil
-	})
-	if err != nil {
-		return err
-	}
-	h.poolKeys = append(h.poolKeys, key)
-	h.lockout, h.lockoutKey = v.(*lockoutTable), key
-	if !loaded {
-		var previous []*lockoutTable
-		sharedPool.Range(func(k, v any) bool {
-			if s, ok := k.(string); ok && s != key && strings.HasPrefix(s, prefix) {
-				previous = append(previous, v.(*lockoutTable))
-			}
-			return true
-		})
-		now := time.Now()
-		for _, old := range previous {
-			h.lockout.adopt(old, now)
-		}
-	}
-
-	ttl := time.Duration(h.IdempotencyTTL)
-	key = idempotencyPoolPrefix + identity + "|" + ttl.String()
-	v, _, err = sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		return idempotency.New(ttl), nil
-	})
-	if err != nil {
-		return err
-	}
-	h.poolKeys = append(h.poolKeys, key)
-	h.idem = v.(*idempotency.Cache)
-	return nil
-}
-
-// releaseShared gives back everything provisionShared, provisionSpool and
-// the transforms took from the pool, in reverse order; it may run more
-// than once.
+// releaseShared gives back the spool registrations and everything the
+// handler holds in the pool, the last taken first; it may run more than
+// once.
 func (h *Handler) releaseShared() {
 	for _, r := range []**spoolReg{&h.fallbackReg, &h.spoolReg} {
 		if *r != nil {
@@ -134,8 +116,5 @@ func (h *Handler) releaseShared() {
 			*r = nil
 		}
 	}
-	for i := len(h.poolKeys) - 1; i >= 0; i-- {
-		_, _ = sharedPool.Delete(h.poolKeys[i])
-	}
-	h.poolKeys = nil
+	h.held.release()
 }
