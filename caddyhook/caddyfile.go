@@ -12,6 +12,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
 
 func init() {
@@ -364,6 +365,64 @@ func (h *Handler) unmarshalCluster(d *caddyfile.Dispenser) error {
 	return nil
 }
 
+// unmarshalEvents parses `events off|on` or `events { … }`.
+func (h *Handler) unmarshalEvents(d *caddyfile.Dispenser) error {
+	ec := new(EventsConfig)
+	if d.NextArg() {
+		switch d.Val() {
+		case "off":
+			ec.Disabled = true
+		case "on":
+		default:
+			return d.Errf("events: expected on, off or a block, got %q", d.Val())
+		}
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if ec.Disabled {
+			return d.Errf("events: off takes no block")
+		}
+		var err error
+		switch d.Val() {
+		case "bodies":
+			var v string
+			if err = oneArg(d, &v); err == nil {
+				switch v {
+				case "on":
+					ec.Bodies = true
+				case "off":
+					ec.Bodies = false
+				default:
+					err = d.Errf("events: bodies: expected on or off, got %q", v)
+				}
+			}
+		case "max_body":
+			err = sizeArg(d, &ec.MaxBody)
+		case "max_events":
+			err = intArg(d, &ec.MaxEvents)
+		case "max_bytes":
+			err = sizeArg(d, &ec.MaxBytes)
+		case "retain":
+			err = durationArg(d, &ec.Retain)
+		case "max_rejections":
+			err = intArg(d, &ec.MaxRejections)
+		case "dir":
+			err = oneArg(d, &ec.Dir)
+		case "headers":
+			err = listArg(d, &ec.Headers, true)
+		default:
+			err = d.Errf("unrecognized events subdirective '%s'", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	h.Events = ec
+	return nil
+}
+
 // oneArg reads exactly one argument.
 func oneArg(d *caddyfile.Dispenser, dst *string) error {
 	name := d.Val()
@@ -460,6 +519,20 @@ func listArg(d *caddyfile.Dispenser, dst *[]string, required bool) error {
 		return d.Errf("%s: expected at least one value", d.Val())
 	}
 	*dst = append(*dst, args...)
+	return nil
+}
+
+// rateArg reads one <count>/<interval> rate such as 5/s or 100/1m.
+func rateArg(d *caddyfile.Dispenser, dst **SpoolRate) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	r, err := spool.ParseRate(s)
+	if err != nil {
+		return d.Errf("spool: %v", err)
+	}
+	*dst = &SpoolRate{Count: r.Count, Interval: caddy.Duration(r.Interval)}
 	return nil
 }
 

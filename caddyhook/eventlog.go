@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
@@ -79,64 +78,6 @@ type eventRecorder struct {
 	allow   map[string]bool
 	node    string // this node's name, for cluster deliveries
 	spooled bool   // a 200 means queued, not sent
-}
-
-// unmarshalEvents parses `events off|on` or `events { … }`.
-func (h *Handler) unmarshalEvents(d *caddyfile.Dispenser) error {
-	ec := new(EventsConfig)
-	if d.NextArg() {
-		switch d.Val() {
-		case "off":
-			ec.Disabled = true
-		case "on":
-		default:
-			return d.Errf("events: expected on, off or a block, got %q", d.Val())
-		}
-		if d.NextArg() {
-			return d.ArgErr()
-		}
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		if ec.Disabled {
-			return d.Errf("events: off takes no block")
-		}
-		var err error
-		switch d.Val() {
-		case "bodies":
-			var v string
-			if err = oneArg(d, &v); err == nil {
-				switch v {
-				case "on":
-					ec.Bodies = true
-				case "off":
-					ec.Bodies = false
-				default:
-					err = d.Errf("events: bodies: expected on or off, got %q", v)
-				}
-			}
-		case "max_body":
-			err = sizeArg(d, &ec.MaxBody)
-		case "max_events":
-			err = intArg(d, &ec.MaxEvents)
-		case "max_bytes":
-			err = sizeArg(d, &ec.MaxBytes)
-		case "retain":
-			err = durationArg(d, &ec.Retain)
-		case "max_rejections":
-			err = intArg(d, &ec.MaxRejections)
-		case "dir":
-			err = oneArg(d, &ec.Dir)
-		case "headers":
-			err = listArg(d, &ec.Headers, true)
-		default:
-			err = d.Errf("unrecognized events subdirective '%s'", d.Val())
-		}
-		if err != nil {
-			return err
-		}
-	}
-	h.Events = ec
-	return nil
 }
 
 // bounds converts the config to the log's bounds.

@@ -1,6 +1,8 @@
 package caddyhook
 
 import (
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/caddyhook/caddyhook/internal/idempotency"
@@ -14,4 +16,80 @@ func (h *Handler) provisionIdempotency(identity string) error {
 	c, _, err := hold(&h.held, key, func() (*idempotency.Cache, error) { return idempotency.New(ttl), nil })
 	h.idem = c
 	return err
+}
+
+// dispatchOnce dispatches the plan of a request with idempotency key key
+// (seeds are its event ids) unless the key was answered already: a
+// replay gets the first reply, from this node's cache or, with a
+// cluster, from any node's; a concurrent duplicate waits for the first
+// request (here) or is refused 409 (on another node). A failed dispatch
+// is forgotten, so that the sender's retry dispatches again.
+func (h *Handler) dispatchOnce(ex *exchange, p plan, key string, seeds []string) (int, []byte, *hookError) {
+	cacheKey := key + "\x00" + strings.Join(seeds, ",")
+	cached, claim, err := h.idem.Claim(ex.r.Context(), cacheKey, ex.now)
+	if err != nil {
+		return 0, nil, reject(http.StatusServiceUnavailable, "request cancelled")
+	}
+	if claim == nil {
+		return cached.Status, cached.Body, nil
+	}
+	first, ccl, herr := h.clusterClaim(ex.r.Context(), cacheKey)
+	switch {
+	case herr != nil:
+		h.idem.Settle(claim, idempotency.Reply{}, false, time.Now())
+		return 0, nil, herr
+	case first != nil: // answered on another node (or before a restart)
+		h.idem.Settle(claim, idempotency.Reply{Status: first.Status, Body: first.Body}, true, time.Now())
+		return first.Status, first.Body, nil
+	}
+	status, body, herr := h.dispatch(ex.r.Context(), ex, p, key, seeds)
+	h.settleClusterClaim(ccl, status, body, herr == nil)
+	h.idem.Settle(claim, idempotency.Reply{Status: status, Body: body}, herr == nil, time.Now())
+	return status, body, herr
+}
+
+// idempotencyKey returns the request's idempotency key as the gateway
+// reads it: the first of the Idempotency-Key header, the configured
+// idempotency_headers and the idempotencyKey field that is, trimmed,
+// non-empty and at most 256 characters (a longer one is ignored, not
+// refused); else a signed provider's delivery id.
+func (h *Handler) idempotencyKey(ex *exchange) string {
+	for _, name := range h.idemHeaders {
+		if v, ok := ex.r.Header[name]; ok {
+			if key := usableIdemKey(strings.Join(v, ", ")); key != "" {
+				return key
+			}
+		}
+	}
+	if s, ok := ex.payload["idempotencyKey"].(string); ok {
+		if key := usableIdemKey(s); key != "" {
+			return key
+		}
+	}
+	return ex.deliveryID
+}
+
+// maxIdempotencyKeyLen bounds the Idempotency-Key header and field.
+const maxIdempotencyKeyLen = 256
+
+// usableIdemKey trims s and returns it when it is 1–256 UTF-16 code
+// units long (the gateway's measure), else "".
+func usableIdemKey(s string) string {
+	s = jsTrim(s)
+	if len(s) <= maxIdempotencyKeyLen {
+		return s
+	}
+	if len(s) > 4*maxIdempotencyKeyLen {
+		return ""
+	}
+	n := 0
+	for _, r := range s {
+		if n++; r > 0xFFFF {
+			n++
+		}
+	}
+	if n > maxIdempotencyKeyLen {
+		return ""
+	}
+	return s
 }
