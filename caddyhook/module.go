@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/idempotency"
+	"github.com/caddyhook/caddyhook/internal/listenguard"
 	"github.com/caddyhook/caddyhook/internal/secret"
 )
 
@@ -317,7 +318,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionEvents(ctx); err != nil {
 		return err
 	}
-	if err := h.guardListeners(ctx); err != nil {
+	if err := listenguard.Guard(ctx); err != nil {
 		return err
 	}
 	h.registerAdmin(ctx)

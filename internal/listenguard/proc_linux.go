@@ -1,4 +1,4 @@
-package caddyhook
+package listenguard
 
 import (
 	"bufio"

@@ -1,4 +1,10 @@
-package caddyhook
+// Package listenguard is the `hooks` app, which every hooks handler loads
+// into its config: when the config starts, it refuses to run if another
+// process already listens on an address this one serves (Caddy binds with
+// SO_REUSEPORT, so a second Caddy would silently share the connections).
+// It reads the sockets from /proc (Linux; elsewhere it checks nothing)
+// and needs nothing of the handler.
+package listenguard
 
 import (
 	"context"
@@ -15,10 +21,10 @@ import (
 )
 
 func init() {
-	caddy.RegisterModule(new(listenGuard))
+	caddy.RegisterModule(new(App))
 }
 
-// listenGuard is the `hooks` app, which a hooks handler loads into its
+// App is the `hooks` app, which a hooks handler loads into its
 // config (nobody configures it): when the config starts, and only then
 // (`caddy validate` provisions a config without starting it, while the
 // running instance holds the same addresses), it refuses to run when
@@ -34,7 +40,7 @@ func init() {
 // conflict, so a `caddy reload` (the old config still listening) and many
 // in-process instances (tests) are fine. Linux only (it reads /proc);
 // elsewhere it checks nothing.
-type listenGuard struct {
+type App struct {
 	mu    sync.Mutex
 	sites []guardedSite
 }
@@ -45,17 +51,17 @@ type guardedSite struct {
 }
 
 // CaddyModule returns the Caddy module information.
-func (*listenGuard) CaddyModule() caddy.ModuleInfo {
+func (*App) CaddyModule() caddy.ModuleInfo {
 	return caddy.ModuleInfo{
 		ID:  "hooks",
-		New: func() caddy.Module { return new(listenGuard) },
+		New: func() caddy.Module { return new(App) },
 	}
 }
 
-// guardListeners registers the listen addresses of the handler's server
-// with its config's guard. A handler outside an HTTP server (a dry run,
-// unit tests) has no config to guard.
-func (h *Handler) guardListeners(ctx caddy.Context) error {
+// Guard registers the listen addresses of the server of ctx (a hooks
+// handler's) with its config's guard. A handler outside an HTTP server (a
+// dry run, unit tests) has no config to guard.
+func Guard(ctx caddy.Context) error {
 	srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	if !ok || srv == nil {
 		return nil
@@ -64,7 +70,7 @@ func (h *Handler) guardListeners(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	g := app.(*listenGuard)
+	g := app.(*App)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, a := range srv.Listen {
@@ -77,8 +83,8 @@ func (h *Handler) guardListeners(ctx caddy.Context) error {
 }
 
 // Start implements caddy.App: it fails the config when another process
-// listens where this one does (see listenGuard).
-func (g *listenGuard) Start() error {
+// listens where this one does (see App).
+func (g *App) Start() error {
 	g.mu.Lock()
 	sites := slices.Clone(g.sites)
 	g.mu.Unlock()
@@ -86,7 +92,7 @@ func (g *listenGuard) Start() error {
 }
 
 // Stop implements caddy.App.
-func (*listenGuard) Stop() error { return nil }
+func (*App) Stop() error { return nil }
 
 // procListener is a listening TCP socket read from /proc: its local
 // address and its inode (which tells sockets apart, also when a process
@@ -194,5 +200,5 @@ func overlaps(a, b netip.AddrPort) bool {
 
 // Interface guards
 var (
-	_ caddy.App = (*listenGuard)(nil)
+	_ caddy.App = (*App)(nil)
 )

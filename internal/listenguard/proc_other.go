@@ -1,6 +1,6 @@
 //go:build !linux
 
-package caddyhook
+package listenguard
 
 // procRoot is unused outside Linux: there is no /proc to read.
 const procRoot = ""
