@@ -25,17 +25,6 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
-// parseKind maps "wake"/"agent" to a Kind; ok is false for anything else.
-func parseKind(s string) (Kind, bool) {
-	switch s {
-	case "wake":
-		return KindWake, true
-	case "agent":
-		return KindAgent, true
-	}
-	return 0, false
-}
-
 // Wake modes shared by wake.mode and agent.wakeMode.
 const (
 	modeNow           = "now"

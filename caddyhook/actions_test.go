@@ -332,8 +332,5 @@ func TestKindString(t *testing.T) {
 		if got := tc.k.String(); got != tc.want {
 			t.Errorf("Kind(%d).String() = %q, want %q", tc.k, got, tc.want)
 		}
-		if k, ok := parseKind(tc.want); ok != (tc.want != "unknown") || ok && k != tc.k {
-			t.Errorf("parseKind(%q) = %v, %v", tc.want, k, ok)
-		}
 	}
 }

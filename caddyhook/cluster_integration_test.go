@@ -18,7 +18,7 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/devgw"
 	"github.com/caddyhook/caddyhook/internal/natstest"
-	"github.com/caddyhook/caddyhook/internal/promreg"
+	"github.com/caddyhook/caddyhook/internal/promtest"
 )
 
 // clusterNodes are n hooks handlers in one in-process Caddy, each in a
@@ -161,7 +161,7 @@ func gatherClusterMetric(name string, labels ...string) (float64, error) {
 	if err := m.Register(reg); err != nil {
 		return 0, err
 	}
-	v, ok := promreg.Value(reg, name, labels...)
+	v, ok := promtest.Value(reg, name, labels...)
 	if !ok {
 		return 0, fmt.Errorf("no metric %s %v", name, labels)
 	}
