@@ -1,11 +1,12 @@
 package caddyhook
 
 import (
-	"encoding/json"
-
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 
+	"github.com/caddyhook/caddyhook/internal/cftoken"
 	"github.com/caddyhook/caddyhook/internal/cli"
 	"github.com/caddyhook/caddyhook/internal/importcmd"
 	"github.com/caddyhook/caddyhook/internal/tmpl"
@@ -83,18 +84,26 @@ type importCheck struct {
 	env *tmpl.Env
 }
 
-// Mapping implements importcmd.Checker: m is read as the handler reads
-// its mapping JSON.
-func (c importCheck) Mapping(m importcmd.Mapping, n int) error {
-	b, err := json.Marshal(m)
+// Mapping implements importcmd.Checker: the block is read as the
+// Caddyfile adapter and the hooks directive read it.
+func (c importCheck) Mapping(block cftoken.Node, n int) error {
+	text, err := block.Text()
 	if err != nil {
 		return err
 	}
-	var hm Mapping
-	if err := json.Unmarshal(b, &hm); err != nil {
+	toks, err := caddyfile.Tokenize([]byte(text), "Caddyfile")
+	if err != nil {
 		return err
 	}
-	return c.check(&hm, n)
+	seg := caddyfile.Segment(toks)
+	httpcaddyfile.NewShorthandReplacer().ApplyToSegment(&seg)
+	d := caddyfile.NewDispenser(seg)
+	d.Next()
+	m, err := unmarshalMapping(d)
+	if err != nil {
+		return err
+	}
+	return c.check(&m, n)
 }
 
 // Preset implements importcmd.Checker.

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -336,25 +335,4 @@ func runImport(out, notes io.Writer, file string, o importcmd.Options) error {
 // importGatewayConfig translates src as `caddy hooks import` does.
 func importGatewayConfig(src []byte, file string, o importcmd.Options) (importcmd.Result, error) {
 	return importcmd.Translate(src, file, o, importEdge{})
-}
-
-// TestImportMappingFields: every field of the import's mapping has a
-// field of the same JSON name and shape in the handler's Mapping, so that
-// importCheck, which reads it through JSON, checks all of it.
-func TestImportMappingFields(t *testing.T) {
-	mine := map[string]reflect.Type{}
-	for f := range reflect.TypeFor[Mapping]().Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		mine[name] = f.Type
-	}
-	for f := range reflect.TypeFor[importcmd.Mapping]().Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		typ, ok := mine[name]
-		switch {
-		case !ok:
-			t.Errorf("importcmd.Mapping.%s (%q): no such field in Mapping", f.Name, name)
-		case typ.Kind() != f.Type.Kind() || typ.Kind() == reflect.Pointer && typ.Elem().Kind() != f.Type.Elem().Kind():
-			t.Errorf("importcmd.Mapping.%s is a %s, Mapping's %q a %s", f.Name, f.Type, name, typ)
-		}
-	}
 }

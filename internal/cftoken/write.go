@@ -376,6 +376,21 @@ func Write(f File) (string, error) {
 	return out, nil
 }
 
+// Text is n alone (and the block it holds) as Write writes it, read back
+// as written.
+func (n Node) Text() (string, error) {
+	w := &cfWriter{line: 1}
+	w.node(0, n)
+	if w.err != nil {
+		return "", w.err
+	}
+	out := w.b.String()
+	if err := verifyTokens(out, w.want, 0); err != nil {
+		return "", fmt.Errorf("does not read back as written (%w)", err)
+	}
+	return out, nil
+}
+
 // verifyTokens checks out against the tokens written into it.
 func verifyTokens(out string, want []wantToken, envSpans int) error {
 	if n := strings.Count(out, "{$"); n != envSpans {

@@ -1,5 +1,7 @@
 package importcmd
 
+import "github.com/caddyhook/caddyhook/internal/cftoken"
+
 // Edge is what the translation asks of caddyhook: whether the edge
 // accepts the values the generated file will hold, answered by the
 // edge's own provisioning code, so that a value the edge would refuse is
@@ -26,8 +28,10 @@ type Edge interface {
 // policy (fields, templates and CEL, the session-key rules), without
 // their transforms (the translation checks those itself).
 type Checker interface {
-	// Mapping checks m, the n-th mapping (1-based, for its default id).
-	Mapping(m Mapping, n int) error
+	// Mapping checks block, a mapping block as the generated file holds
+	// it, as the edge reads and compiles it (the n-th mapping, 1-based,
+	// for its default id).
+	Mapping(block cftoken.Node, n int) error
 	// Preset checks the edge's own preset name as the n-th mapping and
 	// returns its mapping id.
 	Preset(name string, n int) (id string, err error)
@@ -44,37 +48,4 @@ type Policy struct {
 	DefaultSessionKey         string
 	Channels                  []string
 	Forward                   bool // mode forward
-}
-
-// Mapping is a mapping block of the generated file. Its JSON is the
-// hooks handler's mapping JSON (the same keys), which is how the edge
-// reads it for Checker.Mapping.
-type Mapping struct {
-	ID                         string        `json:"id,omitempty"`
-	MatchPath                  string        `json:"match_path,omitempty"`
-	MatchSource                string        `json:"match_source,omitempty"`
-	Action                     string        `json:"action,omitempty"`
-	WakeMode                   string        `json:"wake_mode,omitempty"`
-	Name                       string        `json:"name,omitempty"`
-	AgentID                    string        `json:"agent_id,omitempty"`
-	SessionKey                 string        `json:"session_key,omitempty"`
-	MessageTemplate            string        `json:"message_template,omitempty"`
-	TextTemplate               string        `json:"text_template,omitempty"`
-	Channel                    string        `json:"channel,omitempty"`
-	To                         string        `json:"to,omitempty"`
-	Model                      string        `json:"model,omitempty"`
-	Thinking                   string        `json:"thinking,omitempty"`
-	Deliver                    *bool         `json:"deliver,omitempty"`
-	TimeoutSeconds             int           `json:"timeout_seconds,omitempty"`
-	AllowUnsafeExternalContent bool          `json:"allow_unsafe_external_content,omitempty"`
-	ForEach                    string        `json:"for_each,omitempty"`
-	MaxBody                    int64         `json:"max_body,omitempty"`
-	Transform                  *TransformRef `json:"transform,omitempty"`
-	Forward                    bool          `json:"forward,omitempty"`
-}
-
-// TransformRef names a mapping's transform module and its export.
-type TransformRef struct {
-	Module string `json:"module,omitempty"`
-	Export string `json:"export,omitempty"`
 }

@@ -61,17 +61,17 @@ func (im *importer) translateMappings() error {
 		if !ok {
 			continue
 		}
-		m.ID = c.uniqueID(m.ID)
+		m.id = c.uniqueID(m.id)
 		if err := c.check(m); err != nil {
 			im.note(noteNotPorted, s.key, "the edge would refuse it (%v); the mapping is left out (use --mode forward)", err)
 			continue
 		}
-		c.used[m.ID] = true
+		c.used[m.id] = true
 		var comment string
 		if s.preset != "" {
 			comment = "the gateway's preset " + s.preset
 		}
-		im.mappings = append(im.mappings, mappingNode(m, comment))
+		im.mappings = append(im.mappings, m.node(comment))
 	}
 	if c.transforms {
 		im.transformsLines(c)
@@ -79,32 +79,61 @@ func (im *importer) translateMappings() error {
 	return nil
 }
 
+// mapping is one mapping block of the generated file: its id, its
+// directives in the order they are written, and its transform (which the
+// translation checks itself).
+type mapping struct {
+	id        string
+	body      []cftoken.Node
+	transform *transformRef
+}
+
+// transformRef is a mapping's transform module and export.
+type transformRef struct{ module, export string }
+
+// add appends a directive.
+func (m *mapping) add(name string, args ...cftoken.Arg) {
+	m.body = append(m.body, cftoken.Node{Name: name, Args: args})
+}
+
+// node is m as a mapping block, comment (if any) first.
+func (m *mapping) node(comment string) cftoken.Node {
+	n := cftoken.Node{Name: "mapping", Args: []cftoken.Arg{cftoken.PlainArg(m.id)}, Block: true}
+	if comment != "" {
+		n.Body = append(n.Body, cftoken.Node{Comment: comment})
+	}
+	n.Body = append(n.Body, m.body...)
+	return n
+}
+
 // importedMapping is the edge's mapping for s: a forward mapping, or in
 // render mode the gateway's fields ported; ok is false (and a note says
 // why) when it cannot be carried.
-func (im *importer) importedMapping(s referenceMappingSpec, gmailLimit int64) (Mapping, bool) {
-	m := Mapping{ID: s.id}
+func (im *importer) importedMapping(s referenceMappingSpec, gmailLimit int64) (*mapping, bool) {
+	m := &mapping{id: s.id}
 	if !im.writable(s.key+".id", cftoken.PlainArg(s.id), fmt.Sprintf("the edge names the mapping %s", s.defaultID)) {
-		m.ID = s.defaultID
+		m.id = s.defaultID
 	}
 	path, ok := im.edgeMatchPath(s)
 	if !ok {
 		return m, false
 	}
-	m.MatchPath = path
+	if path != "" {
+		m.add("match_path", cftoken.FieldArg(path))
+	}
 	if s.source != "" {
 		if !im.writable(s.key+".match.source", cftoken.FieldArg(s.source), "the mapping is left out") {
 			return m, false
 		}
-		m.MatchSource = s.source
+		m.add("match_source", cftoken.FieldArg(s.source))
 	}
 	if im.o.Mode == ModeForward {
-		m.Forward = true
-	} else if !im.renderedMapping(s, &m) {
+		m.add("forward")
+	} else if !im.renderedMapping(s, m) {
 		return m, false
 	}
 	if s.path == referenceGmailPathKey && gmailLimit > referenceMaxBody {
-		m.MaxBody = gmailLimit
+		m.add("max_body", cftoken.PlainArg(strconv.FormatInt(gmailLimit, 10)))
 	}
 	return m, true
 }
@@ -134,62 +163,6 @@ func (im *importer) edgeMatchPath(s referenceMappingSpec) (string, bool) {
 		return "", false
 	}
 	return decoded, im.writable(key, cftoken.FieldArg(decoded), "the mapping is left out")
-}
-
-// mappingNode writes m as a mapping block, in the order of its fields.
-func mappingNode(m Mapping, comment string) cftoken.Node {
-	n := cftoken.Node{Name: "mapping", Args: []cftoken.Arg{cftoken.PlainArg(m.ID)}, Block: true}
-	add := func(name string, args ...cftoken.Arg) { n.Body = append(n.Body, cftoken.Node{Name: name, Args: args}) }
-	if comment != "" {
-		n.Body = append(n.Body, cftoken.Node{Comment: comment})
-	}
-	if m.MatchPath != "" {
-		add("match_path", cftoken.FieldArg(m.MatchPath))
-	}
-	if m.MatchSource != "" {
-		add("match_source", cftoken.FieldArg(m.MatchSource))
-	}
-	if m.Forward {
-		add("forward")
-	}
-	if m.Action != "" {
-		add("action", cftoken.FieldArg(m.Action))
-	}
-	if m.WakeMode != "" {
-		add("wake_mode", cftoken.FieldArg(m.WakeMode))
-	}
-	for _, t := range []struct{ directive, val string }{
-		{"name", m.Name}, {"agent_id", m.AgentID}, {"session_key", m.SessionKey},
-		{"message_template", m.MessageTemplate}, {"text_template", m.TextTemplate},
-		{"channel", m.Channel}, {"to", m.To}, {"model", m.Model}, {"thinking", m.Thinking},
-	} {
-		if t.val != "" {
-			add(t.directive, cftoken.TemplateArg(t.val))
-		}
-	}
-	if m.ForEach != "" {
-		add("for_each", cftoken.FieldArg(m.ForEach))
-	}
-	if m.Deliver != nil {
-		add("deliver", cftoken.PlainArg(strconv.FormatBool(*m.Deliver)))
-	}
-	if m.AllowUnsafeExternalContent {
-		add("allow_unsafe_external_content")
-	}
-	if m.TimeoutSeconds > 0 {
-		add("timeout_seconds", cftoken.PlainArg(strconv.Itoa(m.TimeoutSeconds)))
-	}
-	if t := m.Transform; t != nil {
-		args := []cftoken.Arg{cftoken.PlainArg(t.Module)}
-		if t.Export != "" {
-			args = append(args, cftoken.PlainArg(t.Export))
-		}
-		add("transform", args...)
-	}
-	if m.MaxBody > 0 {
-		add("max_body", cftoken.PlainArg(strconv.FormatInt(m.MaxBody, 10)))
-	}
-	return n
 }
 
 // mappingCheck checks imported mappings as the edge will: through the
@@ -232,24 +205,25 @@ func (c *mappingCheck) uniqueID(id string) string {
 	return out
 }
 
-// check compiles m as the edge's provisioning does: fields, templates and
-// CEL, the session-key rules of the policy, and its transform.
-func (c *mappingCheck) check(m Mapping) error {
-	if err := c.edge.Mapping(m, len(c.used)+1); err != nil {
+// check compiles m as the edge's provisioning does: its block as the
+// edge reads it (fields, templates and CEL, the session-key rules of the
+// policy), and its transform.
+func (c *mappingCheck) check(m *mapping) error {
+	if err := c.edge.Mapping(m.node(""), len(c.used)+1); err != nil {
 		return err
 	}
-	if t := m.Transform; t != nil {
+	if t := m.transform; t != nil {
 		if c.resolved == "" {
 			return fmt.Errorf("transform: %w", c.rootErr)
 		}
-		file, err := transform.ResolveModule(c.resolved, t.Module)
+		file, err := transform.ResolveModule(c.resolved, t.module)
 		if err != nil {
 			return fmt.Errorf("transform: %w", err)
 		}
 		if c.cache == nil {
 			c.cache = transform.NewCache()
 		}
-		if _, err := c.cache.Program(file, strings.TrimSpace(t.Export), transform.Options{Root: c.resolved}); err != nil {
+		if _, err := c.cache.Program(file, t.export, transform.Options{Root: c.resolved}); err != nil {
 			return fmt.Errorf("transform: %w", err)
 		}
 		c.transforms = true
@@ -345,23 +319,22 @@ func (im *importer) gmailBodyLimit() (int64, error) {
 
 // renderedMapping ports a mapping's fields into m for render mode; false
 // (and a note says why) when the mapping cannot be carried.
-func (im *importer) renderedMapping(s referenceMappingSpec, m *Mapping) bool {
+func (im *importer) renderedMapping(s referenceMappingSpec, m *mapping) bool {
 	fail := func(field string, err error) bool {
 		im.note(noteNotPorted, s.key+"."+field, "%v; the mapping is left out (use --mode forward)", err)
 		return false
 	}
 	str := func(field string) string { v, _ := s.fields[field].(string); return strings.TrimSpace(v) }
 	if a := str("action"); a == "wake" {
-		m.Action = "wake"
+		m.add("action", cftoken.FieldArg("wake"))
 	}
-	m.WakeMode = str("wakeMode")
-	for _, t := range []struct {
-		field string
-		dst   *string
-	}{
-		{"name", &m.Name}, {"agentId", &m.AgentID}, {"sessionKey", &m.SessionKey},
-		{"messageTemplate", &m.MessageTemplate}, {"textTemplate", &m.TextTemplate},
-		{"channel", &m.Channel}, {"to", &m.To}, {"model", &m.Model}, {"thinking", &m.Thinking},
+	if wm := str("wakeMode"); wm != "" {
+		m.add("wake_mode", cftoken.FieldArg(wm))
+	}
+	for _, t := range []struct{ field, directive string }{
+		{"name", "name"}, {"agentId", "agent_id"}, {"sessionKey", "session_key"},
+		{"messageTemplate", "message_template"}, {"textTemplate", "text_template"},
+		{"channel", "channel"}, {"to", "to"}, {"model", "model"}, {"thinking", "thinking"},
 	} {
 		raw, _ := s.fields[t.field].(string)
 		if raw == "" {
@@ -370,32 +343,39 @@ func (im *importer) renderedMapping(s referenceMappingSpec, m *Mapping) bool {
 		if _, _, err := cftoken.TemplateArg(raw).Encode(); err != nil {
 			return fail(t.field, err)
 		}
-		*t.dst = raw
+		m.add(t.directive, cftoken.TemplateArg(raw))
 	}
 	if fe := str("forEach"); fe != "" {
 		if _, _, err := cftoken.FieldArg(fe).Encode(); err != nil {
 			return fail("forEach", err)
 		}
-		m.ForEach = fe
+		m.add("for_each", cftoken.FieldArg(fe))
 	}
 	if d, ok := s.fields["deliver"].(bool); ok {
-		m.Deliver = &d
+		m.add("deliver", cftoken.PlainArg(strconv.FormatBool(d)))
 	}
-	m.AllowUnsafeExternalContent, _ = s.fields["allowUnsafeExternalContent"].(bool)
+	if unsafe, _ := s.fields["allowUnsafeExternalContent"].(bool); unsafe {
+		m.add("allow_unsafe_external_content")
+	}
 	if n, ok := s.fields["timeoutSeconds"].(float64); ok && n > 0 && n == float64(int64(n)) && n <= math.MaxInt32 {
-		m.TimeoutSeconds = int(n)
+		m.add("timeout_seconds", cftoken.PlainArg(strconv.Itoa(int(n))))
 	}
 	if sm := str("sessionMode"); sm != "" && sm != "isolated" {
 		im.note(noteNotPorted, s.key+".sessionMode", "render mode dispatches isolated runs only (use --mode forward for %q)", sm)
 	}
 	if md := strings.TrimSpace(s.transformMD); md != "" {
-		t := &TransformRef{Module: md, Export: strings.TrimSpace(s.transformEx)}
-		for _, v := range []string{t.Module, t.Export} {
+		t := &transformRef{module: md, export: strings.TrimSpace(s.transformEx)}
+		for _, v := range []string{t.module, t.export} {
 			if _, _, err := cftoken.PlainArg(v).Encode(); err != nil {
 				return fail("transform", err)
 			}
 		}
-		m.Transform = t
+		args := []cftoken.Arg{cftoken.PlainArg(t.module)}
+		if t.export != "" {
+			args = append(args, cftoken.PlainArg(t.export))
+		}
+		m.add("transform", args...)
+		m.transform = t
 	}
 	return true
 }
