@@ -5,21 +5,21 @@ import (
 	"unicode/utf8"
 )
 
-// Kind says which gateway endpoint an action goes to.
-type Kind uint8
+// actionKind says which gateway endpoint an action goes to.
+type actionKind uint8
 
 // The two action kinds of the gateway protocol.
 const (
-	KindWake Kind = iota + 1
-	KindAgent
+	kindWake actionKind = iota + 1
+	kindAgent
 )
 
 // String returns the endpoint name of k ("wake" or "agent").
-func (k Kind) String() string {
+func (k actionKind) String() string {
 	switch k {
-	case KindWake:
+	case kindWake:
 		return "wake"
-	case KindAgent:
+	case kindAgent:
 		return "agent"
 	}
 	return "unknown"
@@ -76,7 +76,7 @@ const (
 
 // Action is one resolved wake or agent action on its way to the gateway.
 type Action struct {
-	Kind Kind
+	Kind actionKind
 
 	// Wake fields.
 	Text string
@@ -161,7 +161,7 @@ func (f fields) optional(key string) (string, bool) {
 // decodeWake builds a wake action from a request or mapping object with
 // the gateway's rules.
 func decodeWake(f fields) (Action, error) {
-	a := Action{Kind: KindWake, Mode: modeNow}
+	a := Action{Kind: kindWake, Mode: modeNow}
 	a.Text, _ = f.str("text")
 	if a.Text == "" {
 		return a, errTextRequired

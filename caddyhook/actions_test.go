@@ -80,7 +80,7 @@ func TestDecodeWake(t *testing.T) {
 				}
 				return
 			}
-			if a.Kind != KindWake || a.Text != tc.wantText || a.Mode != tc.wantMode {
+			if a.Kind != kindWake || a.Text != tc.wantText || a.Mode != tc.wantMode {
 				t.Fatalf("got kind=%v text=%q mode=%q", a.Kind, a.Text, a.Mode)
 			}
 			if got := string(a.appendGatewayBody(nil)); got != tc.wantBody {
@@ -189,7 +189,7 @@ func TestDecodeAgentFieldRules(t *testing.T) {
 				t.Fatalf("unexpected error %v", err)
 			}
 			w := tc.want
-			if a.Kind != KindAgent || a.Message != w.message || a.Name != w.name || a.Deliver != w.deliver ||
+			if a.Kind != kindAgent || a.Message != w.message || a.Name != w.name || a.Deliver != w.deliver ||
 				a.WakeMode != w.wakeMode || a.Channel != w.channel || a.To != w.to || a.Model != w.model ||
 				a.Thinking != w.thinking || a.TimeoutSeconds != w.timeout {
 				t.Fatalf("got %+v, want %+v", a, w)
@@ -326,9 +326,9 @@ func TestAgentGatewayBodyGeneratedKey(t *testing.T) {
 
 func TestKindString(t *testing.T) {
 	for _, tc := range []struct {
-		k    Kind
+		k    actionKind
 		want string
-	}{{KindWake, "wake"}, {KindAgent, "agent"}, {0, "unknown"}, {9, "unknown"}} {
+	}{{kindWake, "wake"}, {kindAgent, "agent"}, {0, "unknown"}, {9, "unknown"}} {
 		if got := tc.k.String(); got != tc.want {
 			t.Errorf("Kind(%d).String() = %q, want %q", tc.k, got, tc.want)
 		}

@@ -27,9 +27,9 @@ var fuzzPolicy = func() *Policy {
 var fuzzHandler = &Handler{wrapEdge: true, gateway: newGatewayClient(gatewayAddr{}, "/hooks", "", time.Second, false)}
 
 // gatewayBodyKeys are the only keys a gateway body may carry.
-var gatewayBodyKeys = map[Kind]map[string]bool{
-	KindWake: {"text": true, "mode": true, "agentId": true, "sessionKey": true},
-	KindAgent: {"message": true, "name": true, "agentId": true, "sessionKey": true, "wakeMode": true,
+var gatewayBodyKeys = map[actionKind]map[string]bool{
+	kindWake: {"text": true, "mode": true, "agentId": true, "sessionKey": true},
+	kindAgent: {"message": true, "name": true, "agentId": true, "sessionKey": true, "wakeMode": true,
 		"sessionMode": true, "deliver": true, "channel": true, "to": true, "accountId": true, "model": true,
 		"thinking": true, "timeoutSeconds": true, "waitForCompletion": true},
 }

@@ -200,9 +200,9 @@ func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, 
 // forwarded one to its stored path below h's gateway prefix (or, stored
 // without it, to its stored path) with its stored headers.
 func (h *Handler) eventItem(ev *spool.Event) prepared {
-	kind := KindAgent
+	kind := kindAgent
 	if ev.Kind == spool.KindWake {
-		kind = KindWake
+		kind = kindWake
 	}
 	g := gatewayRequest{kind: kind, body: ev.Body, idemKey: ev.ID}
 	if ev.Header != nil {

@@ -236,9 +236,9 @@ func (h *Handler) replayEvent(ctx context.Context, id string) (*adminapi.Replay,
 	for i, k := range kept {
 		seed := orig.ID + "\x00replay\x00" + strconv.FormatInt(now.UnixNano(), 10) + "\x00" + strconv.Itoa(i)
 		eid := uuid.NewSHA1(eventNamespace, []byte(seed)).String()
-		kind := KindAgent
-		if k.Kind == KindWake.String() {
-			kind = KindWake
+		kind := kindAgent
+		if k.Kind == kindWake.String() {
+			kind = kindWake
 		}
 		g := gatewayRequest{kind: kind, path: k.Path, body: k.Body, idemKey: eid}
 		if k.Header != nil {

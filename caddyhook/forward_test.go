@@ -218,7 +218,7 @@ func TestForwardOutcome(t *testing.T) {
 }
 
 func TestComposeWakeReply(t *testing.T) {
-	wakes := []prepared{{gatewayRequest: gatewayRequest{kind: KindWake}, mode: "now"}, {gatewayRequest: gatewayRequest{kind: KindWake}, mode: "now"}}
+	wakes := []prepared{{gatewayRequest: gatewayRequest{kind: kindWake}, mode: "now"}, {gatewayRequest: gatewayRequest{kind: kindWake}, mode: "now"}}
 	for _, tc := range []struct {
 		outcome string
 		want    string

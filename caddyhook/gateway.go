@@ -60,8 +60,8 @@ type gatewayClient struct {
 	// waitTimeout bounds a request that waits for the run to complete.
 	waitTimeout time.Duration
 	forwardIP   bool
-	urls        [KindAgent + 1]*url.URL // by Kind; parsed once, never modified
-	paths       [KindAgent + 1]string   // their paths
+	urls        [kindAgent + 1]*url.URL // by Kind; parsed once, never modified
+	paths       [kindAgent + 1]string   // their paths
 	transport   *http.Transport
 }
 
@@ -86,7 +86,7 @@ func newGatewayClient(addr gatewayAddr, prefix, token string, timeout time.Durat
 		c.auth = "Bearer " + token
 		c.authValue = []string{c.auth}
 	}
-	for _, k := range []Kind{KindWake, KindAgent} {
+	for _, k := range []actionKind{kindWake, kindAgent} {
 		c.paths[k] = c.prefix + "/" + k.String()
 		c.urls[k] = &url.URL{Scheme: "http", Host: "gateway", Path: c.paths[k]}
 	}
@@ -113,7 +113,7 @@ var errGatewayTimeout = errors.New("gateway timeout")
 // gatewayRequest is one request to the gateway: a rendered action (sent
 // to {prefix}/{kind}) or a forwarded request (sent to path with header).
 type gatewayRequest struct {
-	kind Kind
+	kind actionKind
 	path string // forwarded: the gateway path and query; "" = by kind
 	// header, for a forwarded request, is what crosses to the gateway
 	// (crossingHeaders: the sender's Host under "Host", its Idempotency-Key

@@ -47,7 +47,7 @@ func (b *logBudget) allow(now time.Time) (ok bool, suppressed uint64) {
 // a wrong gateway_token, untrusted forwarded headers), with a hint for
 // the operator that the sender's 502 leaves out. It names the gateway address and the error, never
 // a token or payload, at most rejectLogsPerSecond lines a second.
-func (h *Handler) gatewayFailure(kind Kind, eventID string, status int, err error) {
+func (h *Handler) gatewayFailure(kind actionKind, eventID string, status int, err error) {
 	if err == nil && status < 500 && !refusesEdge(status) {
 		return
 	}

@@ -27,7 +27,7 @@ type compiledMapping struct {
 	gwPath    string
 	source    string
 	expr      *tmpl.Expr
-	kind      Kind
+	kind      actionKind
 	wakeMode  string // "" when not set
 	name      *tmpl.Template
 	agentID   *tmpl.Template
@@ -79,9 +79,9 @@ func (h *Handler) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMap
 	}
 	switch strings.TrimSpace(m.Action) {
 	case "", "agent":
-		c.kind = KindAgent
+		c.kind = kindAgent
 	case "wake":
-		c.kind = KindWake
+		c.kind = kindWake
 	default:
 		return nil, fail("action", fmt.Errorf("%q must be agent or wake", m.Action))
 	}
@@ -149,9 +149,9 @@ func (h *Handler) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMap
 	}
 	if m.Transform == nil {
 		switch {
-		case c.kind == KindAgent && c.message == nil:
+		case c.kind == kindAgent && c.message == nil:
 			return nil, fail("message_template", fmt.Errorf("required for an agent mapping without a transform"))
-		case c.kind == KindWake && c.text == nil:
+		case c.kind == kindWake && c.text == nil:
 			return nil, fail("text_template", fmt.Errorf("required for a wake mapping without a transform"))
 		}
 	}

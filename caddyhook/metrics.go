@@ -95,7 +95,7 @@ func (m *hookMetrics) observeRequest(route string, status int) {
 }
 
 // observeDispatch records one gateway hand-off.
-func (m *hookMetrics) observeDispatch(kind Kind, outcome string, d time.Duration) {
+func (m *hookMetrics) observeDispatch(kind actionKind, outcome string, d time.Duration) {
 	m.dispatch.WithLabelValues(kind.String(), outcome).Observe(d.Seconds())
 }
 

@@ -195,7 +195,7 @@ func (p *Policy) Apply(a *Action) error {
 	if err := p.resolveAgent(a); err != nil {
 		return err
 	}
-	if a.Kind == KindWake {
+	if a.Kind == kindWake {
 		if a.SessionKey == "" {
 			return nil // a wake without a key goes to the main session
 		}
@@ -259,7 +259,7 @@ func (p *Policy) resolveAgent(a *Action) error {
 	switch {
 	case explicit != "":
 		a.AgentID = explicit
-	case len(p.agents) > 0 && a.Kind == KindAgent:
+	case len(p.agents) > 0 && a.Kind == kindAgent:
 		a.AgentID = eff
 	default:
 		a.AgentID = ""
@@ -298,7 +298,7 @@ func (p *Policy) checkSessionKey(a *Action) error {
 // must be one of p's channels). The routing policy is checked later by
 // Apply.
 func (p *Policy) decodeAgent(f fields) (Action, error) {
-	a := Action{Kind: KindAgent, Name: "Hook", WakeMode: modeNow, Deliver: true}
+	a := Action{Kind: kindAgent, Name: "Hook", WakeMode: modeNow, Deliver: true}
 	if raw, present := f["waitForCompletion"]; present {
 		b, ok := raw.(bool)
 		if !ok {

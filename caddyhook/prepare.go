@@ -32,7 +32,7 @@ func (h *Handler) prepare(a *Action, eventID string) prepared {
 	if eventID == "" {
 		eventID = uuid.NewString()
 	}
-	if a.Kind == KindAgent && !a.AllowUnsafe && !h.wrapEdge {
+	if a.Kind == kindAgent && !a.AllowUnsafe && !h.wrapEdge {
 		u := *a
 		u.AllowUnsafe = true // wrap gateway: the gateway wraps every external message itself
 		a = &u
@@ -54,12 +54,12 @@ func (h *Handler) prepare(a *Action, eventID string) prepared {
 func applyBoundary(a *Action) *Action {
 	w := *a
 	switch {
-	case a.Kind == KindAgent:
+	case a.Kind == kindAgent:
 		w.Name = boundary.SanitizeName(a.Name)
 		if !a.AllowUnsafe {
 			w.Message = boundary.Wrap(a.Message, a.Source)
 		}
-	case a.Kind == KindWake && a.Source != "" && !a.AllowUnsafe:
+	case a.Kind == kindWake && a.Source != "" && !a.AllowUnsafe:
 		w.Text = boundary.Sanitize(a.Text)
 	default:
 		return a
@@ -89,7 +89,7 @@ func actionSeeds(key string, acts []Action) []string {
 // written; agentId and sessionKey are the resolved ones (a wake carries
 // them only when the request named them).
 func (a *Action) appendGatewayBody(dst []byte) []byte {
-	if a.Kind == KindWake {
+	if a.Kind == kindWake {
 		dst = append(dst, `{"text":`...)
 		dst = appendJSONString(dst, a.Text)
 		dst = append(dst, `,"mode":`...)

@@ -123,7 +123,7 @@ func appendJSONString(dst []byte, s string) []byte { return jsonenc.AppendString
 func composeReply(items []prepared, runIDs []string, eventOutcome string, dropped int) []byte {
 	b := make([]byte, 0, 64+len(runIDs)*40)
 	b = append(b, `{"ok":true`...)
-	if len(items) > 0 && items[0].kind == KindWake {
+	if len(items) > 0 && items[0].kind == kindWake {
 		b = append(b, `,"mode":`...)
 		b = appendJSONString(b, items[0].mode)
 		if eventOutcome != "" {

@@ -109,7 +109,7 @@ func (h *Handler) planMapped(ex *exchange) (plan, *hookError) {
 // work follows the list, not the size of the rest of the payload.
 func (h *Handler) planFor(c *compiledMapping, ex *exchange, vars *tmpl.Vars) (plan, *hookError) {
 	if c.forward {
-		f, herr := h.newForward(ex, KindAgent)
+		f, herr := h.newForward(ex, kindAgent)
 		return plan{fwd: f}, herr
 	}
 	if c.forEach == "" {
@@ -216,12 +216,12 @@ var (
 //     blank one means no key.
 //
 // It returns the merged fields.
-func mergeOverride(f fields, override map[string]any, kind *Kind, unsafe, keyFromRequest *bool) (fields, error) {
+func mergeOverride(f fields, override map[string]any, kind *actionKind, unsafe, keyFromRequest *bool) (fields, error) {
 	target := *kind
 	if k := override["kind"]; k != nil {
-		target = KindAgent
+		target = kindAgent
 		if k == "wake" {
-			target = KindWake
+			target = kindWake
 		}
 	}
 	sameKind := target == *kind
@@ -246,7 +246,7 @@ func mergeOverride(f fields, override map[string]any, kind *Kind, unsafe, keyFro
 		keep(key)
 	}
 	overrides := agentOverrides
-	if target == KindWake {
+	if target == kindWake {
 		overrides = wakeOverrides
 		stringOrBase("text")
 		heartbeatOrBase("mode")
@@ -376,12 +376,12 @@ func (c *compiledMapping) failed() *hookError {
 // action decodes rendered (and transformed) fields with the same rules as
 // the built-in endpoints. keyFromRequest marks a session key that a
 // template or transform produced.
-func (c *compiledMapping) action(kind Kind, f fields, keyFromRequest bool, unsafe bool, source string) (Action, *hookError) {
+func (c *compiledMapping) action(kind actionKind, f fields, keyFromRequest bool, unsafe bool, source string) (Action, *hookError) {
 	var (
 		a   Action
 		err error
 	)
-	if kind == KindWake {
+	if kind == kindWake {
 		a, err = decodeWake(f)
 	} else {
 		a, err = c.policy.decodeAgent(f)

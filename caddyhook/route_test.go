@@ -24,64 +24,64 @@ func TestMergeOverrideGatewayRules(t *testing.T) {
 	wakeBase := fields{"text": "rendered text", "mode": "next-heartbeat", "wakeMode": "next-heartbeat", "agentId": "ops", "sessionKey": "hook:tmpl"}
 	tests := []struct {
 		name      string
-		kind      Kind
+		kind      actionKind
 		base      fields
 		templated bool // the mapping's session key is templated
 		unsafe    bool // the mapping allows unsafe content
 		override  map[string]any
-		wantKind  Kind
+		wantKind  actionKind
 		want      fields
 		wantKey   bool // key counts as request-supplied
 		wantSafe  bool // allowUnsafeExternalContent after the merge
 		wantErr   bool
 	}{
-		{name: "empty override (undefined) keeps everything", kind: KindAgent, base: agentBase, override: map[string]any{},
-			wantKind: KindAgent, want: agentBase},
-		{name: "message of another type keeps the rendered one", kind: KindAgent, base: agentBase,
+		{name: "empty override (undefined) keeps everything", kind: kindAgent, base: agentBase, override: map[string]any{},
+			wantKind: kindAgent, want: agentBase},
+		{name: "message of another type keeps the rendered one", kind: kindAgent, base: agentBase,
 			override: map[string]any{"message": 42.0, "deliver": "no", "wakeMode": "now", "allowUnsafeExternalContent": "yes"},
-			wantKind: KindAgent, want: agentBase},
-		{name: "typed values override", kind: KindAgent, base: agentBase, unsafe: true,
+			wantKind: kindAgent, want: agentBase},
+		{name: "typed values override", kind: kindAgent, base: agentBase, unsafe: true,
 			override: map[string]any{"message": "new", "deliver": true, "allowUnsafeExternalContent": false},
-			wantKind: KindAgent, want: with(agentBase, fields{"message": "new", "deliver": true})},
-		{name: "null keeps, any other type replaces", kind: KindAgent, base: agentBase,
+			wantKind: kindAgent, want: with(agentBase, fields{"message": "new", "deliver": true})},
+		{name: "null keeps, any other type replaces", kind: kindAgent, base: agentBase,
 			override: map[string]any{"name": nil, "thinking": "high", "channel": 42.0, "timeoutSeconds": "30"},
-			wantKind: KindAgent, want: with(agentBase, fields{"thinking": "high", "channel": 42.0, "timeoutSeconds": "30"})},
-		{name: "agentId and to not usable strings mean the defaults", kind: KindAgent, base: agentBase,
+			wantKind: kindAgent, want: with(agentBase, fields{"thinking": "high", "channel": 42.0, "timeoutSeconds": "30"})},
+		{name: "agentId and to not usable strings mean the defaults", kind: kindAgent, base: agentBase,
 			override: map[string]any{"agentId": 7.0, "to": false},
-			wantKind: KindAgent, want: without(agentBase, "agentId")},
-		{name: "wake agentId not a usable string means the default agent", kind: KindWake, base: wakeBase,
+			wantKind: kindAgent, want: without(agentBase, "agentId")},
+		{name: "wake agentId not a usable string means the default agent", kind: kindWake, base: wakeBase,
 			override: map[string]any{"agentId": " "},
-			wantKind: KindWake, want: fields{"text": "rendered text", "mode": "next-heartbeat", "sessionKey": "hook:tmpl"}},
-		{name: "model not a usable string means the default model", kind: KindAgent, base: agentBase,
-			override: map[string]any{"model": " "}, wantKind: KindAgent, want: without(agentBase, "model")},
-		{name: "model of another type means the default model", kind: KindAgent, base: agentBase,
-			override: map[string]any{"model": 3.0}, wantKind: KindAgent, want: without(agentBase, "model")},
-		{name: "any kind but wake is agent", kind: KindWake, base: wakeBase, override: map[string]any{"kind": "shutdown", "message": "m"},
-			wantKind: KindAgent, want: fields{"message": "m"}},
-		{name: "kind WAKE is agent", kind: KindAgent, base: agentBase, override: map[string]any{"kind": "WAKE"},
-			wantKind: KindAgent, want: agentBase},
-		{name: "kind null keeps the mapping's", kind: KindWake, base: wakeBase, override: map[string]any{"kind": nil, "text": "t"},
-			wantKind: KindWake, want: fields{"text": "t", "mode": "next-heartbeat", "agentId": "ops", "sessionKey": "hook:tmpl"}},
-		{name: "agent to wake drops the agent fields", kind: KindAgent, base: agentBase, unsafe: true,
+			wantKind: kindWake, want: fields{"text": "rendered text", "mode": "next-heartbeat", "sessionKey": "hook:tmpl"}},
+		{name: "model not a usable string means the default model", kind: kindAgent, base: agentBase,
+			override: map[string]any{"model": " "}, wantKind: kindAgent, want: without(agentBase, "model")},
+		{name: "model of another type means the default model", kind: kindAgent, base: agentBase,
+			override: map[string]any{"model": 3.0}, wantKind: kindAgent, want: without(agentBase, "model")},
+		{name: "any kind but wake is agent", kind: kindWake, base: wakeBase, override: map[string]any{"kind": "shutdown", "message": "m"},
+			wantKind: kindAgent, want: fields{"message": "m"}},
+		{name: "kind WAKE is agent", kind: kindAgent, base: agentBase, override: map[string]any{"kind": "WAKE"},
+			wantKind: kindAgent, want: agentBase},
+		{name: "kind null keeps the mapping's", kind: kindWake, base: wakeBase, override: map[string]any{"kind": nil, "text": "t"},
+			wantKind: kindWake, want: fields{"text": "t", "mode": "next-heartbeat", "agentId": "ops", "sessionKey": "hook:tmpl"}},
+		{name: "agent to wake drops the agent fields", kind: kindAgent, base: agentBase, unsafe: true,
 			override: map[string]any{"kind": "wake", "text": "woken", "name": "N"},
-			wantKind: KindWake, want: fields{"text": "woken"}},
-		{name: "wake mode only next-heartbeat overrides", kind: KindWake, base: wakeBase, override: map[string]any{"mode": "now"},
-			wantKind: KindWake, want: fields{"text": "rendered text", "mode": "next-heartbeat", "agentId": "ops", "sessionKey": "hook:tmpl"}},
-		{name: "wake to agent: wakeMode from the override", kind: KindWake, base: wakeBase,
+			wantKind: kindWake, want: fields{"text": "woken"}},
+		{name: "wake mode only next-heartbeat overrides", kind: kindWake, base: wakeBase, override: map[string]any{"mode": "now"},
+			wantKind: kindWake, want: fields{"text": "rendered text", "mode": "next-heartbeat", "agentId": "ops", "sessionKey": "hook:tmpl"}},
+		{name: "wake to agent: wakeMode from the override", kind: kindWake, base: wakeBase,
 			override: map[string]any{"kind": "agent", "message": "m", "wakeMode": "next-heartbeat"},
-			wantKind: KindAgent, want: fields{"message": "m", "wakeMode": "next-heartbeat"}},
-		{name: "string session key is request-supplied", kind: KindAgent, base: agentBase,
-			override: map[string]any{"sessionKey": "hook:t"}, wantKind: KindAgent, want: with(agentBase, fields{"sessionKey": "hook:t"}), wantKey: true},
-		{name: "sessionKeySource static", kind: KindAgent, base: agentBase, templated: true,
-			override: map[string]any{"sessionKey": "hook:t", "sessionKeySource": "static"}, wantKind: KindAgent, want: with(agentBase, fields{"sessionKey": "hook:t"})},
-		{name: "blank session key means none", kind: KindAgent, base: agentBase,
-			override: map[string]any{"sessionKey": "  "}, wantKind: KindAgent, want: without(agentBase, "sessionKey"), wantKey: true},
-		{name: "session key of another type over a static key means none", kind: KindAgent, base: agentBase,
-			override: map[string]any{"sessionKey": 5.0}, wantKind: KindAgent, want: without(agentBase, "sessionKey")},
-		{name: "session key of another type over a templated key fails", kind: KindAgent, base: agentBase, templated: true,
+			wantKind: kindAgent, want: fields{"message": "m", "wakeMode": "next-heartbeat"}},
+		{name: "string session key is request-supplied", kind: kindAgent, base: agentBase,
+			override: map[string]any{"sessionKey": "hook:t"}, wantKind: kindAgent, want: with(agentBase, fields{"sessionKey": "hook:t"}), wantKey: true},
+		{name: "sessionKeySource static", kind: kindAgent, base: agentBase, templated: true,
+			override: map[string]any{"sessionKey": "hook:t", "sessionKeySource": "static"}, wantKind: kindAgent, want: with(agentBase, fields{"sessionKey": "hook:t"})},
+		{name: "blank session key means none", kind: kindAgent, base: agentBase,
+			override: map[string]any{"sessionKey": "  "}, wantKind: kindAgent, want: without(agentBase, "sessionKey"), wantKey: true},
+		{name: "session key of another type over a static key means none", kind: kindAgent, base: agentBase,
+			override: map[string]any{"sessionKey": 5.0}, wantKind: kindAgent, want: without(agentBase, "sessionKey")},
+		{name: "session key of another type over a templated key fails", kind: kindAgent, base: agentBase, templated: true,
 			override: map[string]any{"sessionKey": 5.0}, wantErr: true},
-		{name: "null session key keeps a templated one", kind: KindAgent, base: agentBase, templated: true,
-			override: map[string]any{"sessionKey": nil}, wantKind: KindAgent, want: agentBase, wantKey: true},
+		{name: "null session key keeps a templated one", kind: kindAgent, base: agentBase, templated: true,
+			override: map[string]any{"sessionKey": nil}, wantKind: kindAgent, want: agentBase, wantKey: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,7 +99,7 @@ func TestMergeOverrideGatewayRules(t *testing.T) {
 			}
 			// an action carries only its kind's fields: mode for wake, wakeMode for agent
 			want := without(tc.want, "mode")
-			if tc.wantKind == KindWake {
+			if tc.wantKind == kindWake {
 				want = without(tc.want, "wakeMode")
 			}
 			if kind != tc.wantKind || !reflect.DeepEqual(got, want) || key != tc.wantKey {

@@ -190,7 +190,7 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 		}
 	}
 	if p.fwd.name != "" && len(p.actions) == 1 {
-		if a := &p.actions[0]; a.Kind == KindAgent && a.keySource == keyNone && a.SessionKey != "" {
+		if a := &p.actions[0]; a.Kind == kindAgent && a.keySource == keyNone && a.SessionKey != "" {
 			// the edge's own default_session_key, as the last member: it
 			// wins over a sessionKey the policy read as none (null, "",
 			// blank), which the gateway would otherwise read last; the

@@ -204,7 +204,7 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 	tc := traceFrom(ctx)
 	for i := range items {
 		kind := spool.KindAgent
-		if items[i].kind == KindWake {
+		if items[i].kind == kindWake {
 			kind = spool.KindWake
 		}
 		evs[i] = &spool.Event{ID: items[i].eventID, Kind: kind, Path: s.h.gateway.prefix + "/" + items[i].kind.String(),
