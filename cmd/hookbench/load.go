@@ -26,6 +26,10 @@ type loadSpec struct {
 	xffAt       int            // srcForwarded: offset of the address in request
 	spread      *spreadAddrs   // srcSpread: the run's address allocator
 	fwd         *atomic.Uint64 // srcForwarded: the run's address counter
+	// keyAt, when set, is the offset of a keyWidth-digit Idempotency-Key
+	// value in request, rewritten from keys on every request.
+	keyAt int
+	keys  *atomic.Uint64
 }
 
 // result is what load runs measured; results of several runs (rounds)
@@ -202,6 +206,9 @@ func (w *worker) run(deadline time.Time) {
 		}
 		if spec.source == srcForwarded {
 			putForwarded(w.req[spec.xffAt:spec.xffAt+forwardedWidth], spec.fwd.Add(1))
+		}
+		if spec.keyAt > 0 {
+			putDigits(w.req[spec.keyAt:spec.keyAt+keyWidth], spec.keys.Add(1))
 		}
 		req := w.req
 		if w.last != nil && w.used == spec.perAddr-1 {
