@@ -63,6 +63,9 @@ type scaleRow struct {
 	MsgsPerNodePerF   float64 `json:"msgs_received_per_node_per_failure"`
 	CPUPerNodePerFus  float64 `json:"cpu_us_per_node_per_failure"`
 	CPUAllPerFus      float64 `json:"cpu_us_all_nodes_per_failure"`
+	AloneCPUPerFus    float64 `json:"cpu_us_all_nodes_per_failure_alone"`
+	ShareCPUPerNodeus float64 `json:"sharing_cpu_us_per_node_per_failure"`
+	IdleCPUms         float64 `json:"idle_cpu_ms_per_s_per_node"`
 	NATSBytesPerF     float64 `json:"nats_bytes_per_failure"`
 	NATSCPUPerFus     float64 `json:"nats_cpu_us_per_failure"`
 	FloodOther        uint64  `json:"flood_other_answers"`
@@ -173,11 +176,18 @@ func (s *scaleRun) measureNodes(n int) (scaleRow, error) {
 		return row, err
 	}
 	defer stopScaleNodes(nodes)
+	idle0 := cpuOf(nodes)
 	time.Sleep(scaleSettle)
+	row.IdleCPUms = float64(cpuSince(nodes, idle0)) / float64(time.Millisecond) / scaleSettle.Seconds() / float64(n)
 	fmt.Fprint(s.progress, " flood")
 	if err := s.flood(nodes, ns, &row); err != nil {
 		return row, err
 	}
+	fmt.Fprint(s.progress, " alone")
+	if row.AloneCPUPerFus, err = s.floodAlone(n); err != nil {
+		return row, err
+	}
+	row.ShareCPUPerNodeus = (row.CPUAllPerFus - row.AloneCPUPerFus) / float64(n)
 	fmt.Fprint(s.progress, " bound")
 	for trial := range 3 {
 		row.Bounds = append(row.Bounds, s.bound(nodes, fmt.Sprintf("10.250.%d.%d", n, trial+1)))
@@ -244,7 +254,6 @@ func (s *scaleRun) parallelLoad(nodes []*scaleNode, d time.Duration, spec func(i
 // flood drives the distributed wrong-token flood and fills the lockout
 // columns of row.
 func (s *scaleRun) flood(nodes []*scaleNode, ns string, row *scaleRow) error {
-	bad := rowDef{path: "/hooks/wake", body: wakeBody}
 	prefix := "caddyhook " + ns + " "
 	tr0, err := s.nats.connz(prefix)
 	if err != nil {
@@ -252,9 +261,7 @@ func (s *scaleRun) flood(nodes []*scaleNode, ns string, row *scaleRow) error {
 	}
 	cpu0, nats0 := cpuOf(nodes), natsCPU(s.nats)
 	res := s.parallelLoad(nodes, s.o.duration, func(i int) *loadSpec {
-		sp := &loadSpec{addr: nodes[i].addr, expect: http.StatusUnauthorized, source: srcForwarded, fwd: &s.fwd}
-		sp.request, sp.xffAt = buildRequest(bad, nodes[i].addr, wrongToken(s.token), true)
-		return sp
+		return s.floodSpec(nodes[i])
 	})
 	cpu, natsUsed := cpuSince(nodes, cpu0), natsCPU(s.nats)-nats0
 	tr1, err := s.nats.connz(prefix)
@@ -275,6 +282,41 @@ func (s *scaleRun) flood(nodes []*scaleNode, ns string, row *scaleRow) error {
 	row.NATSBytesPerF = float64(tr.inBytes+tr.outBytes) / fl
 	row.NATSCPUPerFus = us(natsUsed) / fl
 	return nil
+}
+
+// floodAlone drives the same flood on n nodes without a cluster and
+// returns their CPU per failure: what serving the flood costs them, so
+// that the flood's CPU with the cluster, minus this, is what sharing the
+// lockout costs (process count, scheduling and idle work included in
+// both).
+func (s *scaleRun) floodAlone(n int) (float64, error) {
+	ns := fmt.Sprintf("alone%d", n)
+	nodes, err := startScaleNodes(s.bin, filepath.Join(s.dir, ns), n, func(_, port int) scaleNodeConfig {
+		return s.nodeConfig(ns, port, roleAlone, "")
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer stopScaleNodes(nodes)
+	time.Sleep(scaleSettle / 2)
+	cpu0 := cpuOf(nodes)
+	res := s.parallelLoad(nodes, s.o.duration, func(i int) *loadSpec {
+		return s.floodSpec(nodes[i])
+	})
+	cpu := cpuSince(nodes, cpu0)
+	f := res.statuses[http.StatusUnauthorized]
+	if f == 0 {
+		return 0, fmt.Errorf("flood without a cluster: no request answered 401 (statuses %v)", nonZero(res.statuses[:]))
+	}
+	return us(cpu) / float64(f), nil
+}
+
+// floodSpec is the flood's load on node n: wrong tokens, every request
+// from another X-Forwarded-For address.
+func (s *scaleRun) floodSpec(n *scaleNode) *loadSpec {
+	sp := &loadSpec{addr: n.addr, expect: http.StatusUnauthorized, source: srcForwarded, fwd: &s.fwd}
+	sp.request, sp.xffAt = buildRequest(rowDef{path: "/hooks/wake", body: wakeBody}, n.addr, wrongToken(s.token), true)
+	return sp
 }
 
 // us is d in microseconds.

@@ -30,6 +30,8 @@ const (
 	roleEdge scaleNodeRole = iota
 	// roleDeliver delivers from the cluster queue to the sink.
 	roleDeliver
+	// roleAlone has no cluster at all (the baseline of the flood).
+	roleAlone
 )
 
 // scaleNodeConfig is one node's Caddyfile settings.
@@ -57,7 +59,10 @@ const (
 // proxy on loopback), a hooks handler in cluster mode.
 func (c scaleNodeConfig) caddyfile() string {
 	var spool string
+	cluster := fmt.Sprintf("cluster nats %s {\n\t\t\tname %s\n\t\t\tsigning_key %s\n\t\t\ttimeout 2s\n\t\t}", c.natsURL, c.namespace, c.key)
 	switch c.role {
+	case roleAlone:
+		cluster, spool = "", fmt.Sprintf("gateway unix/%s\n\t\tgateway_token %s", c.sink, c.gwToken)
 	case roleEdge:
 		spool = "spool cluster {\n\t\t\tdeliver off\n\t\t\tfallback reject\n\t\t}"
 	case roleDeliver:
@@ -83,15 +88,11 @@ http://:%d {
 		token %s
 		auth_failures %d %s
 		lockout %s
-		cluster nats %s {
-			name %s
-			signing_key %s
-			timeout 2s
-		}
+		%s
 		%s
 	}
 }
-`, c.admin, c.port, c.token, scaleLimit, scaleWindow, scaleWindow, c.natsURL, c.namespace, c.key, spool)
+`, c.admin, c.port, c.token, scaleLimit, scaleWindow, scaleWindow, cluster, spool)
 }
 
 // scaleNode is one running node.
@@ -138,7 +139,7 @@ func startScaleNodes(bin, dir string, n int, cfg func(i int, port int) scaleNode
 			defer wg.Done()
 			defer f.Close()
 			in, err := startIngress(bin, path, c.admin, []*os.File{f})
-			if err == nil {
+			if err == nil && c.role != roleAlone {
 				err = waitClusterUp(in)
 			}
 			nodes[i].ingress, errs[i] = in, err

@@ -54,16 +54,20 @@ func (rep *scaleReport) writeText(w io.Writer) error {
 		rep.Connections, fmtSeconds(rep.Duration), fmtSeconds(rep.Duration), rep.Limit, rep.LoadBefore, rep.LoadAfter,
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	b.WriteString("lockout under a distributed wrong-token flood (every request from another address), and the bound\n")
-	fmt.Fprintf(&b, "%4s %9s %12s %12s %12s %10s %11s  %-14s %s\n", "N", "fail/s", "msgs/node/f", "cpu/node/f", "cpu/all/f", "NATS B/f", "NATS cpu/f", "bound (3×)", "≤ limit+2N")
+	fmt.Fprintf(&b, "%4s %8s %11s %10s %10s %10s %11s %9s %10s  %-12s %s\n", "N", "fail/s", "msgs/node/f", "cpu/node/f", "cpu/all/f",
+		"alone/f", "share/node/f", "NATS B/f", "NATS cpu/f", "bound (3×)", "≤ limit+2N")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(&b, "%4d %9.0f %12.4f %12s %12s %10.1f %11s  %-14s %s\n", r.Nodes, r.FailRPS, r.MsgsPerNodePerF,
-			fmtUs(r.CPUPerNodePerFus), fmtUs(r.CPUAllPerFus), r.NATSBytesPerF, fmtUs(r.NATSCPUPerFus), boundText(r), boundVerdict(r))
+		fmt.Fprintf(&b, "%4d %8.0f %11.4f %10s %10s %10s %11s %9.1f %10s  %-12s %s\n", r.Nodes, r.FailRPS, r.MsgsPerNodePerF,
+			fmtUs(r.CPUPerNodePerFus), fmtUs(r.CPUAllPerFus), fmtUs(r.AloneCPUPerFus), fmtUs(r.ShareCPUPerNodeus), r.NATSBytesPerF,
+			fmtUs(r.NATSCPUPerFus), boundText(r), boundVerdict(r))
 	}
 	b.WriteString("\naccepted events (wake, spool cluster, every request with its own Idempotency-Key)\n")
-	fmt.Fprintf(&b, "%4s %9s %10s %9s %12s %12s %11s %10s %10s %10s\n", "N", "accept/s", "per node", "p99", "cpu/node/a", "cpu/all/a", "NATS cpu/a", "KV ops/a", "JS API/a", "queue/a")
+	fmt.Fprintf(&b, "%4s %9s %9s %8s %11s %10s %11s %9s %9s %8s %10s\n", "N", "accept/s", "per node", "p99", "cpu/node/a", "cpu/all/a",
+		"NATS cpu/a", "KV ops/a", "JS API/a", "queue/a", "idle/node")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(&b, "%4d %9.0f %10.0f %9s %12s %12s %11s %10.2f %10.2f %10.2f\n", r.Nodes, r.AcceptRPS, r.AcceptRPS/float64(r.Nodes),
-			fmtMs(r.AcceptP99ms), fmtUs(r.CPUPerNodePerAus), fmtUs(r.CPUAllPerAus), fmtUs(r.NATSCPUPerAus), r.KVOpsPerAccept, r.JSAPIPerAccept, r.QueuePubPerAccept)
+		fmt.Fprintf(&b, "%4d %9.0f %9.0f %8s %11s %10s %11s %9.2f %9.2f %8.2f %10s\n", r.Nodes, r.AcceptRPS, r.AcceptRPS/float64(r.Nodes),
+			fmtMs(r.AcceptP99ms), fmtUs(r.CPUPerNodePerAus), fmtUs(r.CPUAllPerAus), fmtUs(r.NATSCPUPerAus), r.KVOpsPerAccept,
+			r.JSAPIPerAccept, r.QueuePubPerAccept, fmt.Sprintf("%.1fms/s", r.IdleCPUms))
 	}
 	b.WriteString("\n")
 	for _, c := range []struct {
@@ -72,13 +76,14 @@ func (rep *scaleReport) writeText(w io.Writer) error {
 	}{
 		{"messages received per node per cluster-wide failure", func(r scaleRow) float64 { return r.MsgsPerNodePerF }},
 		{"CPU per node per cluster-wide failure", func(r scaleRow) float64 { return r.CPUPerNodePerFus }},
+		{"sharing CPU per node per cluster-wide failure", func(r scaleRow) float64 { return r.ShareCPUPerNodeus }},
 		{"CPU of all nodes per failure", func(r scaleRow) float64 { return r.CPUAllPerFus }},
 		{"NATS bytes per failure", func(r scaleRow) float64 { return r.NATSBytesPerF }},
 		{"CPU of all nodes per accepted event", func(r scaleRow) float64 { return r.CPUAllPerAus }},
 	} {
 		if g, last := rep.growth(c.col); g > 0 {
 			verdict := ""
-			if strings.HasPrefix(c.name, "messages") || strings.HasPrefix(c.name, "CPU per node") {
+			if strings.HasPrefix(c.name, "messages") || strings.HasPrefix(c.name, "CPU per node") || strings.HasPrefix(c.name, "sharing") {
 				verdict = " (target ≤ 1.5×) " + passFail(g <= 1.5)
 			}
 			fmt.Fprintf(&b, "%s: N=%d is %.2f× N=2%s\n", c.name, last, g, verdict)
@@ -105,11 +110,14 @@ func (rep *scaleReport) writeText(w io.Writer) error {
 	b.WriteString(`
 msgs/node/f: messages NATS delivered to a node (all its subscriptions), averaged over the nodes,
   per failure anywhere in the cluster; cpu/node/f: a node's CPU per cluster-wide failure (its own
-  requests included); cpu/all/f: all nodes' CPU per failure; NATS B/f: bytes into and out of NATS
-  per failure; bound: guesses answered 401 cluster-wide, one address guessing on every node at
-  once as fast as it can, until every node lists it as locked (the worst of 3 trials; -1: no lock).
-  Accept: cpu/…/a per accepted event; KV ops: idempotency and lock bucket writes and reads per
-  event; JS API: JetStream API requests per event; queue: publishes to the queue stream per event.
+  requests included); cpu/all/f: all nodes' CPU per failure; alone/f: the same flood on N nodes
+  without a cluster; share/node/f: (cpu/all/f - alone/f) / N, what sharing the lockout costs a
+  node per cluster-wide failure; NATS B/f: bytes into and out of NATS per failure; bound: guesses
+  answered 401 cluster-wide, one address guessing on every node at once as fast as it can, until
+  every node lists it as locked (3 trials; -1: no lock within 30s).
+accept: cpu/.../a per accepted event; KV ops: idempotency and lock bucket writes and reads per
+  event; JS API: JetStream API requests per event; queue: publishes to the queue stream per event;
+  idle/node: a node's CPU per second with no load (heartbeats, probes, timers).
 `)
 	_, err := io.WriteString(w, b.String())
 	return err
