@@ -27,6 +27,7 @@ const (
 	sealIdem     = "idempotency"
 	sealLock     = "lock"
 	sealFailures = "failures"
+	sealMembers  = "members"
 )
 
 // signingKeyExample is how the README and the errors suggest setting the key.
