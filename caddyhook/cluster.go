@@ -280,7 +280,11 @@ func (h *Handler) checkClusterSpool() error {
 	case sc.Dir != "":
 		return fmt.Errorf("spool: dir and cluster exclude each other; a cluster's local spool is fallback <dir>")
 	case sc.Rate != nil:
-		return fmt.Errorf("spool: rate is not available with spool cluster")
+		if _, err := sc.rate(); err != nil {
+			return err
+		}
+	}
+	switch {
 	case sc.Fallback == "":
 		return fmt.Errorf("spool: fallback: required with spool cluster: a directory (a local spool while the cluster is unreachable) or reject (503)")
 	case sc.Deliver != nil && *sc.Deliver && h.Gateway == "":
@@ -344,7 +348,11 @@ func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
 		snd = gatewaySender{h}
 	}
 	qt.setWorkers(sc.Workers)
-	if h.spoolReg, err = share.register(snd, spool.Rate{}, ctx.Done()); err != nil {
+	rate, err := sc.rate()
+	if err != nil {
+		return err
+	}
+	if h.spoolReg, err = share.register(snd, rate, ctx.Done()); err != nil {
 		return fmt.Errorf("spool: cluster %s: %w", cs.name, err)
 	}
 	if fbShare != nil {
@@ -405,9 +413,9 @@ func (t *queueTarget) SetSender(snd spool.Sender) {
 	t.apply()
 }
 
-// SetRate implements deliveryTarget; the cluster queue has no rate limit
-// (refused at provision).
-func (t *queueTarget) SetRate(spool.Rate) {}
+// SetRate implements deliveryTarget: the rate is cluster-wide, each
+// delivery node taking its share.
+func (t *queueTarget) SetRate(r spool.Rate) { t.sp.SetRate(r) }
 
 // setPaused stops or resumes this node's delivery.
 func (t *queueTarget) setPaused(p bool) {

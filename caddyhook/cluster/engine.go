@@ -182,8 +182,11 @@ type QueueStore interface {
 	// have been (sent, not acknowledged in time).
 	Publish(ctx context.Context, evs ...*spool.Event) error
 	// SetSender starts (or retargets, or with nil stops) delivery from this
-	// node with workers goroutines (one of them for the ordered wake lane).
+	// node with workers goroutines (one of them for the ordered wake lane,
+	// which one delivery node at a time serves).
 	SetSender(snd spool.Sender, workers int)
+	// SetLimiter paces this node's sends (nil: unpaced).
+	SetLimiter(l Limiter)
 	// DeadLetters lists the dead letters (Seq is the engine's id of the
 	// record, LastError the reason).
 	DeadLetters(ctx context.Context) ([]*spool.Event, error)

@@ -96,10 +96,11 @@ func (m *Members) ID() string { return hex.EncodeToString(m.id[:]) }
 // Start subscribes to the role's topic, announces this member and starts
 // announcing it every interval.
 func (m *Members) Start() error {
-	var err error
-	if m.stopSub, err = m.b.Subscribe(m.topic, m.receive); err != nil {
+	stopSub, err := m.b.Subscribe(m.topic, m.receive)
+	if err != nil {
 		return err
 	}
+	m.stopSub = stopSub
 	m.stopState = m.b.Watch(func(up bool) {
 		if up {
 			m.announce(kindAlive, flagHello)
@@ -116,6 +117,9 @@ func (m *Members) Close() {
 	m.closeOnce.Do(func() {
 		close(m.done)
 		m.wg.Wait()
+		if m.stopSub == nil {
+			return // never started
+		}
 		m.stopState()
 		m.announce(kindLeave, 0)
 		m.stopSub()

@@ -30,6 +30,10 @@ type loadSpec struct {
 	// value in request, rewritten from keys on every request.
 	keyAt int
 	keys  *atomic.Uint64
+	// every, when set, paces each connection: one request starts at most
+	// every this long (an offered load that does not follow the server's
+	// speed).
+	every time.Duration
 }
 
 // result is what load runs measured; results of several runs (rounds)
@@ -195,7 +199,14 @@ func (w *worker) closeAfterServer() {
 // run sends requests one at a time until deadline.
 func (w *worker) run(deadline time.Time) {
 	spec := w.spec
+	var next time.Time
 	for !w.stop.Load() {
+		if spec.every > 0 {
+			if wait := time.Until(next); wait > 0 {
+				time.Sleep(wait)
+			}
+			next = time.Now().Add(spec.every)
+		}
 		t := time.Now()
 		if t.After(deadline) {
 			return

@@ -37,7 +37,7 @@
 // With -cluster-scale it measures instead how cluster mode's cost grows
 // with the number of nodes (see scale.go):
 //
-//	go run ./cmd/hookbench -cluster-scale [-nodes 1,2,4,8,16] [-d 4s] [-c 32]
+//	go run ./cmd/hookbench -cluster-scale [-nodes 1,2,4,8,16] [-d 4s] [-c 32] [-flood-rate 4000]
 package main
 
 import (
@@ -69,6 +69,7 @@ type options struct {
 	sinkListen string
 	scale      bool
 	scaleNodes []int
+	floodRate  int
 }
 
 // parseFlags parses args into options.
@@ -91,10 +92,14 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.sinkListen, "sink-listen", "", "internal: run as the gateway sink on this Unix socket")
 	fs.BoolVar(&o.scale, "cluster-scale", false, "instead of the rows, measure cluster mode's cost against the number of nodes")
 	nodes := fs.String("nodes", "1,2,4,8,16", "-cluster-scale: the node counts to measure")
+	fs.IntVar(&o.floodRate, "flood-rate", 4000, "-cluster-scale: the flood's offered rate, requests per second cluster-wide (0: as fast as the nodes answer)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if o.scale {
+		if o.floodRate < 0 {
+			return o, fmt.Errorf("-flood-rate %d: want 0 or more", o.floodRate)
+		}
 		var err error
 		if o.scaleNodes, err = parseNodeCounts(*nodes); err != nil {
 			return o, err

@@ -141,7 +141,7 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 	}
 	defer s.sink.stop()
 
-	rep := &scaleReport{Connections: o.conns, Duration: o.duration.Seconds(), Limit: scaleLimit, LoadBefore: load0}
+	rep := &scaleReport{Connections: o.conns, FloodRate: o.floodRate, Duration: o.duration.Seconds(), Limit: scaleLimit, LoadBefore: load0}
 	for _, n := range o.scaleNodes {
 		fmt.Fprintf(s.progress, "N=%d:", n)
 		row, err := s.measureNodes(n)
@@ -261,7 +261,7 @@ func (s *scaleRun) flood(nodes []*scaleNode, ns string, row *scaleRow) error {
 	}
 	cpu0, nats0 := cpuOf(nodes), natsCPU(s.nats)
 	res := s.parallelLoad(nodes, s.o.duration, func(i int) *loadSpec {
-		return s.floodSpec(nodes[i])
+		return s.floodSpec(nodes[i], len(nodes))
 	})
 	cpu, natsUsed := cpuSince(nodes, cpu0), natsCPU(s.nats)-nats0
 	tr1, err := s.nats.connz(prefix)
@@ -301,7 +301,7 @@ func (s *scaleRun) floodAlone(n int) (float64, error) {
 	time.Sleep(scaleSettle / 2)
 	cpu0 := cpuOf(nodes)
 	res := s.parallelLoad(nodes, s.o.duration, func(i int) *loadSpec {
-		return s.floodSpec(nodes[i])
+		return s.floodSpec(nodes[i], len(nodes))
 	})
 	cpu := cpuSince(nodes, cpu0)
 	f := res.statuses[http.StatusUnauthorized]
@@ -311,10 +311,15 @@ func (s *scaleRun) floodAlone(n int) (float64, error) {
 	return us(cpu) / float64(f), nil
 }
 
-// floodSpec is the flood's load on node n: wrong tokens, every request
-// from another X-Forwarded-For address.
-func (s *scaleRun) floodSpec(n *scaleNode) *loadSpec {
+// floodSpec is the flood's load on node n of nodes: wrong tokens, every
+// request from another X-Forwarded-For address, the connections paced to
+// offer -flood-rate requests per second cluster-wide.
+func (s *scaleRun) floodSpec(n *scaleNode, nodes int) *loadSpec {
 	sp := &loadSpec{addr: n.addr, expect: http.StatusUnauthorized, source: srcForwarded, fwd: &s.fwd}
+	if s.o.floodRate > 0 {
+		conns := max(1, s.o.conns/nodes) * nodes
+		sp.every = time.Duration(float64(time.Second) * float64(conns) / float64(s.o.floodRate))
+	}
 	sp.request, sp.xffAt = buildRequest(rowDef{path: "/hooks/wake", body: wakeBody}, n.addr, wrongToken(s.token), true)
 	return sp
 }

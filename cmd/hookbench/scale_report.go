@@ -11,6 +11,7 @@ import (
 // scaleReport is a -cluster-scale run's result.
 type scaleReport struct {
 	Connections int            `json:"connections"`
+	FloodRate   int            `json:"flood_rate"`
 	Duration    float64        `json:"duration_s"`
 	Limit       int            `json:"auth_failures"`
 	LoadBefore  string         `json:"load_average_before"`
@@ -49,9 +50,13 @@ func (rep *scaleReport) growth(col func(scaleRow) float64) (float64, int) {
 // writeText prints the tables and the verdicts.
 func (rep *scaleReport) writeText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "hookbench -cluster-scale: %d connections, %s flood and %s accept per N; one NATS JetStream server (natsdev, sync_interval 2m); "+
+	offered := "as fast as answered"
+	if rep.FloodRate > 0 {
+		offered = fmt.Sprintf("offered at %d/s", rep.FloodRate)
+	}
+	fmt.Fprintf(&b, "hookbench -cluster-scale: %d connections, %s flood (%s) and %s accept per N; one NATS JetStream server (natsdev, sync_interval 2m); "+
 		"auth_failures %d; load average %s before, %s after; %s %s/%s, %d CPUs\n\n",
-		rep.Connections, fmtSeconds(rep.Duration), fmtSeconds(rep.Duration), rep.Limit, rep.LoadBefore, rep.LoadAfter,
+		rep.Connections, fmtSeconds(rep.Duration), offered, fmtSeconds(rep.Duration), rep.Limit, rep.LoadBefore, rep.LoadAfter,
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU())
 	b.WriteString("lockout under a distributed wrong-token flood (every request from another address), and the bound\n")
 	fmt.Fprintf(&b, "%4s %8s %11s %10s %10s %10s %11s %9s %10s  %-12s %s\n", "N", "fail/s", "msgs/node/f", "cpu/node/f", "cpu/all/f",

@@ -28,6 +28,7 @@ const (
 	sealLock     = "lock"
 	sealFailures = "failures"
 	sealMembers  = "members"
+	sealLease    = "lease"
 )
 
 // signingKeyExample is how the README and the errors suggest setting the key.
