@@ -546,3 +546,73 @@ func TestSpoolFallbackDrainsWhenNATSIsBack(t *testing.T) {
 		t.Errorf("delivered %d distinct events, want %d (lost %d)", n, total, total-n)
 	}
 }
+
+// startRecorder is a gateway that records when each send started.
+type startRecorder struct {
+	natstest.Gateway
+	mu     sync.Mutex
+	starts []time.Time
+}
+
+// Send implements spool.Sender.
+func (g *startRecorder) Send(ctx context.Context, ev *spool.Event) (int, string, error) {
+	g.mu.Lock()
+	g.starts = append(g.starts, time.Now())
+	g.mu.Unlock()
+	return g.Gateway.Send(ctx, ev)
+}
+
+// TestRateSharedByDeliveryNodes (issue 24 item 3): three delivery nodes
+// sharing `rate 20/200ms` send a backlog of 150 events (wake and agent)
+// to the gateway no faster than the rate: at most 20 start in any 200 ms,
+// so the last starts at least (150/20 − 1) × 200 ms = 1.3 s after the
+// first (1.2 s allowed for the scheduling of the first send). Each node
+// applying the whole rate on its own would be three times as fast; before,
+// `rate` was refused with `spool cluster`.
+func TestRateSharedByDeliveryNodes(t *testing.T) {
+	srv := natstest.Run(t, natstest.Options{})
+	qp := &cluster.QueueParams{RetryInitial: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond, MaxAge: time.Hour}
+	edge := openBackend(t, []string{srv.URL()}, "rate", qp)
+	natstest.WaitFor(t, "edge up", edge.Up)
+	ctx := context.Background()
+	evs := append(natstest.Events("rate-a", spool.KindAgent, 120), natstest.Events("rate-w", spool.KindWake, 30)...)
+	for _, ev := range evs {
+		if err := edge.Queue().Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gw := new(startRecorder)
+	rate := spool.Rate{Count: 20, Interval: 200 * time.Millisecond}
+	var spools []*cluster.Spool
+	var backends []cluster.Backend
+	for range 3 {
+		b := openBackend(t, []string{natstest.NewProxy(t, srv.Addr()).URL()}, "rate", qp)
+		natstest.WaitFor(t, "delivery node up", b.Up)
+		sp, err := cluster.NewSpool(b, cluster.SpoolOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp.SetRate(rate)
+		spools, backends = append(spools, sp), append(backends, b)
+	}
+	for _, sp := range spools {
+		sp.SetSender(gw, 4)
+		t.Cleanup(func() { sp.SetSender(nil, 0) })
+	}
+	natstest.WaitFor(t, "every event delivered", func() bool { return gw.Delivered() == len(evs) })
+	gw.mu.Lock()
+	elapsed := gw.starts[len(gw.starts)-1].Sub(gw.starts[0])
+	gw.mu.Unlock()
+	t.Logf("%d events at %s over 3 delivery nodes: %v from the first send to the last", len(evs), "20/200ms", elapsed)
+	if min := 1200 * time.Millisecond; elapsed < min {
+		t.Errorf("the last of %d events started %v after the first, want at least %v: the gateway saw more than 20 sends per 200 ms", len(evs), elapsed, min)
+	}
+	for i, sp := range spools {
+		if n := sp.DeliveryNodes(); n != 3 {
+			t.Errorf("delivery node %d sees %d delivery nodes, want 3", i, n)
+		}
+		if c := backends[i].Queue().Counters(); c.Delivered == 0 {
+			t.Errorf("delivery node %d delivered nothing: its share went unused", i)
+		}
+	}
+}

@@ -110,6 +110,9 @@ func (r *RateShare) share() int {
 // Acquire implements Limiter.
 func (r *RateShare) Acquire(ctx context.Context) (func(bool), error) {
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		r.mu.Lock()
 		if r.rate.Unlimited() {
 			r.mu.Unlock()

@@ -131,6 +131,13 @@ func (s *Spool) SetRate(r spool.Rate) {
 	}
 }
 
+// Rate is the cluster-wide delivery rate this node applies its share of.
+func (s *Spool) Rate() spool.Rate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rate
+}
+
 // DeliveryNodes is the number of live delivery nodes this one sees,
 // itself included (0 while it does not deliver).
 func (s *Spool) DeliveryNodes() int {

@@ -425,7 +425,7 @@ func (q *queue) consume(ctx context.Context, name string, n int) error {
 // consumePaced fetches one message per send the limiter allows and hands
 // it to the workers.
 func (q *queue) consumePaced(ctx context.Context, cons jetstream.Consumer, lim cluster.Limiter, work chan<- jetstream.Msg) error {
-	for {
+	for ctx.Err() == nil {
 		if q.paced() == nil {
 			return errPacing
 		}
@@ -433,10 +433,13 @@ func (q *queue) consumePaced(ctx context.Context, cons jetstream.Consumer, lim c
 		if err != nil {
 			return err
 		}
-		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		m, err := cons.Next(jetstream.FetchContext(fctx))
+		cancel()
 		if err != nil {
 			done(false)
-			if errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) {
+			if ctx.Err() == nil && (errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) ||
+				errors.Is(err, context.DeadlineExceeded)) {
 				continue
 			}
 			return err
@@ -450,6 +453,7 @@ func (q *queue) consumePaced(ctx context.Context, cons jetstream.Consumer, lim c
 			return ctx.Err()
 		}
 	}
+	return ctx.Err()
 }
 
 // handle delivers one message of the agent lane and settles it: ack on

@@ -65,7 +65,7 @@ func (q *queue) leaseValue(state byte) []byte {
 // reports that the previous holder handed it over (or that none had it
 // and nothing is in flight), so delivery may start at once.
 func (q *queue) acquireLease(ctx context.Context) (*lease, bool, error) {
-	wait := q.leaseTTL() / 3
+	wait := min(q.leaseTTL()/3, time.Second)
 	for {
 		if l, handedOver, err := q.tryLease(ctx); err == nil && l != nil {
 			return l, handedOver, nil
@@ -373,7 +373,7 @@ func (h *wakeHeld) giveBack() bool {
 	defer h.mu.Unlock()
 	ok := true
 	for _, m := range h.msgs {
-		if err := m.Nak(); err != nil {
+		if err := m.Nak(); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
 			ok = false
 		}
 	}
