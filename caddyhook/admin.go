@@ -2,6 +2,7 @@ package caddyhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,7 +17,9 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/eventlog"
 )
 
 func init() {
@@ -46,11 +49,18 @@ const (
 //	POST   /hooks/spool/dead/drop     {"ids": [...]} or {"all": true} → {"dropped": N}
 //	POST   /hooks/spool/pause         delivery stops; accepting continues
 //	POST   /hooks/spool/resume        delivery continues where it stopped
+//	GET    /hooks/events              the event log, newest first (see eventlog_admin.go)
+//	GET    /hooks/events/<id>         one event; POST …/<id>/replay dispatches it again
+//	GET    /hooks/events/stream       the live tail (Server-Sent Events)
+//	GET    /hooks/events/rates        the last hour's rates
+//	GET    /hooks/console             the console page (see console.go)
 //
 // With several hooks handlers, ?path=<base path> (and ?server=<name> when
 // two servers use the same base path) selects one. No answer carries a
 // token or secret.
-type adminAPI struct{}
+type adminAPI struct {
+	ctx caddy.Context // its config's: ends the live tails when it is replaced
+}
 
 // CaddyModule returns the Caddy module information.
 func (adminAPI) CaddyModule() caddy.ModuleInfo {
@@ -58,6 +68,13 @@ func (adminAPI) CaddyModule() caddy.ModuleInfo {
 		ID:  "admin.api.hooks",
 		New: func() caddy.Module { return new(adminAPI) },
 	}
+}
+
+// Provision keeps the config's context: the admin endpoint is replaced
+// with every config, and a live tail of the old one must end.
+func (a *adminAPI) Provision(ctx caddy.Context) error {
+	a.ctx = ctx
+	return nil
 }
 
 // Routes returns the /hooks/ route.
@@ -75,9 +92,26 @@ type adminRoute struct {
 // serve dispatches an admin request by path and method.
 func (a *adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 	sub := strings.TrimPrefix(r.URL.Path, adminPrefix)
+	if sub == "console" || strings.HasPrefix(sub, "console/") {
+		return serveConsole(w, r, consoleOnAdmin, strings.TrimPrefix(strings.TrimPrefix(sub, "console"), "/"))
+	}
+	if a.ctx.Context != nil {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		defer context.AfterFunc(a.ctx, cancel)()
+		r = r.WithContext(ctx)
+	}
+	return serveAPI(w, r, sub)
+}
+
+// serveAPI answers the API request sub (the path below /hooks/): on the
+// admin endpoint, and below a hooks_console handler's api/ path.
+func serveAPI(w http.ResponseWriter, r *http.Request, sub string) error {
 	var rt adminRoute
 	var arg string
 	switch {
+	case sub == "events" || strings.HasPrefix(sub, "events/"):
+		rt, arg = eventsRoute(strings.TrimPrefix(strings.TrimPrefix(sub, "events"), "/"))
 	case sub == "":
 		rt = adminRoute{http.MethodGet, serveStatus}
 	case sub == "lockouts":
@@ -116,6 +150,66 @@ type handlerStatus struct {
 	ActiveLockouts     int           `json:"active_lockouts"`
 	IdempotencyEntries int           `json:"idempotency_entries"`
 	Spool              *spoolSummary `json:"spool"`
+	// Settings are limits in force that no request shows directly,
+	// read from the state that enforces them (kept across reloads).
+	Settings handlerSettings `json:"settings"`
+	// Cluster is the cluster engine in use (null without one).
+	Cluster *clusterSummary `json:"cluster,omitempty"`
+	// Events is the event log's settings in force (absent with events off).
+	Events *eventsSummary `json:"events,omitempty"`
+}
+
+// eventsSummary is a handler's event log settings in force: what it
+// records, and the bounds of the log (the oldest config's during a
+// reload, as they apply).
+type eventsSummary struct {
+	Bodies        bool     `json:"bodies"`
+	MaxBody       int      `json:"max_body"`
+	MaxEvents     int      `json:"max_events"`
+	MaxBytes      int64    `json:"max_bytes"`
+	RetainSeconds float64  `json:"retain_seconds"`
+	MaxRejections int      `json:"max_rejections"`
+	Dir           string   `json:"dir,omitempty"`
+	Headers       []string `json:"headers,omitempty"` // recorded besides the default ones
+}
+
+// eventsStatus summarises h's event log (nil with events off).
+func eventsStatus(h *Handler) *eventsSummary {
+	rec := h.evrec
+	if rec == nil {
+		return nil
+	}
+	b := rec.log.Bounds()
+	es := &eventsSummary{Bodies: rec.bodies, MaxBody: rec.maxBody, MaxEvents: b.MaxEvents, MaxBytes: b.MaxBytes,
+		RetainSeconds: b.Retain.Seconds(), MaxRejections: b.MaxRejections}
+	if h.Events != nil {
+		es.Dir = h.Events.Dir
+	}
+	for name := range rec.allow {
+		if !slices.Contains(defaultEventHeaders, name) {
+			es.Headers = append(es.Headers, name)
+		}
+	}
+	slices.Sort(es.Headers)
+	return es
+}
+
+// handlerSettings are a handler's limits in force.
+type handlerSettings struct {
+	UnauthenticatedBodies        int     `json:"unauthenticated_bodies"`
+	UnauthenticatedTimeoutSecond float64 `json:"unauthenticated_body_timeout_seconds"`
+	UnauthenticatedPerAddress    int     `json:"unauthenticated_bodies_per_address"`
+	LockoutTableSize             int     `json:"lockout_table_size"`
+	IdempotencyTTLSeconds        float64 `json:"idempotency_ttl_seconds"`
+}
+
+// clusterSummary is the cluster engine of a handler in GET /hooks/: its
+// namespace, whether it is reachable, and the settings of the connection
+// in use (no secret: a secret shows as its placeholder).
+type clusterSummary struct {
+	Name     string            `json:"name"`
+	Up       bool              `json:"up"`
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 // spoolSummary is a spool's state in GET /hooks/.
@@ -128,7 +222,15 @@ type spoolSummary struct {
 	DeadLetters      int     `json:"dead_letters"`
 	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
 	Paused           bool    `json:"paused"`
-	Rate             string  `json:"rate,omitempty"`
+	// Delivering: this node delivers to the gateway (with spool cluster,
+	// deliver on; a local spool delivers from the config that opened it)
+	Delivering bool   `json:"delivering"`
+	Rate       string `json:"rate,omitempty"`
+	// the settings in force, which a reload changes
+	MaxAgeSeconds       float64 `json:"max_age_seconds"`
+	RetryInitialSeconds float64 `json:"retry_initial_seconds"`
+	RetryMaxSeconds     float64 `json:"retry_max_seconds"`
+	Workers             int     `json:"workers"`
 }
 
 // serveStatus answers GET /hooks/ for every handler, or the ?path one.
@@ -145,7 +247,17 @@ func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ strin
 	now := time.Now()
 	for _, lh := range all {
 		st := handlerStatus{Path: lh.h.base, Server: lh.server,
-			ActiveLockouts: lh.h.lockout.Active(now), IdempotencyEntries: lh.h.idem.entries()}
+			ActiveLockouts: lh.h.lockout.Active(now), IdempotencyEntries: lh.h.idem.entries(),
+			Settings: handlerSettings{UnauthenticatedBodies: cap(lh.h.unauth.slots), UnauthenticatedTimeoutSecond: lh.h.unauth.timeout.Seconds(),
+				UnauthenticatedPerAddress: int(lh.h.unauth.perAddr.max),
+				LockoutTableSize:          lh.h.lockout.capacity(), IdempotencyTTLSeconds: lh.h.idem.ttl.Seconds()}}
+		st.Events = eventsStatus(lh.h)
+		if cs := lh.h.cluster; cs != nil {
+			st.Cluster = &clusterSummary{Name: cs.name, Up: cs.backend.Up()}
+			if d, ok := cs.backend.(cluster.Describer); ok {
+				st.Cluster.Settings = d.Settings()
+			}
+		}
 		if lh.h.spoolOps != nil {
 			s, err := lh.h.spoolOps.Status()
 			if err != nil {
@@ -153,7 +265,8 @@ func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ strin
 			}
 			st.Spool = &spoolSummary{Dir: lh.h.spoolDir, Depth: s.Depth, InFlight: s.InFlight, Bytes: s.Bytes,
 				MaxBytes: s.MaxBytes, DeadLetters: s.Dead, OldestAgeSeconds: s.OldestAge.Seconds(),
-				Paused: s.Paused, Rate: s.Rate.String()}
+				Paused: s.Paused, Delivering: s.Delivering, Rate: s.Rate.String(), MaxAgeSeconds: s.MaxAge.Seconds(),
+				RetryInitialSeconds: s.RetryInitial.Seconds(), RetryMaxSeconds: s.RetryMax.Seconds(), Workers: s.Workers}
 		}
 		out = append(out, st)
 	}
@@ -284,14 +397,23 @@ func serveRetryDrop(w http.ResponseWriter, r *http.Request, lh *liveHandler, ver
 	case !sel.All && len(sel.IDs) == 0:
 		return apiError(http.StatusBadRequest, `give the event "ids", or "all": true`)
 	}
-	op := ops.Retry
+	op, state := ops.Retry, eventlog.StateQueued
 	if verb == "dropped" {
-		op = ops.Drop
+		op, state = ops.Drop, eventlog.StateDropped
+	}
+	ids := sel.IDs
+	if sel.All && lh.h.evrec != nil {
+		if dead, err := ops.DeadLetters(); err == nil {
+			for _, ev := range dead {
+				ids = append(ids, ev.ID)
+			}
+		}
 	}
 	n, err := op(sel.IDs...) // no ids (all: true) = every dead letter
 	if err != nil {
 		return apiError(http.StatusServiceUnavailable, "spool of %s: %v", lh.h.base, err)
 	}
+	lh.h.recordOperator(ids, state)
 	lh.h.logger.Info("dead letters "+verb+" through the admin API", zap.Int("count", n), zap.Bool("all", sel.All))
 	return writeAdminJSON(w, map[string]int{verb: n})
 }

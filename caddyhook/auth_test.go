@@ -338,10 +338,12 @@ func TestLeftmostRequestCheck(t *testing.T) {
 // TestForwardDropsTokenHeaders: a forwarded request never carries a token
 // header, token_headers aliases included.
 func TestForwardDropsTokenHeaders(t *testing.T) {
-	h := newTestHandler(t, nil, func(h *Handler) { h.TokenHeaders = []string{"x-hook-secret"} })
-	got := h.forwardHeader(http.Header{"X-Hook-Secret": {"t"}, "X-Service-Token": {"t"}, "Authorization": {"Bearer t"},
-		"X-Github-Event": {"push"}})
-	if len(got) != 1 || got.Get("X-Github-Event") != "push" {
-		t.Fatalf("forwarded headers %v", got)
+	h := newTestHandler(t, nil, func(h *Handler) { h.TokenHeaders = []string{"x-hook-alias"} })
+	r := httptest.NewRequest(http.MethodPost, "/hooks/github", nil)
+	r.Header = http.Header{"X-Hook-Alias": {"t"}, "X-Service-Token": {"t"}, "Authorization": {"Bearer t"},
+		"X-Github-Event": {"push"}}
+	got, herr := h.crossingHeaders(r, "/hooks/github")
+	if herr != nil || len(got) != 2 || got.Get("X-Github-Event") != "push" || got.Get("Host") != "example.com" {
+		t.Fatalf("forwarded headers %v (%v)", got, herr)
 	}
 }

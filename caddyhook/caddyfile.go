@@ -76,6 +76,16 @@ func parseCaddyfile(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 //	    }
 //	    cluster <engine> [<url>...] {  (e.g. cluster nats { … }; see the engine)
 //	    }
+//	    events off | on | {           (the event log; on by default)
+//	        bodies         on|off
+//	        max_body       <size>
+//	        max_events     <n>
+//	        max_bytes      <size>
+//	        retain         <duration>
+//	        max_rejections <n>
+//	        dir            <dir>
+//	        headers        <header>...
+//	    }
 //	}
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
@@ -176,6 +186,8 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		return h.unmarshalAuthFailures(d)
 	case "spool":
 		return h.unmarshalSpool(d)
+	case "events":
+		return h.unmarshalEvents(d)
 	case "cluster":
 		return h.unmarshalCluster(d)
 	case "mapping":

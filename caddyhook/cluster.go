@@ -311,6 +311,7 @@ func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
 	}
 	var fb *spool.Store
 	var fbShare *spoolShare
+	var fcfg spool.Config
 	switch sc.Fallback {
 	case fallbackReject:
 	default:
@@ -318,7 +319,7 @@ func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
 		if err != nil {
 			return fmt.Errorf("spool: fallback: %w", err)
 		}
-		fcfg := spool.Config{Dir: dir, MaxBytes: sc.MaxBytes, MaxAge: time.Duration(sc.MaxAge),
+		fcfg = spool.Config{Dir: dir, MaxBytes: sc.MaxBytes, MaxAge: time.Duration(sc.MaxAge),
 			RetryInitial: time.Duration(sc.RetryInitial), RetryMax: clusterDrainRetryMax, Workers: 1}
 		if fcfg.RetryInitial > clusterDrainRetryMax {
 			fcfg.RetryInitial = clusterDrainRetryMax
@@ -352,16 +353,16 @@ func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	if h.spoolReg, err = share.register(snd, rate, ctx.Done()); err != nil {
+	if h.spoolReg, err = share.register(snd, rate, nil, ctx.Done()); err != nil {
 		return fmt.Errorf("spool: cluster %s: %w", cs.name, err)
 	}
 	if fbShare != nil {
-		if h.fallbackReg, err = fbShare.register(sp.Drain(), spool.Rate{}, ctx.Done()); err != nil {
+		if h.fallbackReg, err = fbShare.register(sp.Drain(), spool.Rate{}, &fcfg, ctx.Done()); err != nil {
 			return fmt.Errorf("spool: fallback %s: %w", sc.Fallback, err)
 		}
 	}
 	h.sink = spoolSink{h: h, store: clusterAppender{sp}}
-	h.spoolOps = &clusterOps{qt: qt, maxBytes: sc.MaxBytes, fallback: fb}
+	h.spoolOps = &clusterOps{qt: qt, settings: clusterQueueSettings(sc), fallback: fb}
 	h.spoolDir = "cluster:" + cs.name
 	return nil
 }
@@ -439,8 +440,27 @@ func (t *queueTarget) apply() {
 // this node's delivery (pause/resume).
 type clusterOps struct {
 	qt       *queueTarget
-	maxBytes int64
+	settings spool.Stats // the queue's settings, with the engine's defaults
 	fallback *spool.Store
+}
+
+// clusterQueueSettings are the settings of the cluster queue as its engine
+// applies them (the same defaults as a local spool's); a reload with other
+// ones opens the queue anew under them (they are part of the engine key).
+func clusterQueueSettings(sc *SpoolConfig) spool.Stats {
+	or := func(d caddy.Duration, def time.Duration) time.Duration {
+		if d > 0 {
+			return time.Duration(d)
+		}
+		return def
+	}
+	st := spool.Stats{MaxBytes: sc.MaxBytes, MaxAge: or(sc.MaxAge, spool.DefaultMaxAge),
+		RetryInitial: or(sc.RetryInitial, spool.DefaultRetryInitial), Workers: sc.Workers}
+	st.RetryMax = or(sc.RetryMax, max(st.RetryInitial, spool.DefaultRetryMax))
+	if st.Workers <= 0 {
+		st.Workers = spool.DefaultWorkers
+	}
+	return st
 }
 
 func opCtx() (context.Context, context.CancelFunc) {
@@ -456,14 +476,16 @@ func (o *clusterOps) Status() (spool.Stats, error) {
 	if err != nil {
 		return spool.Stats{}, err
 	}
-	st := spool.Stats{Depth: int(qs.Depth), Bytes: int64(qs.Bytes), Dead: int(qs.DeadLetters), MaxBytes: o.maxBytes}
+	st := o.settings
+	st.Depth, st.Bytes, st.Dead = int(qs.Depth), int64(qs.Bytes), int(qs.DeadLetters)
+	st.Rate = o.qt.sp.Rate() // cluster-wide; this node delivers its share
 	if o.fallback != nil {
 		fs := o.fallback.Stats()
 		st.Depth += fs.Depth
 		st.OldestAge = fs.OldestAge
 	}
 	o.qt.mu.Lock()
-	st.Paused = o.qt.paused
+	st.Paused, st.Delivering = o.qt.paused, o.qt.sender != nil
 	o.qt.mu.Unlock()
 	return st, nil
 }

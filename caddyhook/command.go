@@ -28,5 +28,7 @@ func hooksSubcommands() []*cobra.Command {
 		newTestCommand(),
 		newSpoolCommand(),
 		newImportCommand(),
+		newTailCommand(),
+		newConsoleCommand(),
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/caddyhook/caddyhook/internal/secret"
 	"github.com/caddyhook/caddyhook/internal/verify"
@@ -47,7 +48,8 @@ gateway request body of every resulting action, as JSON:
 
 In forward mode (or for a forward mapping) the one action is the forwarded
 request: {"kind":"forward","forward":true,"path":"/hooks/<name>?<query>",
-"headers":{...},"idempotency_key":"...","body":<the body as sent>}; the reply
+"headers":{...},"idempotency_key":"<the sender's, if any>","body":<the body
+as sent>}, path, query and headers as they cross to the gateway; the reply
 shown is the dry run's, not the gateway's (which resolves the hook itself).
 
 or, for a rejection, {"status":<code>,"error":"<reason>"} (exit status 1).
@@ -61,6 +63,10 @@ headers to check a signed fixture). The report says which configured token
 authenticated ("auth": "token 2 of 2"). A token placeholder whose variable is
 not set is replaced by a random token for the dry run. Secrets are never
 printed.
+
+What the handler logs while it is set up goes to stderr, one line per
+warning (a literal secret, a shadowed mapping, …); --debug logs
+everything, with stack traces.
 `,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -74,6 +80,7 @@ printed.
 			o.headers, _ = f.GetStringArray("header")
 			o.noToken, _ = f.GetBool("no-token")
 			o.token, _ = f.GetString("token")
+			o.debug, _ = f.GetBool("debug")
 			rejected, err := runDryRun(cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 			if err != nil {
 				return err
@@ -94,6 +101,7 @@ printed.
 	f.StringArray("header", nil, "Request header 'Name: value' (repeatable)")
 	f.Bool("no-token", false, "Do not present the hook token (as a provider that signs requests would)")
 	f.String("token", "", "Present this token instead of the configured one (a value or a placeholder such as {env.HOOK_TOKEN_NEW})")
+	f.Bool("debug", false, "Log everything the handler logs while it is set up, with stack traces")
 	return cmd
 }
 
@@ -106,6 +114,7 @@ type dryRunOptions struct {
 	headers                              []string
 	noToken                              bool
 	token                                string // presented instead of the configured token
+	debug                                bool   // log at debug level, with stack traces
 }
 
 // dryRunReport is what `caddy hooks test` prints.
@@ -136,7 +145,9 @@ type dryRunAction struct {
 func newDryRunAction(it *prepared) dryRunAction {
 	a := dryRunAction{Kind: it.kind.String(), IdempotencyKey: it.idemKey}
 	if it.forward {
-		a.Kind, a.Forward, a.Path = "forward", true, it.path
+		// the key the gateway gets is the sender's own, if any (see
+		// prepareForward; a dry run has no spool)
+		a.Kind, a.Forward, a.Path, a.IdempotencyKey = "forward", true, it.path, strings.Join(it.header["Idempotency-Key"], ", ")
 		a.Headers = make(map[string]string, len(it.header))
 		for k, v := range it.header {
 			a.Headers[k] = strings.Join(v, ", ")
@@ -172,7 +183,16 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	if err := json.Unmarshal(raw, h); err != nil {
 		return false, fmt.Errorf("hooks handler config: %w", err)
 	}
-	token := prepareDryRun(h, o.path, notes)
+	stand, err := os.MkdirTemp("", "caddyhook-dry-run")
+	if err != nil {
+		return false, err
+	}
+	defer os.RemoveAll(stand)
+	token, err := prepareDryRun(h, o.path, stand, notes)
+	if err != nil {
+		return false, err
+	}
+	h.logger = dryRunLogger(notes, o.debug)
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
 	err = h.Provision(ctx)
@@ -242,34 +262,50 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 // prepareDryRun makes a handler config safe to run offline: no spool, no
 // cluster (no connection to its engine: a dry run claims no idempotency
 // key, shares no failure and queues nothing where the live nodes would
-// see it), a random token (and gateway token) when their placeholders are
-// unset, and
+// see it), no event log, a random token (and gateway token) when their
+// placeholders are unset, and
 // random signing secrets where a secret's variable is unset (noted on
 // notes for the mappings that could answer hookPath: such a mapping then
-// refuses every signature). It returns the token to present.
-func prepareDryRun(h *Handler, hookPath string, notes io.Writer) string {
+// refuses every signature). A stand-in secret is written to a file in
+// dir and put in the config as its {file.…} placeholder, so that the
+// config still holds no literal secret (and provisioning warns about none
+// the operator did not write). It returns the token to present.
+func prepareDryRun(h *Handler, hookPath, dir string, notes io.Writer) (string, error) {
 	h.Spool = nil
 	if h.ClusterRaw != nil {
 		fmt.Fprintln(notes, "note: the cluster is not contacted in a dry run (no idempotency key claimed, no failure shared, nothing queued)")
 		h.ClusterRaw = nil
 	}
-	repl := caddy.NewReplacer()
-	if len(h.tokenValues()) == 0 {
-		h.Token = randomToken()
+	h.Events = &EventsConfig{Disabled: true} // a dry run is no event
+	n := 0
+	standIn := func(value string) (string, error) {
+		n++
+		f := filepath.Join(dir, fmt.Sprintf("secret-%d", n))
+		if err := os.WriteFile(f, []byte(value), 0o600); err != nil {
+			return "", err
+		}
+		return "{file." + f + "}", nil
 	}
-	fill := func(t *string) {
-		if *t != "" && strings.TrimSpace(repl.ReplaceKnown(*t, "")) == "" {
-			*t = randomToken()
+	fill := func(t *string) error {
+		if *t == "" || secret.Expand(*t) != "" {
+			return nil
+		}
+		var err error
+		*t, err = standIn(randomToken())
+		return err
+	}
+	if len(h.tokenValues()) == 0 {
+		var err error
+		if h.Token, err = standIn(randomToken()); err != nil {
+			return "", err
 		}
 	}
-	fill(&h.Token)
-	for i := range h.Tokens {
-		fill(&h.Tokens[i])
+	for _, t := range append([]*string{&h.Token, &h.GatewayToken}, ptrs(h.Tokens)...) {
+		if err := fill(t); err != nil {
+			return "", err
+		}
 	}
-	token := strings.TrimSpace(repl.ReplaceKnown(h.tokenValues()[0], ""))
-	if strings.TrimSpace(repl.ReplaceKnown(h.GatewayToken, "")) == "" && h.GatewayToken != "" {
-		h.GatewayToken = randomToken()
-	}
+	token := secret.Expand(h.tokenValues()[0])
 	for i := range h.Mappings {
 		v := h.Mappings[i].Verify
 		if v == nil {
@@ -278,24 +314,55 @@ func prepareDryRun(h *Handler, hookPath string, notes io.Writer) string {
 		cfg := *v
 		cfg.Secrets = slices.Clone(v.Secrets)
 		for j, s := range cfg.Secrets {
-			if strings.TrimSpace(repl.ReplaceKnown(s, "")) != "" {
+			if secret.Expand(s) != "" {
 				continue
 			}
 			if mp := strings.Trim(h.Mappings[i].MatchPath, "/"); mp == "" || strings.HasSuffix(strings.Trim(hookPath, "/"), mp) {
 				fmt.Fprintf(notes, "note: %s is not set; signatures for mapping %q cannot verify in this dry run\n", s, h.Mappings[i].ID)
 			}
-			cfg.Secrets[j] = randomToken()
+			value := randomToken()
 			if cfg.Scheme == verify.SchemeStandard {
-				cfg.Secrets[j] = "whsec_" + base64.StdEncoding.EncodeToString([]byte(cfg.Secrets[j]))
+				value = "whsec_" + base64.StdEncoding.EncodeToString([]byte(value))
+			}
+			var err error
+			if cfg.Secrets[j], err = standIn(value); err != nil {
+				return "", err
 			}
 		}
 		h.Mappings[i].Verify = &cfg
 	}
-	if _, err := parseGatewayAddr(repl.ReplaceKnown(h.Gateway, "")); err != nil {
+	if _, err := parseGatewayAddr(caddy.NewReplacer().ReplaceKnown(h.Gateway, "")); err != nil {
 		// unset (or e.g. "unix/{env.GATEWAY_SOCKET}" with the variable unset)
 		h.Gateway = "unix//nonexistent/dry-run.sock" // never dialled
 	}
-	return token
+	return token, nil
+}
+
+// ptrs returns pointers to the elements of s.
+func ptrs(s []string) []*string {
+	out := make([]*string, len(s))
+	for i := range s {
+		out[i] = &s[i]
+	}
+	return out
+}
+
+// dryRunLogger is the handler's logger during a dry run: each warning
+// (and error) on one line of notes, without stack traces; with debug,
+// everything down to debug level, with stack traces from warnings up.
+func dryRunLogger(notes io.Writer, debug bool) *zap.Logger {
+	enc := zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
+		LevelKey: "level", MessageKey: "msg", NameKey: "logger", StacktraceKey: "stack",
+		EncodeLevel: func(l zapcore.Level, pe zapcore.PrimitiveArrayEncoder) { pe.AppendString(l.String() + ":") },
+		EncodeName:  zapcore.FullNameEncoder, ConsoleSeparator: " ", LineEnding: "\n",
+	})
+	level := zapcore.WarnLevel
+	var opts []zap.Option
+	if debug {
+		level = zapcore.DebugLevel
+		opts = append(opts, zap.AddStacktrace(zapcore.WarnLevel))
+	}
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(notes), level), opts...)
 }
 
 // randomToken returns a fresh 64-hex-digit token.

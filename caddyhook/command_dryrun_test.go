@@ -321,8 +321,8 @@ func TestDryRunForward(t *testing.T) {
 		{name: "mapped hook with query and headers", status: 200,
 			opts: dryRunOptions{path: "/hooks/github?event=pr&access_token=x", payload: write("gh.json", ghBody),
 				headers: []string{"X-GitHub-Event: pull_request", "X-Forwarded-For: 203.0.113.1", "Idempotency-Key: k1"}},
-			path: "/hooks/github?event=pr", body: ghBody,
-			headers: map[string]string{"X-Github-Event": "pull_request", "X-Forwarded-For": "", "Idempotency-Key": ""}},
+			path: "/hooks/github?event=pr&access_token=x", body: ghBody,
+			headers: map[string]string{"X-Github-Event": "pull_request", "X-Forwarded-For": "", "Idempotency-Key": "k1"}},
 		{name: "gmail preset forwarded", opts: dryRunOptions{path: "gmail", payload: write("gm.json", `{"messages":[]}`)}, status: 200,
 			path: "/hooks/gmail", body: `{"messages":[]}`},
 		{name: "parity refusal at the edge", opts: dryRunOptions{path: "agent", payload: write("a.json", `{"message":"m","agentId":"ghost"}`)},
@@ -370,7 +370,7 @@ func TestDryRunForward(t *testing.T) {
 			if a.BodyText != nil {
 				body = *a.BodyText
 			}
-			if a.Kind != "forward" || !a.Forward || a.Path != tc.path || a.Key == "" {
+			if a.Kind != "forward" || !a.Forward || a.Path != tc.path || a.Key != tc.headers["Idempotency-Key"] {
 				t.Fatalf("action %+v, want a forward to %s", a, tc.path)
 			}
 			var compact bytes.Buffer
@@ -386,5 +386,72 @@ func TestDryRunForward(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDryRunQuiet (issue 25 item 4): the README's own dry run, without
+// any of the config's variables set, prints nothing on stderr (it used
+// to print a warning with a Go stack trace for every stand-in secret);
+// a config with real problems gets one line per problem, and stack
+// traces only with --debug.
+func TestDryRunQuiet(t *testing.T) {
+	for _, v := range []string{"HOOK_TOKEN", "GATEWAY_TOKEN", "GATEWAY_SOCKET", "GITHUB_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET"} {
+		unsetEnv(t, v)
+	}
+	t.Chdir("..") // as the README runs it, from the repository root
+	// whatever goes to the process's stderr too (a logger of its own)
+	stderr, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = stderr
+	var out, notes bytes.Buffer
+	rejected, err := runDryRun(&out, &notes, dryRunOptions{config: "Caddyfile.example", path: "alert",
+		payload: filepath.Join("testdata", "payloads", "monitoring-alert.json")})
+	os.Stderr = saved
+	if err != nil || rejected {
+		t.Fatalf("dry run of the README example: rejected %v, %v\n%s", rejected, err, out.String())
+	}
+	logged, _ := os.ReadFile(stderr.Name())
+	if s := notes.String() + string(logged); s != "" {
+		t.Fatalf("stderr of the README example (%d lines):\n%s", strings.Count(s, "\n"), s)
+	}
+
+	cfg := filepath.Join(t.TempDir(), "Caddyfile")
+	if err := os.WriteFile(cfg, []byte(`:0 {
+	hooks {
+		token `+utHookToken+`
+		gateway unix//nonexistent/gw.sock
+		mapping a {
+			message_template "a"
+		}
+		mapping b {
+			match_path b
+			message_template "b"
+		}
+	}
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, debug := range []bool{false, true} {
+		notes.Reset()
+		if _, err := runDryRun(io.Discard, &notes, dryRunOptions{config: cfg, path: "wake", debug: debug}); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(notes.String()), "\n")
+		stack := strings.Contains(notes.String(), "caddyhook/tokens.go:")
+		switch {
+		case !debug && (len(lines) != 2 || stack ||
+			!strings.HasPrefix(lines[0], `warn: secret written into the config`) || !strings.HasSuffix(lines[0], `{"field": "token"}`) ||
+			!strings.HasPrefix(lines[1], `warn: mapping can never match`) || !strings.HasSuffix(lines[1], `{"mapping": "b", "shadowed_by": "a"}`)):
+			t.Errorf("stderr, one line per problem expected:\n%s", notes.String())
+		case debug && !stack:
+			t.Errorf("stderr with --debug, stack traces expected:\n%s", notes.String())
+		}
+	}
+	if strings.Contains(notes.String(), utHookToken) {
+		t.Fatal("the token was printed")
 	}
 }

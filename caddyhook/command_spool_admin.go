@@ -31,24 +31,12 @@ const adminCLITimeout = 30 * time.Second
 // answers there, or when none of its handlers uses --dir: the caller then
 // opens the spool file.
 func (c *spoolCLI) connect(fl *pflag.FlagSet, dir string) (spool.Ops, error) {
-	address, _ := fl.GetString("address")
-	configFile, _ := fl.GetString("config")
-	adapter, _ := fl.GetString("adapter")
 	base, _ := fl.GetString("path")
-	if address == "" && configFile == "" {
-		if _, err := os.Stat("Caddyfile"); err == nil {
-			configFile = "Caddyfile"
-		}
-	}
-	addr, err := caddycmd.DetermineAdminAPIAddress(address, nil, configFile, adapter)
-	if err != nil {
-		return nil, fmt.Errorf("finding the admin API address: %v", err)
-	}
-	c.admin = addr
-	ac, err := newAdminClient(addr)
+	ac, addr, err := adminFromFlags(fl)
 	if err != nil {
 		return nil, err
 	}
+	c.admin = addr
 	var handlers []handlerStatus
 	if err := ac.do(http.MethodGet, "/hooks/", nil, &handlers); err != nil {
 		var ae *adminAPIError
@@ -66,6 +54,26 @@ func (c *spoolCLI) connect(fl *pflag.FlagSet, dir string) (spool.Ops, error) {
 	}
 	c.live, c.dir = true, h.Spool.Dir
 	return &adminSpool{api: ac, base: h.Path}, nil
+}
+
+// adminFromFlags returns a client for the admin API of the running Caddy,
+// found as `caddy reload` finds it: --address, else the admin address of
+// --config (or of ./Caddyfile), else localhost:2019; and that address.
+func adminFromFlags(fl *pflag.FlagSet) (*adminClient, string, error) {
+	address, _ := fl.GetString("address")
+	configFile, _ := fl.GetString("config")
+	adapter, _ := fl.GetString("adapter")
+	if address == "" && configFile == "" {
+		if _, err := os.Stat("Caddyfile"); err == nil {
+			configFile = "Caddyfile"
+		}
+	}
+	addr, err := caddycmd.DetermineAdminAPIAddress(address, nil, configFile, adapter)
+	if err != nil {
+		return nil, "", fmt.Errorf("finding the admin API address: %v", err)
+	}
+	ac, err := newAdminClient(addr)
+	return ac, addr, err
 }
 
 // pickSpooled selects the running handler whose spool the command works

@@ -3,7 +3,6 @@ package caddyhook
 import (
 	"bytes"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/google/uuid"
@@ -13,9 +12,15 @@ import (
 // sent it, for a gateway that resolves it with its own hooks config: a
 // /wake or /agent request in forward mode, or a hook of a forward mapping.
 type forwardReq struct {
-	name string // the gateway's hook name: wake, agent or the hook path
+	name string // the hook name as the edge routed it: wake, agent or the hook path
 	kind Kind   // the spool lane: wake for /wake, agent for the rest
-	body []byte // the sender's body
+	// path is the gateway path and query: the gateway prefix, the
+	// sender's path below the base as the gateway reads it, and the query
+	// as sent (forwardTarget).
+	path string
+	// header is what of the sender's headers crosses (crossingHeaders).
+	header http.Header
+	body   []byte // the sender's body
 	// mode is a /wake request's mode (a spooled wake's reply names it).
 	mode string
 	// wait and timeoutSeconds are an /agent request's waitForCompletion
@@ -24,206 +29,233 @@ type forwardReq struct {
 	timeoutSeconds int64
 }
 
+// reasonNotForwardable is the 404 of a hook path the gateway would read
+// as another name than the edge routed (a dot segment, a base path sent
+// percent-encoded).
+const reasonNotForwardable = "hook path cannot be forwarded as sent"
+
+// newForward is the forward plan of ex: its gateway path and the headers
+// that cross.
+func (h *Handler) newForward(ex *exchange, kind Kind) (forwardReq, *hookError) {
+	path, ok := h.forwardTarget(ex)
+	if !ok {
+		return forwardReq{}, reject(http.StatusNotFound, reasonNotForwardable)
+	}
+	hdr, herr := h.crossingHeaders(ex.r, path)
+	if herr != nil {
+		return forwardReq{}, herr
+	}
+	return forwardReq{name: ex.sub, kind: kind, path: path, header: hdr, body: ex.body}, nil
+}
+
 // forwardBuiltin is the forward plan of a validated /wake or /agent
 // request.
-func forwardBuiltin(ex *exchange, a *Action) forwardReq {
-	return forwardReq{name: ex.sub, kind: a.Kind, body: ex.body, mode: a.Mode, wait: a.Wait, timeoutSeconds: a.TimeoutSeconds}
+func (h *Handler) forwardBuiltin(ex *exchange, a *Action) (forwardReq, *hookError) {
+	f, herr := h.newForward(ex, a.Kind)
+	f.mode, f.wait, f.timeoutSeconds = a.Mode, a.Wait, a.TimeoutSeconds
+	return f, herr
 }
 
-// forwardMapped is the forward plan of a hook that mapping c forwards.
-func forwardMapped(ex *exchange) forwardReq {
-	return forwardReq{name: ex.sub, kind: KindAgent, body: ex.body}
-}
-
-// seed derives the request's event id from its idempotency key and
-// everything the gateway receives, so that a replay, even after a
-// restart, reaches the gateway with the same id.
-func (f *forwardReq) seed(key, rawQuery string) string {
-	buf := make([]byte, 0, len(key)+len(f.name)+len(rawQuery)+len(f.body)+4)
+// seed derives the request's event id from its idempotency key and what
+// the gateway receives (path, query and body), so that a replay, even
+// after a restart, reaches the gateway with the same id.
+func (f *forwardReq) seed(key string) string {
+	buf := make([]byte, 0, len(key)+len(f.path)+len(f.body)+2)
 	buf = append(buf, key...)
 	buf = append(buf, 0)
-	buf = append(buf, f.name...)
-	buf = append(buf, 0)
-	buf = append(buf, rawQuery...)
+	buf = append(buf, f.path...)
 	buf = append(buf, 0)
 	buf = append(buf, f.body...)
 	return uuid.NewSHA1(eventNamespace, buf).String()
 }
 
+// forwardTarget returns the gateway path and query of a forwarded
+// request: the gateway prefix, then the sender's path below the base as
+// the gateway's own URL parser reads it (gatewayRest: an escaped name
+// stays escaped, so a hook name such as %E2%9C%93 reaches the gateway as
+// the gateway would have seen it), then the query exactly as sent (every
+// parameter: only the edge's own token parameters are refused, earlier).
+// ok is false when the gateway would read another name than the edge
+// routed.
+func (h *Handler) forwardTarget(ex *exchange) (string, bool) {
+	rest, ok := h.forwardRest(ex)
+	if !ok {
+		return "", false
+	}
+	q := ex.r.URL.RawQuery
+	switch {
+	case q == "" && rest == "/"+routeWake:
+		return h.gateway.paths[KindWake], true // no allocation on the common paths
+	case q == "" && rest == "/"+routeAgent:
+		return h.gateway.paths[KindAgent], true
+	case q == "":
+		return h.gateway.prefix + rest, true
+	}
+	return h.gateway.prefix + rest + "?" + q, true
+}
+
+// forwardRest is gatewayRest of ex's request target, computed once.
+func (h *Handler) forwardRest(ex *exchange) (string, bool) {
+	if !ex.gwDone {
+		ex.gwRest, ex.gwOK = gatewayRest(requestTarget(ex.r), h.base)
+		ex.gwDone = true
+	}
+	return ex.gwRest, ex.gwOK
+}
+
+// gatewayName is the hook name the gateway reads from ex's path (its
+// sub-path with the slashes around it trimmed, as the gateway compares it
+// with a mapping's match.path); ok is false when forwardTarget refuses the
+// path.
+func (h *Handler) gatewayName(ex *exchange) (string, bool) {
+	rest, ok := h.forwardRest(ex)
+	return strings.Trim(rest, "/"), ok
+}
+
+// gatewayRest returns the part of a request target's path below base as
+// the gateway's URL parser (WHATWG) reads it: the path up to the query or
+// fragment, of an absolute-form target too, with backslashes read as
+// slashes and the characters the parser percent-encodes encoded; escapes
+// are kept as sent. ok is false when the path as sent is not under base
+// (a base sent percent-encoded, which the gateway does not serve) or has
+// a dot segment (".", "..", "%2e" and their mixes, which the parser
+// resolves into another path).
+func gatewayRest(target, base string) (string, bool) {
+	p := target
+	if i := strings.IndexAny(p, "?#"); i >= 0 {
+		p = p[:i]
+	}
+	if !strings.HasPrefix(p, "/") {
+		i := strings.Index(p, "://")
+		if i < 0 {
+			return "", false
+		}
+		p = p[i+3:]
+		if j := strings.IndexByte(p, '/'); j >= 0 {
+			p = p[j:]
+		} else {
+			p = "/"
+		}
+	}
+	if strings.IndexFunc(p, needsGatewayEscape) >= 0 {
+		const hex = "0123456789ABCDEF"
+		var b strings.Builder
+		for i := 0; i < len(p); i++ {
+			switch c := p[i]; {
+			case c == '\\':
+				b.WriteByte('/')
+			case needsGatewayEscape(rune(c)):
+				b.Write([]byte{'%', hex[c>>4], hex[c&15]})
+			default:
+				b.WriteByte(c)
+			}
+		}
+		p = b.String()
+	}
+	rest, found := strings.CutPrefix(p, base)
+	if !found || rest != "" && rest[0] != '/' {
+		return "", false
+	}
+	for seg := range strings.SplitSeq(rest, "/") {
+		switch strings.ToLower(seg) {
+		case ".", "..", "%2e", ".%2e", "%2e.", "%2e%2e":
+			return "", false
+		}
+	}
+	return rest, true
+}
+
+// needsGatewayEscape reports the bytes the gateway's URL parser
+// percent-encodes in a path (the WHATWG path percent-encode set), and the
+// backslash, which it reads as a slash.
+func needsGatewayEscape(r rune) bool {
+	switch {
+	case r <= ' ' || r >= 0x7f:
+		return true
+	}
+	return strings.ContainsRune("\"#<>?`{}\\", r)
+}
+
+// reasonRawTarget is the 400 of a request target with raw bytes the
+// gateway's HTTP parser refuses.
+const reasonRawTarget = "invalid request target: percent-encode non-ASCII and control characters"
+
+// rawTargetOK reports whether a request target has only the bytes the
+// gateway's HTTP parser accepts in one (no control character, no byte
+// outside ASCII: a raw UTF-8 path or query is refused with 400 there).
+func rawTargetOK(target string) bool {
+	for i := 0; i < len(target); i++ {
+		if c := target[i]; c <= ' ' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // prepareForward builds the gateway request of f: the body as sent to
-// {prefix}/<name>, with the sender's query minus token-like parameters
-// and the headers the gateway's templates may read. The Idempotency-Key is
-// the sender's own key when it gave one (so the gateway deduplicates as it
-// would directly), else the event id.
-func (h *Handler) prepareForward(ex *exchange, f *forwardReq, key, eventID string) prepared {
+// f.path with the headers that cross. An Idempotency-Key is the sender's
+// own, if any, under the name the sender used; with a spool, a request
+// that carries no key the gateway reads (the Idempotency-Key or
+// X-OpenClaw-Idempotency-Key header, the idempotencyKey field) gets the
+// event id as its Idempotency-Key, so that a redelivery after a lost
+// answer does not run twice. eventID is the idempotent request's
+// deterministic event id, or "" for a random one.
+func (h *Handler) prepareForward(ex *exchange, f *forwardReq, eventID string) prepared {
 	if eventID == "" {
 		eventID = uuid.NewString()
 	}
-	if key == "" {
-		key = eventID
+	g := gatewayRequest{kind: f.kind, path: f.path, header: f.header, body: f.body, idemKey: eventID}
+	if h.Spool != nil && !gatewayHasIdemKey(f.header, ex.payload) {
+		for _, name := range []string{"Idempotency-Key", headerOpenClawIdemKey} {
+			if _, sent := f.header[name]; !sent {
+				f.header[name] = []string{eventID}
+				break
+			}
+		}
 	}
-	var path string
-	switch q := forwardQuery(ex.r.URL.RawQuery); {
-	case q == "" && (f.name == routeWake || f.name == routeAgent):
-		path = h.gateway.paths[f.kind] // no allocation on the common path
-	case q == "":
-		path = h.gateway.prefix + "/" + f.name
-	default:
-		path = h.gateway.prefix + "/" + f.name + "?" + q
-	}
-	g := gatewayRequest{kind: f.kind, path: path, header: h.forwardHeader(ex.r.Header), body: f.body, idemKey: key}
 	if f.wait {
 		g.timeout = h.gateway.waitTimeoutFor(f.timeoutSeconds)
 	}
 	return prepared{gatewayRequest: g, mode: f.mode, eventID: eventID, forward: true}
 }
 
-// Headers never forwarded: hop-by-hop headers (and the ones Go's
-// transport writes itself), credentials, and the forwarded-address
-// headers the gateway answers with 403 from a peer it does not trust.
-var forwardDropped = map[string]bool{
-	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Proxy-Authenticate": true,
-	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	"Host": true, "Content-Length": true, "Expect": true,
-	"Authorization": true, headerServiceToken: true, "X-Openclaw-Token": true, "Cookie": true,
-	"Forwarded": true, "X-Real-Ip": true, "Idempotency-Key": true,
-}
+// headerOpenClawIdemKey is the gateway's own idempotency header.
+const headerOpenClawIdemKey = "X-Openclaw-Idempotency-Key"
 
-// forwardDroppedPrefixes are header name prefixes never forwarded: the
-// X-Forwarded-* family and the identity headers of a Tailscale proxy.
-var forwardDroppedPrefixes = []string{"X-Forwarded-", "Tailscale-"}
-
-// provisionForwardHeaders collects the handler's own headers that are not
-// forwarded: signature headers of its verifiers, the idempotency aliases
-// (the Idempotency-Key sent is the edge's) and the token headers.
-func (h *Handler) provisionForwardHeaders() {
-	h.forwardSkip = map[string]bool{}
-	for _, n := range h.signatureHeaders() {
-		h.forwardSkip[http.CanonicalHeaderKey(n)] = true
-	}
-	for _, n := range h.idemHeaders {
-		h.forwardSkip[n] = true
-	}
-	for _, n := range h.tokenHeaders { // x-service-token and the token_headers aliases
-		h.forwardSkip[n] = true
-	}
-}
-
-// forwardHeader returns the sender's headers that the gateway may read,
-// in a new map whose value slices are the request's (never modified).
-func (h *Handler) forwardHeader(src http.Header) http.Header {
-	var listed map[string]bool // names the Connection header marks hop-by-hop
-	for _, v := range src["Connection"] {
-		for _, n := range strings.Split(v, ",") {
-			if n = strings.TrimSpace(n); n != "" {
-				if listed == nil {
-					listed = map[string]bool{}
-				}
-				listed[http.CanonicalHeaderKey(n)] = true
-			}
-		}
-	}
-	out := make(http.Header, len(src))
-	for k, v := range src {
-		ck := http.CanonicalHeaderKey(k) // no copy when k is canonical, as the server makes it
-		if forwardDropped[ck] || h.forwardSkip[ck] || listed[ck] || hasAnyPrefix(ck, forwardDroppedPrefixes) {
-			continue
-		}
-		out[k] = v[:len(v):len(v)]
-	}
-	return out
-}
-
-// hasAnyPrefix reports whether the canonical header name s starts with
-// one of prefixes.
-func hasAnyPrefix(s string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(s, p) {
+// gatewayHasIdemKey reports whether the gateway finds an idempotency key
+// in a forwarded request, reading it as the gateway does: the
+// Idempotency-Key header, else X-OpenClaw-Idempotency-Key, else the
+// body's idempotencyKey string; trimmed, 1 to 256 characters.
+func gatewayHasIdemKey(hdr http.Header, payload map[string]any) bool {
+	for _, name := range []string{"Idempotency-Key", headerOpenClawIdemKey} {
+		if v, ok := hdr[name]; ok && usableIdemKey(strings.Join(v, ", ")) != "" {
 			return true
 		}
 	}
-	return false
-}
-
-// forwardQuery returns raw without its token-like parameters, keeping the
-// others in order and as encoded.
-func forwardQuery(raw string) string {
-	if raw == "" {
-		return ""
-	}
-	var b strings.Builder
-	for rest := raw; rest != ""; {
-		var part string
-		part, rest, _ = strings.Cut(rest, "&")
-		if part == "" {
-			continue
-		}
-		name, _, _ := strings.Cut(part, "=")
-		if n, err := url.QueryUnescape(name); err == nil {
-			name = n
-		}
-		if tokenLikeParam(name) {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('&')
-		}
-		b.WriteString(part)
-	}
-	return b.String()
-}
-
-// Query parameter names that carry a credential: exact names (compared
-// lower-cased without separators) and fragments.
-var (
-	tokenLikeNames = map[string]bool{
-		"token": true, "accesstoken": true, "authtoken": true, "auth": true, "authorization": true,
-		"apikey": true, "key": true, "secret": true, "clientsecret": true, "password": true,
-		"passwd": true, "pwd": true, "signature": true, "sig": true, "sign": true, "hmac": true,
-		"credential": true, "credentials": true, "bearer": true, "jwt": true,
-	}
-	tokenLikeFragments = []string{"token", "secret", "password", "apikey", "signature"}
-)
-
-// tokenLikeParam reports whether a query parameter name looks like it
-// carries a credential.
-func tokenLikeParam(name string) bool {
-	var b strings.Builder
-	for _, r := range strings.ToLower(strings.TrimSpace(name)) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		}
-	}
-	n := b.String()
-	if tokenLikeNames[n] {
-		return true
-	}
-	for _, f := range tokenLikeFragments {
-		if strings.Contains(n, f) {
-			return true
-		}
-	}
-	return false
+	s, _ := payload["idempotencyKey"].(string)
+	return usableIdemKey(s) != ""
 }
 
 // withField returns the JSON object body with "name":value added as its
-// first member (the caller has checked that body is an object without
-// that member). The rest of the body is kept byte for byte.
+// last member, so that it wins over any member of that name the body
+// already has (the gateway's JSON.parse keeps the last of duplicate
+// names). The rest of the body is kept byte for byte, surrounding white
+// space aside.
 func withField(body []byte, name, value string) []byte {
 	obj := trimJSSpace(body)
-	rest := []byte("}")
-	if len(obj) > 0 && obj[0] == '{' {
-		rest = obj[1:]
+	head := []byte("{")
+	if n := len(obj); n > 0 && obj[n-1] == '}' {
+		head = obj[:n-1]
 	}
-	out := make([]byte, 0, len(rest)+len(name)+len(value)+8)
-	out = append(out, '{')
+	out := make([]byte, 0, len(head)+len(name)+len(value)+8)
+	out = append(out, head...)
+	if h := bytes.TrimRight(head, " \t\r\n"); len(h) > 0 && h[len(h)-1] != '{' {
+		out = append(out, ',')
+	}
 	out = appendJSONString(out, name)
 	out = append(out, ':')
 	out = appendJSONString(out, value)
-	if r := bytes.TrimLeft(rest, " \t\r\n"); len(r) > 0 && r[0] != '}' {
-		out = append(out, ',')
-	}
-	return append(out, rest...)
+	return append(out, '}')
 }
 
 // trimJSSpace trims what JavaScript's trim does (see jsTrim) from b.

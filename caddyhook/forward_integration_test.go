@@ -64,8 +64,8 @@ func TestIntegrationForward(t *testing.T) {
 			t.Fatalf("%d %s %v: want the gateway's reply with nosniff", r.status, r.body, r.header)
 		}
 		rec := lastReceived(t, in.gw, n)
-		if rec.Kind != "wake" || string(rec.Raw) != body || !uuidRE.MatchString(rec.IdempotencyKey) {
-			t.Fatalf("gateway got %s %q key %q", rec.Kind, rec.Raw, rec.IdempotencyKey)
+		if _, added := rec.Header["Idempotency-Key"]; rec.Kind != "wake" || string(rec.Raw) != body || added {
+			t.Fatalf("gateway got %s %q key %q: want the body as sent, no key the sender did not send", rec.Kind, rec.Raw, rec.IdempotencyKey)
 		}
 	})
 
@@ -86,12 +86,13 @@ func TestIntegrationForward(t *testing.T) {
 		}
 	})
 
-	t.Run("gateway's idempotency header alias", func(t *testing.T) {
+	t.Run("gateway's idempotency header alias as sent", func(t *testing.T) {
 		n := len(in.gw.Received())
 		r := in.post("/hooks/agent", `{"message":"alias"}`, "x-openclaw-idempotency-key: k-alias")
 		rec := lastReceived(t, in.gw, n)
-		if r.status != 200 || rec.IdempotencyKey != "k-alias" || rec.Header.Get("X-Openclaw-Idempotency-Key") != "" {
-			t.Fatalf("%d: gateway key %q, alias header %q", r.status, rec.IdempotencyKey, rec.Header.Get("X-Openclaw-Idempotency-Key"))
+		if _, added := rec.Header["Idempotency-Key"]; r.status != 200 || rec.IdempotencyKey != "k-alias" ||
+			rec.Header.Get("X-Openclaw-Idempotency-Key") != "k-alias" || added {
+			t.Fatalf("%d: gateway key %q, headers %v", r.status, rec.IdempotencyKey, rec.Header)
 		}
 	})
 
@@ -105,7 +106,7 @@ func TestIntegrationForward(t *testing.T) {
 			t.Fatalf("%d %s", r.status, r.body)
 		}
 		rec := lastReceived(t, in.gw, n)
-		if rec.Kind != devgw.KindHook || rec.Path != "github" || rec.Query != "q=a%20b&event=pr" || string(rec.Raw) != body {
+		if rec.Kind != devgw.KindHook || rec.Path != "github" || rec.Query != "q=a%20b&access_token=s3cr3t&event=pr&apiKey=k" || string(rec.Raw) != body {
 			t.Fatalf("gateway got %s %s?%s %q", rec.Kind, rec.Path, rec.Query, rec.Raw)
 		}
 		for name, want := range map[string]string{
@@ -141,7 +142,7 @@ func TestIntegrationForward(t *testing.T) {
 		}
 		rec := lastReceived(t, in.gw, n)
 		if rec.Path != "signed" || string(rec.Raw) != body || rec.Header.Get("X-Hub-Signature-256") != "" ||
-			rec.IdempotencyKey != "72d3162e-cc78-11e3-81ab-4c9367dc0958" || rec.Header.Get("X-Github-Event") != "push" {
+			rec.Header.Get("X-Github-Delivery") != "72d3162e-cc78-11e3-81ab-4c9367dc0958" || rec.Header.Get("X-Github-Event") != "push" {
 			t.Fatalf("gateway got %s %q key %q headers %v", rec.Path, rec.Raw, rec.IdempotencyKey, rec.Header)
 		}
 		if r := in.do(http.MethodPost, "/hooks/signed", body, "X-Hub-Signature-256: sha256=00"); r.status != 401 {
@@ -206,7 +207,7 @@ func TestIntegrationForwardDefaultKey(t *testing.T) {
 	if r := in.post("/hooks/agent", `{"message":"m"}`); r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	if rec := lastReceived(t, in.gw, n); string(rec.Raw) != `{"sessionKey":"hook:edge","message":"m"}` {
+	if rec := lastReceived(t, in.gw, n); string(rec.Raw) != `{"message":"m","sessionKey":"hook:edge"}` {
 		t.Fatalf("gateway got %q", rec.Raw)
 	}
 }
@@ -246,7 +247,7 @@ func TestIntegrationForwardSpool(t *testing.T) {
 	if a := got["agent"]; string(a.Raw) != agentBody || a.IdempotencyKey != "k-spool" {
 		t.Errorf("agent delivered as %q key %q", a.Raw, a.IdempotencyKey)
 	}
-	if g := got["github"]; string(g.Raw) != ghBody || g.Query != "event=pr" || g.IdempotencyKey != ghID ||
+	if g := got["github"]; string(g.Raw) != ghBody || g.Query != "event=pr&token_hint=x" || g.IdempotencyKey != ghID ||
 		g.Header.Get("X-Github-Event") != "pull_request" || g.Header.Get("Authorization") != "Bearer "+itGatewayToken {
 		t.Errorf("github delivered as %q ?%s key %q (reply runId %q) headers %v", g.Raw, g.Query, g.IdempotencyKey, ghID, g.Header)
 	}

@@ -102,17 +102,24 @@ type gatewayReply struct {
 	retryAfter string
 }
 
+// noUserAgent, as a User-Agent value, makes the transport send none.
+var noUserAgent = []string{""}
+
 // errGatewayTimeout marks a dispatch that ran out of time.
 var errGatewayTimeout = errors.New("gateway timeout")
 
 // gatewayRequest is one request to the gateway: a rendered action (sent
 // to {prefix}/{kind}) or a forwarded request (sent to path with header).
 type gatewayRequest struct {
-	kind    Kind
-	path    string      // forwarded: the gateway path and query; "" = by kind
-	header  http.Header // forwarded: the sender's filtered headers, owned by the request (send adds to it)
+	kind Kind
+	path string // forwarded: the gateway path and query; "" = by kind
+	// header, for a forwarded request, is what crosses to the gateway
+	// (crossingHeaders: the sender's Host under "Host", its Idempotency-Key
+	// if any) and is sent as it is; it is owned by the request (send adds
+	// the edge's credential and trace context to it).
+	header  http.Header
 	body    []byte
-	idemKey string        // the Idempotency-Key header
+	idemKey string        // a rendered action's Idempotency-Key header
 	timeout time.Duration // 0 = the client's timeout
 }
 
@@ -122,7 +129,13 @@ func (c *gatewayClient) url(g *gatewayRequest) *url.URL {
 		return c.urls[g.kind]
 	}
 	p, q, _ := strings.Cut(g.path, "?")
-	return &url.URL{Scheme: "http", Host: "gateway", Path: p, RawQuery: q}
+	if strings.HasPrefix(p, "//") {
+		// a gateway prefix "/" and a name sent with leading slashes: one
+		// slash (the gateway strips them), never an authority
+		p = "/" + strings.TrimLeft(p, "/")
+	}
+	// sent as it is: a forwarded path keeps the escapes the sender chose
+	return &url.URL{Scheme: "http", Host: "gateway", Opaque: p, RawQuery: q}
 }
 
 // send posts g. A transport error is returned as is; a timeout as
@@ -138,9 +151,19 @@ func (c *gatewayClient) send(ctx context.Context, g *gatewayRequest, clientIP st
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	body := g.body
-	hdr := g.header
+	hdr, host := g.header, "gateway"
 	if hdr != nil {
-		hdr["Idempotency-Key"] = []string{g.idemKey}
+		if h := hdr["Host"]; len(h) == 1 && h[0] != "" {
+			host = h[0] // the transport writes it from req.Host, never from the map
+		}
+		if _, ok := hdr["User-Agent"]; !ok {
+			hdr["User-Agent"] = noUserAgent // the sender sent none: add none
+		}
+		if _, ok := hdr["Idempotency-Key"]; !ok {
+			// not sent, but lets the transport replay the request on a
+			// pooled connection the gateway closed before reading it
+			hdr["Idempotency-Key"] = nil
+		}
 	} else {
 		hdr = http.Header{
 			"Content-Type":    jsonContentType[:1:1],
@@ -148,7 +171,7 @@ func (c *gatewayClient) send(ctx context.Context, g *gatewayRequest, clientIP st
 		}
 	}
 	req := (&http.Request{
-		Method: http.MethodPost, URL: c.url(g), Host: "gateway",
+		Method: http.MethodPost, URL: c.url(g), Host: host,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header:        hdr,
 		Body:          io.NopCloser(bytes.NewReader(body)),
@@ -213,13 +236,30 @@ func isTimeout(err error) bool {
 const (
 	reasonGatewayTimeout = "gateway timeout: the run may have started; retry with the same Idempotency-Key so that it does not run twice"
 	reasonGatewayDown    = "gateway unreachable"
-	reasonGatewayAuth    = "gateway refused the edge's credentials (check gateway_token and that the gateway trusts no forwarded headers from the edge)"
+	// reasonGatewayAuth answers a gateway refusal of the edge itself
+	// (401, 403, 407, 429). The sender learns nothing of the edge's
+	// configuration; the operator gets the detail in the log (see
+	// gatewayFailure).
+	reasonGatewayAuth = "gateway unavailable"
 )
 
+// refusesEdge reports a gateway status that concerns the edge's own
+// credentials or address, not the sender's request: a wrong
+// gateway_token, forwarded headers the gateway does not trust, or the
+// gateway's own lockout of the edge.
+func refusesEdge(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired, http.StatusTooManyRequests:
+		return true
+	}
+	return false
+}
+
 // outcome turns a gateway reply or error into what the caller gets:
-// 2xx passes through, a 503 passes through with its Retry-After, a 4xx
-// with {"ok":false,"error":…} is a 400 "gateway: …", other answers 502,
-// a timeout 504.
+// 2xx passes through, a 503 passes through with its Retry-After, a
+// refusal of the edge itself (refusesEdge) is a 502, another 4xx with
+// {"ok":false,"error":…} is a 400 "gateway: …", other answers 502, a
+// timeout 504. No text names an option of the edge's configuration.
 func (r gatewayReply) outcome(err error) *hookError {
 	switch {
 	case errors.Is(err, errGatewayTimeout):
@@ -230,6 +270,8 @@ func (r gatewayReply) outcome(err error) *hookError {
 		return nil
 	case r.status == http.StatusServiceUnavailable:
 		return r.passThrough()
+	case refusesEdge(r.status):
+		return reject(http.StatusBadGateway, reasonGatewayAuth)
 	case r.status >= 400 && r.status < 500:
 		var e struct {
 			OK    *bool  `json:"ok"`
@@ -255,8 +297,7 @@ func (r gatewayReply) forwardOutcome(err error) *hookError {
 		return r.outcome(err)
 	case r.status >= 200 && r.status < 300:
 		return nil
-	case r.status == http.StatusUnauthorized, r.status == http.StatusForbidden,
-		r.status == http.StatusProxyAuthRequired, r.status == http.StatusTooManyRequests:
+	case refusesEdge(r.status):
 		return reject(http.StatusBadGateway, reasonGatewayAuth)
 	case r.status >= 400 && r.status < 600:
 		return r.passThrough()

@@ -2,7 +2,6 @@ package caddyhook
 
 import (
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -38,11 +37,12 @@ func (h *Handler) checkGateway(ctx caddy.Context) {
 
 // gatewayFailure logs a dispatch the gateway did not take: no connection,
 // a timeout, a 5xx (an answer the sender sees as 502/504, or a spooled
-// event retried), or a refusal of caddyhook's own credentials (401/403: a
-// wrong gateway_token). It names the gateway address and the error, never
+// event retried), or a refusal of caddyhook itself (401, 403, 407, 429:
+// a wrong gateway_token, untrusted forwarded headers), with a hint for
+// the operator that the sender's 502 leaves out. It names the gateway address and the error, never
 // a token or payload, at most rejectLogsPerSecond lines a second.
 func (h *Handler) gatewayFailure(kind Kind, eventID string, status int, err error) {
-	if err == nil && status < 500 && status != http.StatusUnauthorized && status != http.StatusForbidden {
+	if err == nil && status < 500 && !refusesEdge(status) {
 		return
 	}
 	ok, suppressed := h.gatewayLogs.allow(time.Now())
@@ -55,6 +55,11 @@ func (h *Handler) gatewayFailure(kind Kind, eventID string, status int, err erro
 		fields = append(fields, zap.Error(err))
 	} else {
 		fields = append(fields, zap.Int("status", status))
+	}
+	if err == nil && refusesEdge(status) {
+		// the sender got a bare 502 "gateway unavailable": the why is here
+		fields = append(fields, zap.String("hint", "the gateway refused caddyhook itself: check gateway_token (the gateway's hooks token), "+
+			"that the gateway does not see forwarded headers from the edge (gateway_forward_client_ip), and the gateway's own lockout"))
 	}
 	if suppressed > 0 {
 		fields = append(fields, zap.Uint64("suppressed", suppressed))

@@ -146,6 +146,10 @@ func (s *gateStack) gate() lockGate {
 	return nil
 }
 
+// capacity is how many addresses the table holds (lockout_table_size,
+// rounded to whole sets).
+func (t *lockoutTable) capacity() int { return t.setsPerShard * lockoutShards * lockoutWays }
+
 // newLockoutTable returns an empty table for p.
 func newLockoutTable(p lockoutPolicy) *lockoutTable {
 	// clamped to the bounds Validate enforces, so that a table provisioned

@@ -16,8 +16,12 @@ import (
 // compiledMapping is a Mapping parsed and checked at provision; the
 // request path only evaluates it.
 type compiledMapping struct {
-	id        string
-	path      string // trimmed; "" = any
+	id   string
+	path string // trimmed; "" = any
+	// gwPath is a forward mapping's path percent-encoded, as the gateway
+	// compares its match.path with the hook name it reads (café as
+	// caf%C3%A9).
+	gwPath    string
 	source    string
 	expr      *tmpl.Expr
 	kind      Kind
@@ -183,6 +187,7 @@ func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(str
 	case m.MaxBody < 0 || m.MaxBody > 64<<20:
 		return fail("max_body", fmt.Errorf("must be between 1 byte and 64 MiB"))
 	}
+	c.gwPath = strings.TrimPrefix((&url.URL{Path: "/" + c.path}).EscapedPath(), "/")
 	if m.MatchExpr != "" {
 		x, err := env.CompileBool(m.MatchExpr)
 		if err != nil {
@@ -195,8 +200,8 @@ func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(str
 	return nil
 }
 
-// validHookPath reports whether p is a path the edge can forward as is:
-// segments of URL path characters, no dot segments.
+// validHookPath reports whether p is a plain path: segments of URL path
+// characters that need no escaping, no dot segments.
 func validHookPath(p string) bool {
 	for _, seg := range strings.Split(p, "/") {
 		if seg == "" || seg == "." || seg == ".." || url.PathEscape(seg) != seg {
@@ -227,14 +232,18 @@ func blockedKey(k string) bool {
 	return k == "__proto__" || k == "prototype" || k == "constructor"
 }
 
-// answers reports whether c's match_path admits the hook name sub. A
-// mapping without match_path admits every name; a forward one only names
-// the edge can forward as they are (the gateway gets {prefix}/<sub>).
-func (c *compiledMapping) answers(sub string) bool {
-	if c.path == "" {
-		return !c.forward || validHookPath(sub)
+// answers reports whether c's match_path admits ex's hook name. A
+// mapping without match_path admits every name. A forward mapping
+// compares its path, percent-encoded, with the name the gateway reads
+// (gatewayName: escapes kept as sent), as the gateway compares its
+// match.path, so that the edge picks the mapping the gateway picks; it
+// admits only names the edge can forward as sent.
+func (h *Handler) answers(c *compiledMapping, ex *exchange) bool {
+	if !c.forward {
+		return c.path == "" || c.path == ex.sub
 	}
-	return c.path == sub
+	name, ok := h.gatewayName(ex)
+	return ok && (c.path == "" || c.gwPath == name)
 }
 
 // matches reports whether c's source and CEL conditions hold (CEL last);
@@ -337,7 +346,7 @@ const (
 func (h *Handler) requestVars(ex *exchange) *tmpl.Vars {
 	var needHeaders, needQuery bool
 	for _, c := range h.mappings {
-		if c.answers(ex.sub) {
+		if h.answers(c, ex) {
 			needHeaders = needHeaders || c.readsHeaders
 			needQuery = needQuery || c.readsQuery
 		}

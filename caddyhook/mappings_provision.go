@@ -8,6 +8,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddyhook/caddyhook/internal/secret"
 	"github.com/caddyhook/caddyhook/internal/tmpl"
 )
 
@@ -108,6 +109,11 @@ func (h *Handler) attachVerifier(c *compiledMapping, m *Mapping, repl *caddy.Rep
 			return fmt.Errorf("mapping %s: require_token: only meaningful with verify (a mapping without verify always requires the token)", c.id)
 		}
 		return nil
+	}
+	for i, s := range m.Verify.Secrets {
+		if _, err := secret.Required(fmt.Sprintf("mapping %s: verify secret %d", c.id, i+1), s); err != nil {
+			return err
+		}
 	}
 	v, err := newVerifier(*m.Verify, func(s string) string { return repl.ReplaceKnown(s, "") })
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/secret"
 )
 
 func init() {
@@ -154,6 +155,9 @@ type Handler struct {
 	// delivered to the gateway at least once.
 	Spool *SpoolConfig `json:"spool,omitempty"`
 
+	// Events configures the event log (on by default, bodies off).
+	Events *EventsConfig `json:"events,omitempty"`
+
 	// ClusterRaw, when set, shares the lockout, the idempotency keys and
 	// (with `spool cluster`) a replicated queue with the other nodes of a
 	// cluster engine: a module of the namespace http.handlers.hooks.cluster
@@ -191,6 +195,8 @@ type Handler struct {
 	cluster    *clusterState // nil without a cluster engine
 	lockoutKey string        // pool key of the lockout table
 
+	evrec *eventRecorder // the event log; nil when off
+
 	spoolOps spool.Ops // the spool's operations (admin API); nil without a spool
 	spoolDir string    // its directory, for the admin API and the CLI
 
@@ -223,7 +229,9 @@ func (*Handler) CaddyModule() caddy.ModuleInfo {
 // by Cleanup, which Caddy runs when Provision or Validate fails and when
 // the config is replaced.
 func (h *Handler) Provision(ctx caddy.Context) error {
-	h.logger = ctx.Logger()
+	if h.logger == nil { // a dry run brings its own
+		h.logger = ctx.Logger()
+	}
 	h.rejectLogs = new(logBudget)
 	h.gatewayLogs = new(logBudget)
 	h.enabled = h.Enabled == nil || *h.Enabled
@@ -231,12 +239,14 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return nil
 	}
 	repl := caddy.NewReplacer()
-	gwToken := strings.TrimSpace(repl.ReplaceKnown(h.GatewayToken, ""))
+	gwToken, err := secret.Required("gateway_token", h.GatewayToken)
+	if err != nil {
+		return err
+	}
 	if err := h.provisionTokens(repl, gwToken); err != nil {
 		return err
 	}
 	h.warnLiteralSecrets(h.logger)
-	var err error
 	if h.addrCheck, err = checkClientAddressSource(ctx); err != nil {
 		return err
 	}
@@ -298,6 +308,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		if err := h.provisionSpool(ctx); err != nil {
 			return err
 		}
+	}
+	if err := h.provisionEvents(ctx); err != nil {
+		return err
+	}
+	if err := h.guardListeners(ctx); err != nil {
+		return err
 	}
 	h.registerAdmin(ctx)
 	return nil
@@ -446,6 +462,7 @@ func (h *Handler) Validate() error {
 // It runs after a failed Provision or Validate too, so that a refused
 // config leaves the running one as it was.
 func (h *Handler) Cleanup() error {
+	h.releaseEvents()
 	h.releaseShared()
 	if h.gateway != nil {
 		h.gateway.close()

@@ -209,3 +209,36 @@ func TestIntegrationTwoSitesOwnState(t *testing.T) {
 		t.Fatalf("B after 20 failures at A: %d %s, want 200", r.status, r.body)
 	}
 }
+
+// TestIntegrationReloadAppliesSpoolSettings (issue 25 item 1): a reload
+// that changes the spool's settings applies them to the running spool
+// (which outlives the reload): an event waiting for a gateway that is down
+// expires under the new, shorter max_age, and the admin API shows the
+// settings in force. It used to be accepted and ignored until a restart.
+func TestIntegrationReloadAppliesSpoolSettings(t *testing.T) {
+	dir := t.TempDir()
+	in, adm := startOpsIngress(t, ingressOpts{hooks: `spool ` + dir + ` {
+			max_age 72h
+			retry_initial 20ms
+			retry_max 50ms
+		}`})
+	in.gw.FailWith(func(string) int { return http.StatusServiceUnavailable })
+	if r := in.post("/hooks/agent", `{"message":"waits for the gateway"}`); r.status != 200 {
+		t.Fatalf("spooled accept: %d %s", r.status, r.body)
+	}
+	cfg := adm.config()
+	editHooks(t, cfg, func(list []any, i int) []any {
+		list[i].(map[string]any)["spool"].(map[string]any)["max_age"] = "1s"
+		return list
+	})
+	if status, ans := adm.load(cfg); status != http.StatusOK {
+		t.Fatalf("reload: %d %s", status, ans)
+	}
+	waitFor(t, func() string { return fmt.Sprintf("no expired dead letter: %+v", adm.dead("")) }, func() bool {
+		dead := adm.dead("")
+		return len(dead) == 1 && dead[0].Reason == "expired: older than max_age"
+	})
+	if st := adm.status("").Spool; st.MaxAgeSeconds != 1 || st.RetryInitialSeconds != 0.02 || st.RetryMaxSeconds != 0.05 {
+		t.Fatalf("settings in force after the reload: %+v", st)
+	}
+}

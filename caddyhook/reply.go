@@ -87,13 +87,14 @@ var (
 	nosniff         = []string{"nosniff"}
 )
 
-// Plain-text bodies of the plainStatus answers: the status text and a
-// newline, built once (rejection floods are answered with these).
+// Plain-text bodies of the plainStatus answers: the status text, as the
+// gateway answers them (no newline), built once (rejection floods are
+// answered with these).
 var (
-	bodyUnauthorized     = []byte(http.StatusText(http.StatusUnauthorized) + "\n")
-	bodyNotFound         = []byte(http.StatusText(http.StatusNotFound) + "\n")
-	bodyMethodNotAllowed = []byte(http.StatusText(http.StatusMethodNotAllowed) + "\n")
-	bodyTooManyRequests  = []byte(http.StatusText(http.StatusTooManyRequests) + "\n")
+	bodyUnauthorized     = []byte(http.StatusText(http.StatusUnauthorized))
+	bodyNotFound         = []byte(http.StatusText(http.StatusNotFound))
+	bodyMethodNotAllowed = []byte(http.StatusText(http.StatusMethodNotAllowed))
+	bodyTooManyRequests  = []byte(http.StatusText(http.StatusTooManyRequests))
 )
 
 // plainBody returns the plain-text body for status.
@@ -108,7 +109,7 @@ func plainBody(status int) []byte {
 	case http.StatusTooManyRequests:
 		return bodyTooManyRequests
 	}
-	return []byte(http.StatusText(status) + "\n")
+	return []byte(http.StatusText(status))
 }
 
 // appendJSONString appends s quoted as JSON.stringify quotes it.

@@ -37,7 +37,10 @@ func (h *Handler) plan(ex *exchange) (plan, *hookError) {
 	a.fromRequest = true
 	p := plan{actions: []Action{a}}
 	if h.forward {
-		p.fwd = forwardBuiltin(ex, &a)
+		var herr *hookError
+		if p.fwd, herr = h.forwardBuiltin(ex, &a); herr != nil {
+			return plan{}, herr
+		}
 	}
 	return p, nil
 }

@@ -18,7 +18,7 @@ func (h *Handler) planMapped(ex *exchange) (plan, *hookError) {
 	vars := h.requestVars(ex)
 	authReason := ""
 	for _, c := range h.mappings {
-		if !c.answers(ex.sub) {
+		if !h.answers(c, ex) {
 			continue
 		}
 		if !ex.eligible(c) {
@@ -60,7 +60,8 @@ func (h *Handler) planMapped(ex *exchange) (plan, *hookError) {
 // work follows the list, not the size of the rest of the payload.
 func (h *Handler) planFor(c *compiledMapping, ex *exchange, vars *tmpl.Vars) (plan, *hookError) {
 	if c.forward {
-		return plan{fwd: forwardMapped(ex)}, nil
+		f, herr := h.newForward(ex, KindAgent)
+		return plan{fwd: f}, herr
 	}
 	if c.forEach == "" {
 		a, skip, herr := h.buildAction(c, ex, vars, func() (map[string]any, error) { return c.transform.run(ex, vars) })

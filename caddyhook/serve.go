@@ -54,6 +54,15 @@ type exchange struct {
 	lockedFor time.Duration
 	// bodyDone is set once the whole body has been read.
 	bodyDone bool
+	// items are the gateway requests handed to the sink (the event log
+	// records them).
+	items []prepared
+
+	// gwRest is the path below the base as the gateway reads it, for a
+	// forwarded request (gatewayRest); gwOK says whether the gateway reads
+	// the name the edge routed; gwDone that both are set.
+	gwRest       string
+	gwOK, gwDone bool
 }
 
 // bodyPool recycles request body buffers.
@@ -82,6 +91,7 @@ func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) 
 		writeJSON(w, status, body)
 	}
 	h.metrics.observeRequest(ex.route, status)
+	h.recordEvent(&ex, status, body, herr)
 	if takeOver {
 		h.access.emit(r, status, len(body), ex.now)
 	}
@@ -95,6 +105,10 @@ func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) 
 // returns the success status and body, or the rejection.
 func (h *Handler) process(ex *exchange) (int, []byte, *hookError) {
 	r := ex.r
+	if h.forward && !rawTargetOK(requestTarget(r)) {
+		// what the gateway's HTTP parser refuses, before anything else
+		return 0, nil, reject(http.StatusBadRequest, reasonRawTarget)
+	}
 	if h.urlToken(r) {
 		return 0, nil, reject(http.StatusBadRequest, reasonQueryToken)
 	}
@@ -168,7 +182,7 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 		// fingerprint the request as sent, before the policy fills in
 		// generated values such as a fresh session key
 		if p.fwd.name != "" {
-			seeds = []string{p.fwd.seed(key, ex.r.URL.RawQuery)}
+			seeds = []string{p.fwd.seed(key)}
 		} else {
 			seeds = actionSeeds(key, p.actions)
 		}
@@ -180,8 +194,10 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 	}
 	if p.fwd.name != "" && len(p.actions) == 1 {
 		if a := &p.actions[0]; a.Kind == KindAgent && a.keySource == keyNone && a.SessionKey != "" {
-			// the edge's own default_session_key; the gateway resolves
-			// every other omitted field itself
+			// the edge's own default_session_key, as the last member: it
+			// wins over a sessionKey the policy read as none (null, "",
+			// blank), which the gateway would otherwise read last; the
+			// gateway resolves every other omitted field itself
 			p.fwd.body = withField(p.fwd.body, "sessionKey", a.SessionKey)
 		}
 	}
@@ -280,14 +296,16 @@ func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, key string
 		}
 		return eventIDs[i]
 	}
+	ctx = withTrace(ctx, requestTrace(ex.r))
 	if p.fwd.name != "" {
-		return h.sink.deliver(ctx, []prepared{h.prepareForward(ex, &p.fwd, key, id(0))}, 0, ex.ip)
+		ex.items = []prepared{h.prepareForward(ex, &p.fwd, id(0))}
+		return h.sink.deliver(ctx, ex.items, 0, ex.ip)
 	}
 	items := make([]prepared, len(p.actions))
 	for i := range p.actions {
 		items[i] = h.prepare(&p.actions[i], id(i))
 	}
-	ctx = withTrace(ctx, requestTrace(ex.r))
+	ex.items = items
 	return h.sink.deliver(ctx, items, p.dropped, ex.ip)
 }
 

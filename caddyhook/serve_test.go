@@ -42,9 +42,9 @@ func TestServePipeline(t *testing.T) {
 		{name: "query token on the bare base", rq: hookRequest{target: "/hooks?t%6Fken=x", header: ok}, status: 400},
 		{name: "tokens parameter is fine", rq: hookRequest{target: "/hooks/wake?tokens=1", body: `{"text":"x"}`, header: ok}, status: 200},
 		{name: "method", rq: hookRequest{method: "GET", target: "/hooks/wake", header: ok},
-			status: 405, body: "Method Not Allowed\n", hdr: []string{"Allow", "POST", "Content-Type", "text/plain; charset=utf-8"}},
+			status: 405, body: "Method Not Allowed", hdr: []string{"Allow", "POST", "Content-Type", "text/plain; charset=utf-8"}},
 		{name: "no token", rq: hookRequest{target: "/hooks/wake", body: `{"text":"x"}`, header: jsonCT},
-			status: 401, body: "Unauthorized\n", hdr: []string{"Content-Type", "text/plain; charset=utf-8"}},
+			status: 401, body: "Unauthorized", hdr: []string{"Content-Type", "text/plain; charset=utf-8"}},
 		{name: "wrong token", rq: hookRequest{target: "/hooks/wake", header: headers(jsonCT, []string{"Authorization", "Bearer " + utGatewayToken})},
 			status: 401},
 		{name: "basic auth", rq: hookRequest{target: "/hooks/wake", header: headers(jsonCT, []string{"Authorization", "Basic " + utHookToken})},
@@ -53,7 +53,7 @@ func TestServePipeline(t *testing.T) {
 			status: 200},
 		{name: "lower-case bearer", rq: hookRequest{target: "/hooks/wake", body: `{"text":"x"}`, header: headers(jsonCT, []string{"Authorization", "bearer " + utHookToken})},
 			status: 200},
-		{name: "no hook name", rq: hookRequest{target: "/hooks", header: ok}, status: 404, body: "Not Found\n"},
+		{name: "no hook name", rq: hookRequest{target: "/hooks", header: ok}, status: 404, body: "Not Found"},
 		{name: "no hook name slash", rq: hookRequest{target: "/hooks/", header: ok}, status: 404},
 		{name: "not json", rq: hookRequest{target: "/hooks/wake", body: `text=x`, header: headers(auth, []string{"Content-Type", "text/plain"})},
 			status: 415, body: `{"ok":false,"error":"content type must be application/json"}`},
@@ -156,7 +156,7 @@ func TestServeLockout(t *testing.T) {
 			if err != nil || ra < 58 || ra > 60 {
 				t.Fatalf("Retry-After %q, want about 60", w.Header().Get("Retry-After"))
 			}
-			if w.Body.String() != "Too Many Requests\n" {
+			if w.Body.String() != "Too Many Requests" {
 				t.Fatalf("body %q", w.Body)
 			}
 		})

@@ -25,7 +25,7 @@ func (h *Handler) mayVerify(sub string) bool {
 // ex.sigReason says which header is missing.
 func (h *Handler) signatureOffered(ex *exchange) bool {
 	for _, c := range h.mappings {
-		if c.verifier == nil || !c.answers(ex.sub) {
+		if c.verifier == nil || !h.answers(c, ex) {
 			continue
 		}
 		err := c.verifier.Offered(ex.r.Header)
@@ -51,7 +51,7 @@ func (h *Handler) verifySignature(ex *exchange) *hookError {
 	}
 	var first error
 	for _, c := range h.mappings {
-		if c.verifier == nil || !c.answers(ex.sub) || slices.Contains(ex.verified, c.verifier) {
+		if c.verifier == nil || !h.answers(c, ex) || slices.Contains(ex.verified, c.verifier) {
 			continue
 		}
 		res, err := c.verifier.Verify(ex.r.Header, ex.body, ex.now)

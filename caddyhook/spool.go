@@ -131,7 +131,7 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	if h.spoolReg, err = share.register(gatewaySender{h}, rate, ctx.Done()); err != nil {
+	if h.spoolReg, err = share.register(gatewaySender{h}, rate, &sc, ctx.Done()); err != nil {
 		return fmt.Errorf("spool: %s: %w", sc.Dir, err)
 	}
 	h.sink = spoolSink{h: h, store: localAppender{share.store}}
@@ -177,13 +177,14 @@ type spoolShare struct {
 	regs []*spoolReg
 }
 
-// spoolReg is one handler's registration with a spoolShare: its sender
-// and its delivery rate.
+// spoolReg is one handler's registration with a spoolShare: its sender,
+// its delivery rate and its config's spool settings.
 type spoolReg struct {
-	share  *spoolShare
-	sender spool.Sender
-	rate   spool.Rate
-	config <-chan struct{} // Done of the registering config's context: tells configs apart
+	share    *spoolShare
+	sender   spool.Sender
+	rate     spool.Rate
+	settings *spool.Config   // a local spool's settings (nil: the cluster queue's are the engine's)
+	config   <-chan struct{} // Done of the registering config's context: tells configs apart
 }
 
 // deliveryTarget is what a spoolShare hands its delivering sender to.
@@ -195,16 +196,22 @@ type deliveryTarget interface {
 // newSpoolShare shares a local spool.
 func newSpoolShare(st *spool.Store) *spoolShare { return &spoolShare{store: st, target: st} }
 
-// activate makes r the registration the spool delivers with.
+// activate makes r the registration the spool delivers with, under its
+// config's settings: the spool outlives a reload, and this is where the
+// new config's max_bytes, max_age, retries and workers take over from the
+// old one's (a refused config never gets here).
 func (r *spoolReg) activate() {
+	if r.share.store != nil && r.settings != nil {
+		r.share.store.Reconfigure(*r.settings)
+	}
 	r.share.target.SetSender(r.sender)
 	r.share.target.SetRate(r.rate)
 }
 
-// register adds snd (delivering at rate) as the newest sender. A second
-// handler of the same config (same config context) is refused: its events
-// would be delivered through the first one's gateway.
-func (p *spoolShare) register(snd spool.Sender, rate spool.Rate, config <-chan struct{}) (*spoolReg, error) {
+// register adds snd (delivering at rate, under settings) as the newest
+// sender. A second handler of the same config (same config context) is
+// refused: its events would be delivered through the first one's gateway.
+func (p *spoolShare) register(snd spool.Sender, rate spool.Rate, settings *spool.Config, config <-chan struct{}) (*spoolReg, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range p.regs {
@@ -212,7 +219,7 @@ func (p *spoolShare) register(snd spool.Sender, rate spool.Rate, config <-chan s
 			return nil, errors.New("already used by another hooks handler of this config; give each handler its own spool directory")
 		}
 	}
-	r := &spoolReg{share: p, sender: snd, rate: rate, config: config}
+	r := &spoolReg{share: p, sender: snd, rate: rate, settings: settings, config: config}
 	p.regs = append(p.regs, r)
 	if len(p.regs) == 1 {
 		r.activate()
@@ -277,6 +284,7 @@ func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, 
 	rep, err := s.h.gateway.send(ctx, &g, ev.ClientIP)
 	if ctx.Err() == nil { // not the spool closing
 		s.h.gatewayFailure(g.kind, ev.ID, rep.status, err)
+		s.h.recordDelivery(ev.ID, ev.Attempts, rep.status, err, rep.body)
 	}
 	herr := rep.outcome(err)
 	if g.header != nil {
@@ -307,10 +315,9 @@ func eventRequest(ev *spool.Event) gatewayRequest {
 	}
 	g := gatewayRequest{kind: kind, body: ev.Body, idemKey: ev.ID}
 	if ev.Header != nil {
-		g.path, g.header = ev.Path, ev.Header
-		if k := ev.Header.Get("Idempotency-Key"); k != "" {
-			g.idemKey = k
-		}
+		// a copy: send adds the edge's credential to the map, and a failed
+		// attempt stores ev again
+		g.path, g.header = ev.Path, ev.Header.Clone()
 	}
 	return g
 }
@@ -363,8 +370,7 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 			Body: items[i].body, ClientIP: clientIP, FirstSeen: now, TraceParent: tc.parent, TraceState: tc.state}
 		if it := &items[i]; it.header != nil {
 			evs[i].Path = it.path
-			evs[i].Header = it.header // encoded (copied) by Append
-			evs[i].Header["Idempotency-Key"] = []string{it.idemKey}
+			evs[i].Header = it.header // encoded (copied) by Append; the Idempotency-Key among them (prepareForward)
 		}
 		ids[i] = items[i].eventID
 	}

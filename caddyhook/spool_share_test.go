@@ -60,16 +60,16 @@ func TestSpoolShareOldestDelivers(t *testing.T) {
 	running, refused, next := &recordingSender{}, &recordingSender{}, &recordingSender{}
 	runningCfg, newCfg := make(chan struct{}), make(chan struct{})
 
-	regRunning, err := share.register(running, spool.Rate{}, runningCfg)
+	regRunning, err := share.register(running, spool.Rate{}, nil, runningCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	deliveredBy(running, send())
-	if _, err := share.register(refused, spool.Rate{}, runningCfg); err == nil || !strings.Contains(err.Error(), "already used by another hooks handler of this config") {
+	if _, err := share.register(refused, spool.Rate{}, nil, runningCfg); err == nil || !strings.Contains(err.Error(), "already used by another hooks handler of this config") {
 		t.Fatalf("a second handler of the same config: %v, want refused", err)
 	}
 
-	regRefused, err := share.register(refused, spool.Rate{}, newCfg)
+	regRefused, err := share.register(refused, spool.Rate{}, nil, newCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestSpoolShareOldestDelivers(t *testing.T) {
 		t.Fatalf("the refused config's sender delivered %v", got)
 	}
 
-	regNext, err := share.register(next, spool.Rate{}, newCfg)
+	regNext, err := share.register(next, spool.Rate{}, nil, newCfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ type diffSend struct {
 	cred        string            // one of the cred* values
 	source      string            // client address (default 127.0.0.1)
 	repeat      int               // send it this many times (default 1)
+	raw         bool              // send the path's bytes as they are (no percent-encoding)
 }
 
 // diffCase is one differential case: its sends and what it covers.
@@ -67,6 +68,20 @@ func withCred(c string) func(*diffSend)      { return func(s *diffSend) { s.cred
 func withType(ct string) func(*diffSend)     { return func(s *diffSend) { s.contentType = ct } }
 func withMethod(m string) func(*diffSend)    { return func(s *diffSend) { s.method = m } }
 func withSource(addr string) func(*diffSend) { return func(s *diffSend) { s.source = addr } }
+func withRawPath() func(*diffSend)           { return func(s *diffSend) { s.raw = true } }
+
+// withHeaders sets several headers, "Name: value" each.
+func withHeaders(hdr ...string) func(*diffSend) {
+	return func(s *diffSend) {
+		for _, h := range hdr {
+			k, v, _ := strings.Cut(h, ":")
+			withHeader(strings.TrimSpace(k), strings.TrimSpace(v))(s)
+		}
+	}
+}
+
+// traceParent is a well-formed W3C traceparent.
+const traceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 // gmailBody is a Gmail push with n messages whose ids carry the nonce.
 func gmailBody(n int) string {
@@ -87,6 +102,12 @@ func differentialCases() []diffCase {
 		lockout.sends = append(lockout.sends, diffSend{sub: "/wake", body: `{"text":"locked @N@"}`, cred: credWrong, source: "127.0.0.4"})
 	}
 	lockout.sends = append(lockout.sends, diffSend{sub: "/wake", body: `{"text":"right token while locked @N@"}`, source: "127.0.0.4"})
+	lockedGET := diffCase{name: "lockout: 21 wrong tokens, then a GET"}
+	for range 21 {
+		lockedGET.sends = append(lockedGET.sends, diffSend{sub: "/wake", body: `{"text":"locked @N@"}`, cred: credWrong, source: "127.0.0.6"})
+	}
+	lockedGET.sends = append(lockedGET.sends, diffSend{method: http.MethodGet, sub: "/wake", source: "127.0.0.6"})
+	dump := `{"nonce":"@N@"}`
 
 	return []diffCase{
 		// /wake
@@ -176,5 +197,35 @@ func differentialCases() []diffCase {
 		one("content type text/plain", "/wake", `{"text":"Plain text type @N@"}`, withType("text/plain")),
 		one("sender X-Forwarded-For", "/wake", `{"text":"Forwarded @N@"}`, withHeader("X-Forwarded-For", "203.0.113.9")),
 		lockout,
+
+		// forward mode: what the gateway's mapping sees of a request (the
+		// dump mapping's transform renders path, query and every header)
+		one("dump: plain request", "/dump", dump),
+		one("dump: query with credential-like names", "/dump?key=k1&auth=a1&sig=s1&signature=s2&password=p1&access_token=t1&myToken=t2&apiKey=x&q=@N@", dump),
+		one("dump: escaped query and repeated names", "/dump?q=a%20b&q=%E2%9C%93&e=&plus=a+b", dump),
+		one("dump: no User-Agent", "/dump", dump, withHeader("User-Agent", "")),
+		one("dump: provider headers", "/dump", dump, withHeaders("User-Agent: GitHub-Hookshot/abc", "X-GitHub-Event: push",
+			"X-GitHub-Delivery: d-@N@", "X-Event-Key: repo:push", "Webhook-Id: msg_@N@", "X-Request-Id: r-@N@", "Accept: */*")),
+		one("dump: Idempotency-Key", "/dump", dump, withHeader("Idempotency-Key", "idem-@N@")),
+		one("dump: X-OpenClaw-Idempotency-Key", "/dump", dump, withHeader("X-OpenClaw-Idempotency-Key", "oc-@N@")),
+		one("dump: well-formed trace context", "/dump", dump, withHeaders("Traceparent: "+traceParent, "Tracestate: vendor=a,other=b")),
+		one("dump: credential headers", "/dump", dump, withHeaders("X-Api-Key: ak-@N@", "Cookie: sid=@N@", "X-Auth-Token: at-@N@",
+			"X-Gitlab-Token: gt-@N@", "X-Hub-Signature-256: sha256=00")),
+		one("dump: x-openclaw-token header", "/dump", dump, withCred(credOpenclaw)),
+		one("dump: client-address and override headers", "/dump", dump, withHeaders("True-Client-IP: 203.0.113.1",
+			"CF-Connecting-IP: 203.0.113.2", "X-Client-IP: 203.0.113.3", "Client-IP: 203.0.113.4", "Fastly-Client-IP: 203.0.113.5",
+			"X-Cluster-Client-IP: 203.0.113.6", "X-Original-Forwarded-For: 203.0.113.7", "X-Forwarded: for=203.0.113.8",
+			"X-Envoy-External-Address: 203.0.113.9", "X-Azure-ClientIP: 203.0.113.10", "X-HTTP-Method-Override: DELETE",
+			"X-Original-URL: /admin", "X-Rewrite-URL: /admin")),
+		one("dump: malformed traceparent", "/dump", dump, withHeaders("Traceparent: 00-not-a-trace", "Tracestate: vendor=a")),
+		one("dump: over-long tracestate", "/dump", dump, withHeaders("Traceparent: "+traceParent, "Tracestate: vendor="+strings.Repeat("a", 10<<10))),
+		one("escaped hook name, source-only mapping", "/%E2%9C%93", `{"nonce":"@N@","source":"beta"}`),
+		one("escaped hook name, no mapping", "/%C3%BCber", `{"nonce":"@N@","source":"gamma"}`),
+		one("non-ASCII match.path, lower-case escapes", "/caf%c3%a9", `{"nonce":"@N@"}`),
+		one("raw UTF-8 request line", "/\u2713", `{"nonce":"@N@","source":"beta"}`, withRawPath()),
+		one("token parameter in another case", "/wake?Token=abc", `{"text":"x @N@"}`),
+		one("agent sessionKey null", "/agent", `{"message":"Null key @N@","sessionKey":null,"deliver":false}`),
+		one("agent sessionKey blank", "/agent", `{"message":"Blank key @N@","sessionKey":"  ","deliver":false}`),
+		lockedGET,
 	}
 }

@@ -50,12 +50,44 @@ var differentialAllow = map[string]struct {
 		reason: "both refuse with 400; the gateway's error is Node's JSON.parse message, the edge says invalid JSON body",
 	},
 	"token in the query": {
-		fields: []string{"send1.reply"},
+		fields: []string{"send1.reply", "send1.headers.Content-Type"},
 		reason: "both refuse with 400; the edge answers with a JSON error body like every other refusal, the gateway with plain text",
 	},
 	"sender X-Forwarded-For": {
 		fields: []string{"send1."},
 		reason: "edge-only protection: the edge resolves the client address itself and never passes a sender's X-Forwarded-For on; the gateway refuses the header from an untrusted peer with 403",
+	},
+	"lockout: 21 wrong tokens, then a GET": {
+		fields: []string{"send22."},
+		reason: "strict lockout: a locked-out address is answered 429 before anything else about its request is looked at, its method included (the gateway checks the method first: 405)",
+	},
+	"token parameter in another case": {
+		fields: []string{"send1."},
+		reason: "the edge refuses a token parameter in any case or encoding (?Token=, ?%74oken=) with 400; the gateway only the exact name token",
+	},
+	"raw UTF-8 request line": {
+		fields: []string{"send1.reply", "send1.headers."},
+		reason: "both refuse with 400; the gateway's HTTP parser answers with an empty body, the edge with a JSON error",
+	},
+	"dump: credential headers": {
+		fields: []string{"send1.runs[0].prompt"},
+		reason: "no credential header of the sender's crosses the edge, whatever its name (the gateway's mappings and transforms see every header, and can put them into the prompt)",
+	},
+	"dump: x-openclaw-token header": {
+		fields: []string{"send1.runs[0].prompt"},
+		reason: "the sender's token header does not cross; the gateway sees the edge's own credential (Authorization: Bearer <hooks.token>) instead",
+	},
+	"dump: client-address and override headers": {
+		fields: []string{"send1.runs[0].prompt"},
+		reason: "client-address, forwarding and request-override headers are what a proxy asserts, never a sender: they do not cross",
+	},
+	"dump: malformed traceparent": {
+		fields: []string{"send1.runs[0].prompt"},
+		reason: "trace context crosses only when well formed: a malformed traceparent is dropped with its tracestate",
+	},
+	"dump: over-long tracestate": {
+		fields: []string{"send1.runs[0].prompt"},
+		reason: "a tracestate over 512 characters is dropped (the traceparent crosses)",
 	},
 }
 
@@ -393,6 +425,9 @@ func sendOne(t *testing.T, tg diffTarget, s diffSend, nonce string) sentReply {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if s.raw {
+		req.URL.Opaque = req.URL.Path // written on the request line as it is
+	}
 	switch s.contentType {
 	case "":
 		req.Header.Set("Content-Type", "application/json")
@@ -417,7 +452,12 @@ func sendOne(t *testing.T, tg diffTarget, s diffSend, nonce string) sentReply {
 		source = "127.0.0.1"
 	}
 	dialer := &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}}
-	client := &http.Client{Timeout: 90 * time.Second, Transport: &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true}}
+	// a connection per send, closed afterwards; keep-alive on so that the
+	// request carries no hop-by-hop Connection header (which no proxy
+	// passes on, and the dump mapping would show)
+	tr := &http.Transport{DialContext: dialer.DialContext}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Timeout: 90 * time.Second, Transport: tr}
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s %s: %v", tg.name, method, s.sub, err)
@@ -549,7 +589,7 @@ func observeCase(sent []sentReply, runs map[string]hookRunRecord, calls []modelC
 	out := make([]sendObservation, len(sent))
 	for i, r := range sent {
 		o := sendObservation{Status: r.status, Reply: n.reply(r), Headers: map[string]string{}}
-		for _, h := range []string{"Allow", "X-Content-Type-Options"} {
+		for _, h := range []string{"Allow", "X-Content-Type-Options", "Content-Type"} {
 			if v := r.header.Get(h); v != "" {
 				o.Headers[h] = v
 			}
@@ -599,6 +639,8 @@ var (
 	isoTimeRE  = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z| UTC)?`)
 	longDateRE = regexp.MustCompile(`(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), \w+ \d+\w\w, \d{4} - \d{1,2}:\d{2} (AM|PM)`)
 	shortTSRE  = regexp.MustCompile(`\[\w{3} \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\]`)
+	// the Host a sender addressed: the gateway's port or the edge's
+	loopbackRE = regexp.MustCompile(`127\.0\.0\.1:\d+`)
 )
 
 // normaliser replaces run-specific values; run ids become <run-1>,
@@ -620,11 +662,12 @@ func (n *normaliser) text(s string) string {
 	s = boundaryRE.ReplaceAllString(s, `id="<boundary>"`)
 	s = longDateRE.ReplaceAllString(s, "<date>")
 	s = shortTSRE.ReplaceAllString(s, "[<date>]")
+	s = loopbackRE.ReplaceAllString(s, "127.0.0.1:<port>")
 	return isoTimeRE.ReplaceAllString(s, "<time>")
 }
 
 // reply normalises an answer body: JSON re-encoded with run ids numbered,
-// anything else reduced to "non-JSON".
+// anything else as text (quoted, so that a trailing newline shows).
 func (n *normaliser) reply(r sentReply) string {
 	for _, id := range replyRunIDs(r.body) {
 		if _, ok := n.runs[id]; !ok {
@@ -636,7 +679,7 @@ func (n *normaliser) reply(r sentReply) string {
 		return "empty"
 	}
 	if json.Unmarshal(r.body, &v) != nil {
-		return "non-JSON"
+		return "text " + strconv.Quote(n.text(string(r.body)))
 	}
 	b, _ := json.Marshal(v)
 	return n.text(string(b))

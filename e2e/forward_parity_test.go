@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestForwardParity sends the same requests to the real gateway directly
@@ -21,10 +22,12 @@ func TestForwardParity(t *testing.T) {
 	inst := locateOpenclaw(t)
 	gw := newOpenclawGateway(t, inst)
 	bin := buildCaddy(t)
-	cfg := edgeConfig{edgeToken: randomToken(t), gatewayToken: gw.hooksToken, sites: []edgeSite{{
-		ln: listenLoopback(t), gateway: gw.addr(),
-		extra: []string{"mode forward", "agents main", "channels last", "idempotency_headers x-openclaw-idempotency-key", "presets gmail"},
-	}}}
+	forward := []string{"mode forward", "agents main", "channels last", "idempotency_headers x-openclaw-idempotency-key", "presets gmail"}
+	cfg := edgeConfig{edgeToken: randomToken(t), gatewayToken: gw.hooksToken, sites: []edgeSite{
+		{ln: listenLoopback(t), gateway: gw.addr(), extra: forward},
+		// site 1: the edge assigns a default session key of its own
+		{ln: listenLoopback(t), gateway: gw.addr(), extra: append(slices.Clone(forward), "default_session_key "+parityDefaultKey)},
+	}}
 	edge := startEdge(t, bin, cfg)
 	direct := newHookClient(gw.baseURL()+"/hooks", gw.hooksToken, "")
 	// the first run loads the gateway's agent runner: do it before comparing
@@ -120,6 +123,38 @@ func TestForwardParity(t *testing.T) {
 		})
 	}
 
+	t.Run("the edge's default session key wins over a sessionKey read as none", func(t *testing.T) {
+		// issue 21 item 4: the gateway reads the last of duplicate members
+		withDefault := edge.client(1, "")
+		var runs []string
+		for _, key := range []string{"null", `""`, `"  "`} {
+			r := withDefault.do(t, request{sub: "/agent", body: []byte(`{"message":"parity default key ` + tag + `","deliver":false,"sessionKey":` + key + `}`)})
+			wantStatus(t, "sessionKey "+key, r, http.StatusOK)
+			runs = append(runs, r.str("runId"))
+		}
+		for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+			logged, err := readHookRuns(gw.fileLogPath())
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := 0
+			for _, id := range runs {
+				if rec, ok := logged[id]; ok {
+					done++
+					if !strings.Contains(rec.LogicalSessionKey, parityDefaultKey) {
+						t.Fatalf("run %s ran in session %q, want the edge's %s", id, rec.LogicalSessionKey, parityDefaultKey)
+					}
+				}
+			}
+			if done == len(runs) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d runs logged by the gateway", done, len(runs))
+			}
+		}
+	})
+
 	t.Run("idempotency across header aliases and the body field", func(t *testing.T) {
 		for _, c := range []*hookClient{direct, via} {
 			key := fmt.Sprintf("parity-idem-%s-%p", tag, c)
@@ -134,6 +169,10 @@ func TestForwardParity(t *testing.T) {
 		}
 	})
 }
+
+// parityDefaultKey is the default_session_key of TestForwardParity's
+// second site.
+const parityDefaultKey = "hook:parity-default"
 
 // admissionTimeout reports the gateway's 503 for a run that did not
 // start within its admission deadline.

@@ -142,6 +142,14 @@ type Backend interface {
 	Close() error
 }
 
+// Describer is a Backend that tells the settings its connection runs
+// with (the admin API shows them, so that an operator sees what a reload
+// applied): names, addresses and files, never a secret (a secret shows as
+// its placeholder, or "literal").
+type Describer interface {
+	Settings() map[string]string
+}
+
 // Record is an idempotency key's state.
 type Record struct {
 	Pending bool      // a dispatch holds the key

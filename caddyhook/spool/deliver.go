@@ -68,15 +68,75 @@ func (s *Store) SetSender(snd Sender) {
 	}
 	if snd != nil && !s.started {
 		s.started = true
-		n := s.cfg.agentWorkers()
-		s.workers.Add(1 + n)
-		go s.work(s.idx.wake, s.wakeSig)
-		for range n {
-			go s.work(s.idx.agent, s.agentSig)
+		s.workers.Add(1)
+		go s.work(s.idx.wake, s.wakeSig, false)
+		s.startAgentWorkers()
+	}
+	nudge(s.wakeSig)
+	nudge(s.agentSig)
+}
+
+// startAgentWorkers starts the agent-lane workers the config asks for
+// beyond those running. Called with s.mu held.
+func (s *Store) startAgentWorkers() {
+	n := s.cfg.agentWorkers() - s.agentActive
+	if n <= 0 {
+		return
+	}
+	s.agentActive += n
+	s.workers.Add(n)
+	for range n {
+		go s.work(s.idx.agent, s.agentSig, true)
+	}
+}
+
+// Reconfigure applies the settings of c that a running store can change
+// (MaxBytes, MaxAge, RetryInitial, RetryMax, Workers), as a config reload
+// does, and logs each change; Dir and LockTimeout stay the store's own. c
+// must be valid (Validate). New backoffs use the new bounds; fewer
+// workers leave as they finish their current delivery.
+func (s *Store) Reconfigure(c Config) {
+	c = c.withDefaults()
+	s.mu.Lock()
+	old := s.cfg
+	s.cfg.MaxBytes, s.cfg.MaxAge, s.cfg.RetryInitial, s.cfg.RetryMax, s.cfg.Workers =
+		c.MaxBytes, c.MaxAge, c.RetryInitial, c.RetryMax, c.Workers
+	if s.started && s.ctx.Err() == nil {
+		s.startAgentWorkers()
+	}
+	cur := s.cfg
+	s.mu.Unlock()
+	for _, f := range []struct {
+		name     string
+		old, new any
+	}{
+		{"max_bytes", old.MaxBytes, cur.MaxBytes}, {"max_age", old.MaxAge, cur.MaxAge},
+		{"retry_initial", old.RetryInitial, cur.RetryInitial}, {"retry_max", old.RetryMax, cur.RetryMax},
+		{"workers", old.Workers, cur.Workers},
+	} {
+		if f.old != f.new {
+			s.log.Info("spool: setting changed by the new config", zap.String("path", s.path), zap.String("setting", f.name),
+				zap.Any("from", f.old), zap.Any("to", f.new))
 		}
 	}
 	nudge(s.wakeSig)
 	nudge(s.agentSig)
+}
+
+// retire reports whether an agent-lane worker should stop because the
+// config now asks for fewer; its wake-up signal passes on to a sibling.
+func (s *Store) retire(agent bool, sig chan struct{}) bool {
+	if !agent {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.agentActive <= s.cfg.agentWorkers() {
+		return false
+	}
+	s.agentActive--
+	nudge(sig)
+	return true
 }
 
 // SetRate limits deliveries to r (the zero Rate: no limit) from now on.
@@ -90,10 +150,11 @@ func (s *Store) SetRate(r Rate) {
 	nudge(s.agentSig)
 }
 
-// work is one delivery goroutine serving l until Close.
-func (s *Store) work(l lane, sig chan struct{}) {
+// work is one delivery goroutine serving l until Close (an agent-lane
+// worker also until Reconfigure asks for fewer).
+func (s *Store) work(l lane, sig chan struct{}, agent bool) {
 	defer s.workers.Done()
-	for s.ctx.Err() == nil {
+	for s.ctx.Err() == nil && !s.retire(agent, sig) {
 		it, wait := s.next(l, sig)
 		if it != nil {
 			s.deliver(l, sig, it)
@@ -164,7 +225,11 @@ func (s *Store) deliver(l lane, sig chan struct{}, it *item) {
 	}
 	ev.Seq = it.seq
 	ev.Attempts = it.attempts
-	if time.Since(it.firstSeen) > s.cfg.MaxAge {
+	now := time.Now()
+	s.mu.Lock()
+	expired := now.After(s.expiry(it.firstSeen, now)) // the operator's pauses do not count
+	s.mu.Unlock()
+	if expired {
 		s.bury(sig, it, ev, 0, reasonExpired)
 		return
 	}
@@ -278,7 +343,7 @@ func (s *Store) reschedule(sig chan struct{}, l lane, it *item, ev *Event, statu
 	s.mu.Lock()
 	it.attempts++
 	next := now.Add(backoff(s.cfg.RetryInitial, s.cfg.RetryMax, it.attempts, s.rnd))
-	if exp := it.firstSeen.Add(s.cfg.MaxAge); next.After(exp) {
+	if exp := s.expiry(it.firstSeen, now); next.After(exp) {
 		next = exp
 	}
 	it.nextTry = next

@@ -1,7 +1,5 @@
 package spool
 
-import "go.uber.org/zap"
-
 // Ops is the operator's control surface of a spool. The admin API
 // (admin.api.hooks) and `caddy hooks spool` use only this, so every spool
 // engine (the local bbolt Store, a cluster spool, a remote one reached
@@ -40,35 +38,12 @@ func (s *Store) Status() (Stats, error) {
 }
 
 // Pause implements Ops. It lasts across config reloads (the Store is
-// shared) but not across a restart.
+// shared) but not across a restart, and the time it holds an event does
+// not count toward MaxAge (see pause.go).
 func (s *Store) Pause() error { return s.setPaused(true) }
 
 // Resume implements Ops.
 func (s *Store) Resume() error { return s.setPaused(false) }
-
-// setPaused switches delivery off or on.
-func (s *Store) setPaused(paused bool) error {
-	s.closeMu.RLock()
-	defer s.closeMu.RUnlock()
-	if s.closed {
-		return ErrClosed
-	}
-	s.mu.Lock()
-	changed := s.paused != paused
-	s.paused = paused
-	s.mu.Unlock()
-	switch {
-	case changed && paused:
-		s.log.Info("spool: delivery paused", zap.String("path", s.path))
-	case changed:
-		s.log.Info("spool: delivery resumed", zap.String("path", s.path))
-	}
-	if !paused {
-		nudge(s.wakeSig)
-		nudge(s.agentSig)
-	}
-	return nil
-}
 
 // Interface guard
 var _ Ops = (*Store)(nil)

@@ -41,8 +41,10 @@ type Store struct {
 	pauseUntil  time.Time // no new sends before this (gateway unreachable)
 	netFailures int       // consecutive sends that got no response
 	started     bool
-	paused      bool    // by the operator (Pause/Resume)
-	sends       sendLog // the delivery rate limit (SetRate)
+	agentActive int         // agent-lane workers running (Reconfigure changes the target)
+	paused      bool        // by the operator (Pause/Resume)
+	pauses      []pauseSpan // the operator's pauses that may still matter, oldest first
+	sends       sendLog     // the delivery rate limit (SetRate)
 
 	sender   atomic.Pointer[senderBox]
 	ctx      context.Context // cancelled by Close; in-flight sends see it
@@ -203,11 +205,15 @@ func (s *Store) load() error {
 		if err != nil {
 			return err
 		}
-		return d.ForEach(func(_, v []byte) error {
+		err = d.ForEach(func(_, v []byte) error {
 			s.bytes += recordSize(v)
 			s.deadDepth++
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		return s.loadPauses(tx)
 	})
 }
 
@@ -215,7 +221,11 @@ func (s *Store) load() error {
 func (s *Store) Path() string { return s.path }
 
 // Config returns the effective configuration (defaults applied).
-func (s *Store) Config() Config { return s.cfg }
+func (s *Store) Config() Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg
+}
 
 // Append durably stores evs (fsync'd, group-committed with concurrent
 // callers) before returning, in argument order. It returns ErrFull, storing
@@ -306,6 +316,7 @@ func (s *Store) Close() error {
 		close(s.ops)
 		s.closeMu.Unlock()
 		<-s.committerDone
+		s.endPauseAtClose()
 
 		if err := s.db.Close(); err != nil {
 			s.closeErr = fmt.Errorf("spool: closing %s: %w", s.path, err)
@@ -320,32 +331,42 @@ func (s *Store) Destruct() error { return s.Close() }
 
 // Stats is a point-in-time snapshot for metrics and the CLI.
 type Stats struct {
-	Depth       int           // queued events, in flight included
-	InFlight    int           // events being sent now
-	Dead        int           // dead letters held
-	Bytes       int64         // logical bytes held (queued and dead), as counted against MaxBytes
-	MaxBytes    int64         // the configured limit
-	OldestAge   time.Duration // age of the earliest-accepted queued event; 0 when empty
-	Appended    uint64        // events stored since open
-	Commits     uint64        // write transactions (fsyncs) since open
-	Delivered   uint64        // events delivered since open
-	Retries     uint64        // failed attempts rescheduled since open
-	DeadLetters uint64        // events dead-lettered since open
-	Paused      bool          // delivery paused by the operator
-	Rate        Rate          // the delivery rate limit in force (zero: none)
+	Depth        int           // queued events, in flight included
+	InFlight     int           // events being sent now
+	Dead         int           // dead letters held
+	Bytes        int64         // logical bytes held (queued and dead), as counted against MaxBytes
+	MaxBytes     int64         // the configured limit
+	MaxAge       time.Duration // the settings in force (Reconfigure changes them)
+	RetryInitial time.Duration
+	RetryMax     time.Duration
+	Workers      int
+	OldestAge    time.Duration // age of the earliest-accepted queued event; 0 when empty
+	Appended     uint64        // events stored since open
+	Commits      uint64        // write transactions (fsyncs) since open
+	Delivered    uint64        // events delivered since open
+	Retries      uint64        // failed attempts rescheduled since open
+	DeadLetters  uint64        // events dead-lettered since open
+	Paused       bool          // delivery paused by the operator
+	Delivering   bool          // a sender is installed: this process delivers
+	Rate         Rate          // the delivery rate limit in force (zero: none)
 }
 
 // Stats returns a snapshot of the store.
 func (s *Store) Stats() Stats {
 	s.mu.Lock()
 	st := Stats{
-		Depth:    s.idx.depth(),
-		InFlight: s.inFlight,
-		Dead:     s.deadDepth,
-		Bytes:    s.bytes,
-		MaxBytes: s.cfg.MaxBytes,
-		Paused:   s.paused,
-		Rate:     s.sends.rate,
+		Depth:        s.idx.depth(),
+		InFlight:     s.inFlight,
+		Dead:         s.deadDepth,
+		Bytes:        s.bytes,
+		MaxBytes:     s.cfg.MaxBytes,
+		MaxAge:       s.cfg.MaxAge,
+		RetryInitial: s.cfg.RetryInitial,
+		RetryMax:     s.cfg.RetryMax,
+		Workers:      s.cfg.Workers,
+		Paused:       s.paused,
+		Delivering:   s.sender.Load() != nil,
+		Rate:         s.sends.rate,
 	}
 	if it := s.idx.oldest(); it != nil {
 		st.OldestAge = max(0, time.Since(it.firstSeen))

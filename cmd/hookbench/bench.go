@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -99,12 +100,19 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	return rep.writeText(out)
 }
 
-// withBases adds the rows the ratios of rows are taken against.
+// withBases adds the rows the ratios of rows are taken against, and the
+// rows their twins are.
 func withBases(rows []rowDef) []rowDef {
 	all := rowCatalogue()
+	rows = slices.Clone(rows)
 	want := map[string]bool{}
-	for _, r := range rows {
+	for i := 0; i < len(rows); i++ {
+		r := rows[i]
 		want[r.id] = true
+		if r.twinOf != "" && !want[r.twinOf] {
+			tw, _ := findRow(all, r.twinOf)
+			rows = append(rows, tw) // its twin, and the twin's bases
+		}
 		for base := r.base; !want[base]; {
 			want[base] = true
 			br, _ := findRow(all, base)

@@ -25,6 +25,8 @@
 //	n  e with cluster on            ratio to e, target ≥ 0.9
 //	o  f with cluster on            ratio to f, target ≥ 0.9
 //	p  m, NATS syncing every write  ratio to m: what sync_interval always costs
+//	q  (c) with the event log off   (c) must be ≥ 0.95 × (q)
+//	r  (e) with the event log off   (e) must be ≥ 0.95 × (r)
 //
 // Rows whose directives this build does not accept yet are skipped.
 //

@@ -24,6 +24,7 @@ type report struct {
 	Spread      string         `json:"spread"`
 	AccessLog   bool           `json:"access_log"`
 	Rows        []rowReport    `json:"rows"`
+	Twins       []twinReport   `json:"twins,omitempty"`
 	Sink        *sinkReport    `json:"sink,omitempty"`
 	Profile     *profileReport `json:"profile,omitempty"`
 }
@@ -55,6 +56,16 @@ type rowReport struct {
 	Target       float64 `json:"target_ratio,omitempty"`
 	MaxP99ms     float64 `json:"target_p99_ms,omitempty"`
 	Verdict      string  `json:"verdict,omitempty"` // PASS, MISS or n/a; "" without a target
+}
+
+// twinReport compares a row with its twin that has one feature off (the
+// event log): Ratio is the row's req/s over the twin's.
+type twinReport struct {
+	Row     string  `json:"row"`
+	Twin    string  `json:"twin"`
+	Ratio   float64 `json:"ratio"`
+	Target  float64 `json:"target_ratio"`
+	Verdict string  `json:"verdict"`
 }
 
 // sinkReport compares what the sink received with what the rows that
@@ -90,7 +101,27 @@ func (b *bench) report() *report {
 		}
 	}
 	rep.rate()
+	rep.twins()
 	return rep
+}
+
+// twins compares each row that has a twin with it.
+func (rep *report) twins() {
+	for _, r := range rowCatalogue() {
+		if r.twinOf == "" {
+			continue
+		}
+		on, ok1 := rep.row(r.twinOf)
+		off, ok2 := rep.row(r.id)
+		if !ok1 || !ok2 || on.Skipped != "" || off.Skipped != "" || off.RPS == 0 {
+			continue
+		}
+		tr := twinReport{Row: on.ID, Twin: off.ID, Ratio: on.RPS / off.RPS, Target: r.twinTarget, Verdict: "PASS"}
+		if tr.Ratio < tr.Target {
+			tr.Verdict = "MISS"
+		}
+		rep.Twins = append(rep.Twins, tr)
+	}
 }
 
 // measuredRow turns a result into a row of the report.
@@ -219,6 +250,10 @@ func (rep *report) notes() []string {
 		if r.Errors > 0 {
 			out = append(out, fmt.Sprintf("(%s) %d errors: statuses %v (want %d), %d connection errors.", r.ID, r.Errors, r.Statuses, r.Expect, r.NetErrors))
 		}
+	}
+	for _, tw := range rep.Twins {
+		out = append(out, fmt.Sprintf("(%s) is %.2f×(%s), the same with the event log off: ≥%.2f %s.", tw.Row,
+			math.Floor(tw.Ratio*100)/100, tw.Twin, tw.Target, tw.Verdict))
 	}
 	if s := rep.Sink; s != nil {
 		switch {

@@ -39,6 +39,10 @@ type rowDef struct {
 	// a set of their own reached as {nats<n>always}.
 	nats       int
 	natsAlways bool
+	// twinOf names the row this one repeats with one feature off (the
+	// event log): that row must measure at least twinTarget × this one.
+	twinOf     string
+	twinTarget float64
 }
 
 // natsKey names a set of NATS servers: how many, and whether they sync
@@ -142,6 +146,10 @@ func hooksSite(extra string) string {
 	return s + "\t}"
 }
 
+// The event log is on by default: rows (c) and (e) measure it, and rows
+// (q) and (r) are the same with `events off`, so that its cost is the
+// ratio of each pair.
+
 // rowCatalogue lists every row in display order.
 func rowCatalogue() []rowDef {
 	wake := func(r rowDef) rowDef {
@@ -184,6 +192,10 @@ func rowCatalogue() []rowDef {
 			nats: 1, site: hooksSite(clusterLines("o", 1)), badToken: true, source: srcLocked, expect: http.StatusTooManyRequests}),
 		wake(rowDef{id: "p", title: "(m) with NATS sync_interval always", base: "m", probe: true, sinkBound: true,
 			nats: 3, natsAlways: true, site: hooksSite(clusterSpoolLinesOn("p", natsKey{3, true}))}),
+		wake(rowDef{id: "q", title: "(c) with the event log off", base: "b", sinkBound: true, probe: true,
+			site: hooksSite("events off"), twinOf: "c", twinTarget: 0.95}),
+		wake(rowDef{id: "r", title: "(e) with the event log off", base: "a", probe: true,
+			site: hooksSite("events off"), badToken: true, source: srcSpread, expect: http.StatusUnauthorized, twinOf: "e", twinTarget: 0.95}),
 	}
 }
 

@@ -16,7 +16,8 @@ func TestSelectRows(t *testing.T) {
 		want      []string // after withBases
 		wantError bool
 	}{
-		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p"}},
+		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r"}},
+		{list: "q,r", want: []string{"a", "b", "c", "e", "q", "r"}},
 		{list: "m", want: []string{"b", "c", "i", "m"}},
 		{list: "p", want: []string{"b", "c", "i", "m", "p"}},
 		{list: "k", want: []string{"b", "c", "k"}},

@@ -25,9 +25,12 @@ type Received struct {
 	Time time.Time `json:"time"`
 	// Kind is wake, agent, or hook for any other name (a request forwarded
 	// to {prefix}/<name>, which Path names).
-	Kind           string         `json:"kind"`
-	Path           string         `json:"path,omitempty"`
-	Query          string         `json:"query,omitempty"`
+	Kind  string `json:"kind"`
+	Path  string `json:"path,omitempty"`
+	Query string `json:"query,omitempty"`
+	// IdempotencyKey is the key as the real gateway reads it: the
+	// Idempotency-Key header, else X-OpenClaw-Idempotency-Key, else the
+	// body's idempotencyKey (trimmed).
 	IdempotencyKey string         `json:"idempotencyKey,omitempty"`
 	ForwardedFor   string         `json:"forwardedFor,omitempty"`
 	TraceParent    string         `json:"traceparent,omitempty"`
@@ -35,9 +38,12 @@ type Received struct {
 	Body           map[string]any `json:"body"`
 	RunID          string         `json:"runId,omitempty"`
 	Status         int            `json:"status"`
-	// Raw is the body as received and Header the request headers (tests).
+	// Raw is the body as received, Header the request headers, Host the
+	// request's host and Target its request target as sent (tests).
 	Raw    []byte      `json:"-"`
 	Header http.Header `json:"-"`
+	Host   string      `json:"-"`
+	Target string      `json:"-"`
 }
 
 // KindHook is the Kind of a request to a hook name other than wake and
@@ -172,11 +178,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // handle validates and records one action.
 func (g *Gateway) handle(kind string, r *http.Request, body map[string]any, raw []byte) (int, map[string]any) {
 	rec := Received{Time: time.Now(), Kind: kind, Path: strings.TrimPrefix(r.URL.Path, g.cfg.Prefix+"/"),
-		Query: r.URL.RawQuery, IdempotencyKey: r.Header.Get("Idempotency-Key"),
+		Query: r.URL.RawQuery, IdempotencyKey: idempotencyKey(r.Header, body),
 		ForwardedFor: r.Header.Get("X-Forwarded-For"), TraceParent: r.Header.Get("Traceparent"),
 		TraceState: r.Header.Get("Tracestate"), Body: body}
 	if g.cfg.Record {
-		rec.Raw, rec.Header = raw, r.Header.Clone()
+		rec.Raw, rec.Header, rec.Host, rec.Target = raw, r.Header.Clone(), r.Host, r.RequestURI
 	}
 	if errMsg := validate(kind, body); errMsg != "" {
 		rec.Status = http.StatusBadRequest
@@ -201,6 +207,20 @@ func (g *Gateway) handle(kind string, r *http.Request, body map[string]any, raw 
 	rec.Status = http.StatusOK
 	g.record(rec, true)
 	return http.StatusOK, replyFor(kind, body, rec.RunID, false)
+}
+
+// idempotencyKey reads a request's idempotency key as the real gateway
+// does: the first of the Idempotency-Key header, the
+// X-OpenClaw-Idempotency-Key header and the body's idempotencyKey string
+// that is, trimmed, 1 to 256 characters.
+func idempotencyKey(h http.Header, body map[string]any) string {
+	field, _ := body["idempotencyKey"].(string)
+	for _, v := range []string{strings.Join(h.Values("Idempotency-Key"), ", "), strings.Join(h.Values("X-Openclaw-Idempotency-Key"), ", "), field} {
+		if v = strings.TrimSpace(v); v != "" && len([]rune(v)) <= 256 {
+			return v
+		}
+	}
+	return ""
 }
 
 // validate applies the gateway-side checks the real gateway makes.

@@ -9,6 +9,8 @@ import (
 	"os"
 	"regexp"
 	"strings"
+
+	"github.com/caddyserver/caddy/v2"
 )
 
 // placeholder matches the {env.NAME} and {file.PATH} placeholders of a
@@ -18,6 +20,26 @@ var placeholder = regexp.MustCompile(`\{(env|file)\.([^{}]+)\}`)
 // HasPlaceholder reports whether s holds an {env.…} or {file.…}
 // placeholder (a secret kept out of the config).
 func HasPlaceholder(s string) bool { return placeholder.MatchString(s) }
+
+// Expand returns raw with its placeholders expanded (unknown ones become
+// empty), surrounding white space trimmed.
+func Expand(raw string) string {
+	return strings.TrimSpace(caddy.NewReplacer().ReplaceKnown(raw, ""))
+}
+
+// Required expands raw, a secret that must not be empty when it is set:
+// it returns the value, or an error naming the field and why it is empty
+// (which variable or file). An unset raw is no error (the field is
+// optional); callers that require the field check for "" themselves.
+func Required(field, raw string) (string, error) {
+	if strings.TrimSpace(raw) == "" {
+		return "", nil
+	}
+	if v := Expand(raw); v != "" {
+		return v, nil
+	}
+	return "", fmt.Errorf("%s: %s", field, Empty(raw, ""))
+}
 
 // Empty says why a required secret expanded to nothing: which
 // environment variable is unset or empty in Caddy's environment, or which

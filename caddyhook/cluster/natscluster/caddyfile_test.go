@@ -135,3 +135,29 @@ func TestModuleLoadsFromJSON(t *testing.T) {
 		t.Errorf("decoded %+v", n.Config)
 	}
 }
+
+// TestEmptySecretsFailNamingTheVariable (issue 25 item 2): a credential
+// written as a placeholder whose variable is unset fails provision naming
+// the field and the variable, instead of connecting without it.
+func TestEmptySecretsFailNamingTheVariable(t *testing.T) {
+	const unset = "CADDYHOOK_NATS_UNIT_UNSET"
+	t.Setenv(unset, "")
+	os.Unsetenv(unset)
+	ph := "{env." + unset + "}"
+	for _, tc := range []struct {
+		c     Config
+		field string
+	}{
+		{Config{User: "hooks", Password: ph}, "password"},
+		{Config{User: ph, Password: "p"}, "user"},
+		{Config{Token: ph}, "token"},
+		{Config{Credentials: ph}, "credentials"},
+		{Config{NKey: ph}, "nkey"},
+	} {
+		err := tc.c.validate()
+		want := "cluster nats: " + tc.field + ": " + ph + " is empty: " + unset + " is not set in Caddy's environment"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", tc.field, err, want)
+		}
+	}
+}

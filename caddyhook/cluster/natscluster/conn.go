@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -372,6 +373,41 @@ type handle struct {
 
 // Node implements cluster.Backend.
 func (h *handle) Node() string { return h.node }
+
+// Settings implements cluster.Describer: the settings of the connection
+// in use (each reload that changes one opens another connection).
+func (h *handle) Settings() map[string]string {
+	c := h.cfg
+	secret := func(s string) string {
+		switch {
+		case s == "":
+			return ""
+		case strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}"):
+			return s // a placeholder names where the secret is, not the secret
+		}
+		return "literal"
+	}
+	out := map[string]string{
+		"urls": strings.Join(redactURLs(c.URLs), " "), "name": h.p.Name, "replicas": strconv.Itoa(c.Replicas),
+		"credentials": c.Credentials, "user": c.User, "password": secret(c.Password), "token": secret(c.Token), "nkey": c.NKey,
+		"timeout": time.Duration(c.Timeout).String(), "ack_wait": time.Duration(c.AckWait).String(),
+		"duplicate_window": time.Duration(c.DuplicateWindow).String(), "clock_skew": time.Duration(c.ClockSkew).String(),
+	}
+	keys := make([]string, len(c.SigningKeys))
+	for i, k := range c.SigningKeys {
+		keys[i] = secret(k)
+	}
+	out["signing_keys"] = strings.Join(keys, " ")
+	if c.TLS != nil {
+		out["tls.ca"], out["tls.cert"], out["tls.key"] = c.TLS.CA, c.TLS.Cert, c.TLS.Key
+	}
+	for k, v := range out {
+		if v == "" {
+			delete(out, k)
+		}
+	}
+	return out
+}
 
 // Name implements cluster.Backend.
 func (h *handle) Name() string { return h.p.Name }

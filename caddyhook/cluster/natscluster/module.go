@@ -27,6 +27,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	"github.com/caddyhook/caddyhook/internal/secret"
 )
 
 func init() {
@@ -170,6 +171,14 @@ func (n *Config) validate() error {
 	if n.TLS != nil && (n.TLS.Cert == "") != (n.TLS.Key == "") {
 		return fmt.Errorf("cluster nats: tls cert and key go together")
 	}
+	// a secret (or a secret's file) written as a placeholder that
+	// expands to nothing fails here, naming the field and the variable
+	for _, f := range []struct{ name, raw string }{{"user", n.User}, {"password", n.Password}, {"token", n.Token},
+		{"credentials", n.Credentials}, {"nkey", n.NKey}} {
+		if _, err := secret.Required("cluster nats: "+f.name, f.raw); err != nil {
+			return err
+		}
+	}
 	for _, f := range []struct{ name, path string }{{"credentials", n.Credentials}, {"nkey", n.NKey}} {
 		if f.path == "" {
 			continue
@@ -265,4 +274,5 @@ var (
 	_ caddy.Provisioner  = (*NATS)(nil)
 	_ caddy.CleanerUpper = (*NATS)(nil)
 	_ cluster.Engine     = (*NATS)(nil)
+	_ cluster.Describer  = (*handle)(nil)
 )

@@ -43,11 +43,7 @@ func (n *Config) validateTrust() error {
 	case n.ClockSkew == 0:
 		n.ClockSkew = caddy.Duration(cluster.DefaultClockSkew)
 	}
-	for _, f := range []struct{ name, raw string }{{"password", n.Password}, {"token", n.Token}} {
-		if f.raw != "" && strings.TrimSpace(expand(f.raw)) == "" {
-			return fmt.Errorf("cluster nats: %s: %s", f.name, secret.Empty(f.raw, f.name+" {env.NATS_"+strings.ToUpper(f.name)+"}"))
-		}
-	}
+	// (an empty user, password, token, credentials or nkey: see validate)
 	if len(n.SigningKeys) == 0 {
 		return fmt.Errorf("cluster nats: signing_key: required: a secret the nodes seal what they write to NATS with, so that none of them trusts a record that another client of the servers wrote (set it, e.g. %s)", signingKeyExample)
 	}
