@@ -72,6 +72,12 @@ func (c scaleNodeConfig) caddyfile() string {
 		}
 		spool += "\n\t\t}"
 	}
+	var extra strings.Builder
+	for _, block := range []string{cluster, spool} {
+		if block != "" {
+			extra.WriteString("\n\t\t" + block)
+		}
+	}
 	return fmt.Sprintf(`{
 	admin unix/%s
 	auto_https off
@@ -87,12 +93,10 @@ http://:%d {
 	hooks {
 		token %s
 		auth_failures %d %s
-		lockout %s
-		%s
-		%s
+		lockout %s%s
 	}
 }
-`, c.admin, c.port, c.token, scaleLimit, scaleWindow, scaleWindow, cluster, spool)
+`, c.admin, c.port, c.token, scaleLimit, scaleWindow, scaleWindow, extra.String())
 }
 
 // scaleNode is one running node.
