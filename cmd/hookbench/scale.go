@@ -169,9 +169,7 @@ func runScale(ctx context.Context, o options, out io.Writer) error {
 func (s *scaleRun) measureNodes(n int) (scaleRow, error) {
 	row := scaleRow{Nodes: n, BoundAllowed: scaleLimit + 2*n}
 	ns := fmt.Sprintf("scale%d", n)
-	nodes, err := startScaleNodes(s.bin, filepath.Join(s.dir, ns), n, func(_, port int) scaleNodeConfig {
-		return s.nodeConfig(ns, port, roleEdge, "")
-	})
+	nodes, err := s.startRole(ns, ns, n, roleEdge, "")
 	if err != nil {
 		return row, err
 	}
@@ -201,6 +199,14 @@ func (s *scaleRun) measureNodes(n int) (scaleRow, error) {
 	}
 	fmt.Fprint(s.progress, " accept")
 	return row, s.accept(nodes, ns, &row)
+}
+
+// startRole starts n nodes of role (delivering at rate) in namespace ns,
+// their files under dir/<sub>.
+func (s *scaleRun) startRole(ns, sub string, n int, role scaleNodeRole, rate string) ([]*scaleNode, error) {
+	return startScaleNodes(s.bin, filepath.Join(s.dir, sub), n, func(_, port int) scaleNodeConfig {
+		return s.nodeConfig(ns, port, role, rate)
+	})
 }
 
 // nodeConfig is the config of a node of namespace ns on port.
@@ -291,9 +297,7 @@ func (s *scaleRun) flood(nodes []*scaleNode, ns string, row *scaleRow) error {
 // both).
 func (s *scaleRun) floodAlone(n int) (float64, error) {
 	ns := fmt.Sprintf("alone%d", n)
-	nodes, err := startScaleNodes(s.bin, filepath.Join(s.dir, ns), n, func(_, port int) scaleNodeConfig {
-		return s.nodeConfig(ns, port, roleAlone, "")
-	})
+	nodes, err := s.startRole(ns, ns, n, roleAlone, "")
 	if err != nil {
 		return 0, err
 	}
@@ -553,9 +557,7 @@ func (s *scaleRun) fill(edge *scaleNode, kind string, d time.Duration) uint64 {
 func (s *scaleRun) measureDelivery(n int) *scaleDelivery {
 	rep := &scaleDelivery{Nodes: n}
 	ns := "scaledeliver"
-	edge, err := startScaleNodes(s.bin, filepath.Join(s.dir, ns+"-edge"), 1, func(_, port int) scaleNodeConfig {
-		return s.nodeConfig(ns, port, roleEdge, "")
-	})
+	edge, err := s.startRole(ns, ns+"-edge", 1, roleEdge, "")
 	if err != nil {
 		rep.Error = err.Error()
 		return rep
@@ -575,9 +577,7 @@ func (s *scaleRun) measureDelivery(n int) *scaleDelivery {
 	}
 	started := make(chan done, 1)
 	go func() {
-		nodes, err := startScaleNodes(s.bin, filepath.Join(s.dir, ns), n, func(_, port int) scaleNodeConfig {
-			return s.nodeConfig(ns, port, roleDeliver, "")
-		})
+		nodes, err := s.startRole(ns, ns, n, roleDeliver, "")
 		started <- done{nodes, err}
 	}()
 	var first, wakeAt, agentAt time.Time
@@ -623,9 +623,7 @@ func (s *scaleRun) measureRate(n, perSecond int) *scaleRate {
 	const rateWindow = 6 * time.Second
 	rep := &scaleRate{Nodes: n, Rate: fmt.Sprintf("%d/1s", perSecond), Want: float64(perSecond)}
 	ns := "scalerate"
-	edge, err := startScaleNodes(s.bin, filepath.Join(s.dir, ns+"-edge"), 1, func(_, port int) scaleNodeConfig {
-		return s.nodeConfig(ns, port, roleEdge, "")
-	})
+	edge, err := s.startRole(ns, ns+"-edge", 1, roleEdge, "")
 	if err != nil {
 		rep.Error = err.Error()
 		return rep
@@ -641,9 +639,7 @@ func (s *scaleRun) measureRate(n, perSecond int) *scaleRate {
 		rep.Error = err.Error()
 		return rep
 	}
-	nodes, err := startScaleNodes(s.bin, filepath.Join(s.dir, ns), n, func(_, port int) scaleNodeConfig {
-		return s.nodeConfig(ns, port, roleDeliver, rep.Rate)
-	})
+	nodes, err := s.startRole(ns, ns, n, roleDeliver, rep.Rate)
 	if err != nil {
 		rep.Error = "refused: " + lastLine(err.Error())
 		return rep

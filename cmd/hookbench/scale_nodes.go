@@ -245,39 +245,27 @@ func startNatsProc(bin, dir string) (*natsProc, error) {
 	}
 	p := &natsProc{cmd: cmd, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
-	end := time.Now().Add(30 * time.Second)
-	for {
-		if data, err := os.ReadFile(ready); err == nil {
-			var r struct{ Client, Monitor string }
-			if err := json.Unmarshal(data, &r); err != nil {
-				p.stop()
-				return nil, err
-			}
-			p.client, p.monitor = r.Client, r.Monitor
-			return p, nil
+	err = waitChild("natsdev", p.exited, logf.Name(), 30*time.Second, func() error {
+		data, err := os.ReadFile(ready)
+		if err != nil {
+			return err
 		}
-		select {
-		case <-p.exited:
-			return nil, fmt.Errorf("natsdev exited: %s", tail(logf.Name(), 5))
-		case <-time.After(20 * time.Millisecond):
+		var r struct{ Client, Monitor string }
+		if err := json.Unmarshal(data, &r); err != nil {
+			return err
 		}
-		if time.Now().After(end) {
-			p.stop()
-			return nil, errors.New("natsdev did not start")
-		}
+		p.client, p.monitor = r.Client, r.Monitor
+		return nil
+	})
+	if err != nil {
+		p.stop()
+		return nil, err
 	}
+	return p, nil
 }
 
 // stop interrupts the server and waits for it.
-func (p *natsProc) stop() {
-	_ = p.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
+func (p *natsProc) stop() { interrupt(p.cmd, p.exited) }
 
 // connTraffic is what one client connection moved through NATS.
 type connTraffic struct {
