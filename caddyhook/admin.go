@@ -226,6 +226,9 @@ type spoolSummary struct {
 	// deliver on; a local spool delivers from the config that opened it)
 	Delivering bool   `json:"delivering"`
 	Rate       string `json:"rate,omitempty"`
+	// Error says why the counters are missing (e.g. the cluster queue is
+	// unreachable); the rest of the summary is what this node knows.
+	Error string `json:"error,omitempty"`
 	// the settings in force, which a reload changes
 	MaxAgeSeconds       float64 `json:"max_age_seconds"`
 	RetryInitialSeconds float64 `json:"retry_initial_seconds"`
@@ -259,14 +262,17 @@ func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ strin
 			}
 		}
 		if lh.h.spoolOps != nil {
+			// a spool whose counters cannot be read (the cluster queue
+			// while NATS is down) is reported with its error; the other
+			// handlers and this one's local state are still answered
 			s, err := lh.h.spoolOps.Status()
-			if err != nil {
-				return apiError(http.StatusServiceUnavailable, "spool of %s: %v", lh.h.base, err)
-			}
 			st.Spool = &spoolSummary{Dir: lh.h.spoolDir, Depth: s.Depth, InFlight: s.InFlight, Bytes: s.Bytes,
 				MaxBytes: s.MaxBytes, DeadLetters: s.Dead, OldestAgeSeconds: s.OldestAge.Seconds(),
 				Paused: s.Paused, Delivering: s.Delivering, Rate: s.Rate.String(), MaxAgeSeconds: s.MaxAge.Seconds(),
 				RetryInitialSeconds: s.RetryInitial.Seconds(), RetryMaxSeconds: s.RetryMax.Seconds(), Workers: s.Workers}
+			if err != nil {
+				st.Spool.Error = err.Error()
+			}
 		}
 		out = append(out, st)
 	}

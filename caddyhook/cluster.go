@@ -468,17 +468,17 @@ func opCtx() (context.Context, context.CancelFunc) {
 }
 
 // Status implements spool.Ops: the queue's depth, bytes and dead letters,
-// plus what the fallback spool holds.
+// plus what the fallback spool holds. When the queue cannot be read, the
+// error comes with what this node knows (settings, fallback, pause).
 func (o *clusterOps) Status() (spool.Stats, error) {
 	ctx, cancel := opCtx()
 	defer cancel()
-	qs, err := o.qt.q.Stats(ctx)
-	if err != nil {
-		return spool.Stats{}, err
-	}
 	st := o.settings
-	st.Depth, st.Bytes, st.Dead = int(qs.Depth), int64(qs.Bytes), int(qs.DeadLetters)
 	st.Rate = o.qt.sp.Rate() // cluster-wide; this node delivers its share
+	qs, err := o.qt.q.Stats(ctx)
+	if err == nil {
+		st.Depth, st.Bytes, st.Dead = int(qs.Depth), int64(qs.Bytes), int(qs.DeadLetters)
+	}
 	if o.fallback != nil {
 		fs := o.fallback.Stats()
 		st.Depth += fs.Depth
@@ -487,7 +487,7 @@ func (o *clusterOps) Status() (spool.Stats, error) {
 	o.qt.mu.Lock()
 	st.Paused, st.Delivering = o.qt.paused, o.qt.sender != nil
 	o.qt.mu.Unlock()
-	return st, nil
+	return st, err
 }
 
 // DeadLetters implements spool.Ops.

@@ -507,6 +507,13 @@ func TestClusterQueueDeliveryNodeAndFallback(t *testing.T) {
 	if n := clusterMetric(t, "caddy_hooks_cluster_fallbacks_total"); n != 10 {
 		t.Errorf("caddy_hooks_cluster_fallbacks_total = %v, want 10", n)
 	}
+	// the admin status still answers: the queue's counters are missing (with
+	// the reason), the node's own state is there
+	sel0 := "?path=/hooks&server=" + c.servers[0]
+	if code, body := adminCall(t, http.MethodGet, "/hooks/"+sel0, ""); code != http.StatusOK ||
+		!strings.Contains(body, `"up":false`) || !strings.Contains(body, `"error":`) || !strings.Contains(body, `"dir":"cluster:hooks"`) {
+		t.Fatalf("status with NATS down: %d %s, want 200 with the cluster down and the spool's error", code, body)
+	}
 	c.nats.Restart(t)
 	for _, p := range c.proxies {
 		p.SetTarget(c.nats.Addr())

@@ -250,6 +250,9 @@ func (s *adminSpool) Status() (spool.Stats, error) {
 		return spool.Stats{}, fmt.Errorf("admin API: the handler at %s has no spool any more", s.base)
 	}
 	sp := hs[0].Spool
+	if sp.Error != "" {
+		return spool.Stats{}, fmt.Errorf("admin API: the spool of %s: %s", s.base, sp.Error)
+	}
 	rate, _ := spool.ParseRate(sp.Rate)
 	return spool.Stats{Depth: sp.Depth, InFlight: sp.InFlight, Dead: sp.DeadLetters, Bytes: sp.Bytes,
 		MaxBytes: sp.MaxBytes, OldestAge: time.Duration(sp.OldestAgeSeconds * float64(time.Second)),

@@ -6,11 +6,15 @@
 // characters and combining marks dropped, and the UTS #39 confusable
 // prototypes ("skeleton" mappings) taken from ICU's compiled copy of
 // Unicode's confusables.txt, as Debian ships it in the libicu72 package.
-// Two additions the skeleton lacks: Latin small capitals (named "LATIN
-// LETTER SMALL CAPITAL X" in the Unicode character names of
-// golang.org/x/text/unicode/runenames) read as their letter, and the angle
-// bracket look-alikes of the reference gateway's own marker folding
-// (openclaw's MARKER_CHAR_FOLDS) read as < and >.
+// Additions the skeleton lacks: Latin small capitals, regional indicator
+// symbols, negative circled and squared and parenthesised Latin letters
+// (named "LATIN LETTER SMALL CAPITAL X", "REGIONAL INDICATOR SYMBOL LETTER
+// X", "NEGATIVE CIRCLED/SQUARED LATIN CAPITAL LETTER X" and "PARENTHESIZED
+// LATIN SMALL LETTER X" in the Unicode character names of
+// golang.org/x/text/unicode/runenames; NFKD leaves the first three alone
+// and makes the last "(x)") read as their letter, and the angle bracket look-alikes of the
+// reference gateway's own marker folding (openclaw's MARKER_CHAR_FOLDS)
+// read as < and >.
 //
 //	go generate ./caddyhook/   # needs libicu72 installed (apt-get install libicu72)
 //
@@ -291,8 +295,12 @@ var referenceBrackets = map[rune]string{
 	0x02C2: "<", 0x02C3: ">",
 }
 
-// smallCapital matches the name of a Latin small capital letter.
-var smallCapital = regexp.MustCompile(`^LATIN LETTER SMALL CAPITAL ([A-Z])$`)
+// letterName matches the names of the characters that read as a Latin
+// letter although NFKD and the skeleton do not say so: small capitals,
+// regional indicators (pairs of which are drawn as flags), negative
+// circled and squared letters, and parenthesised letters (one character
+// that reads as one letter, not as three).
+var letterName = regexp.MustCompile(`^(?:LATIN LETTER SMALL CAPITAL|REGIONAL INDICATOR SYMBOL LETTER|NEGATIVE (?:CIRCLED|SQUARED) LATIN CAPITAL LETTER|PARENTHESIZED LATIN SMALL LETTER) ([A-Z])$`)
 
 // fold computes the fold of r: the ASCII it reads as, or its class.
 func fold(r rune, protos map[rune]string) (string, int) {
@@ -309,7 +317,7 @@ func fold(r rune, protos map[rune]string) (string, int) {
 	if b, ok := referenceBrackets[r]; ok {
 		return b, classString
 	}
-	if m := smallCapital.FindStringSubmatch(runenames.Name(r)); m != nil {
+	if m := letterName.FindStringSubmatch(runenames.Name(r)); m != nil {
 		return strings.ToLower(m[1]), classString
 	}
 	if !unicode.In(r, unicode.L, unicode.N) && norm.NFKD.String(string(r)) == string(r) {

@@ -87,24 +87,34 @@ func applyBoundary(a *Action) *Action {
 	return &w
 }
 
-// sanitizeContent neutralises boundary markers and removes model control
-// tokens. Content with neither is returned unchanged, without allocating.
+// sanitizeContent neutralises boundary markers, removes model control
+// tokens and brackets role-turn labels (wrap_turns.go). Content with none
+// of them is returned unchanged, without allocating.
 func sanitizeContent(s string) string {
-	return removeSpecialTokens(neutraliseMarkers(s))
+	return neutraliseRoleTurns(removeSpecialTokens(neutraliseMarkers(s)))
 }
 
 // untrustedWord finds the one word every marker holds; text whose folded
 // form lacks it is returned untouched after a single pass.
-var untrustedWord = newWordScanner("untrusted")
+var untrustedWord = newSpacedWord("untrusted")
+
+// markerLetters are the letters of EXTERNAL UNTRUSTED CONTENT, and
+// endLetters those of END, read backwards from the marker's start.
+var (
+	markerLetters = newSpacedWord("externaluntrustedcontent")
+	endLetters    = newSpacedWord("dne")
+)
 
 // neutraliseMarkers replaces every marker look-alike in s. Text is compared
 // in folded form (wrap_fold.go): NFKD, invisible characters dropped,
-// confusables read as the ASCII they imitate (UTS #39 prototypes), case
-// ignored. A marker is the words EXTERNAL UNTRUSTED CONTENT joined by any
-// separators or none, with an optional END before them, the angle brackets
-// around them and an id="…" attribute; a form with END becomes
-// ⟦END_MARKER_SANITIZED⟧, any other ⟦MARKER_SANITIZED⟧. Everything else is
-// kept byte for byte.
+// confusables read as the ASCII they imitate (UTS #39 prototypes), regional
+// indicators and enclosed letters read as their letter, case ignored. A
+// marker is the letters of EXTERNAL UNTRUSTED CONTENT in order, each
+// possibly in leetspeak, with any separators between them (white space of
+// every kind, line breaks, punctuation, symbols) or none, with an optional
+// END before them, the angle brackets around them and an id="…"
+// attribute; a form with END becomes ⟦END_MARKER_SANITIZED⟧, any other
+// ⟦MARKER_SANITIZED⟧. Everything else is kept byte for byte.
 func neutraliseMarkers(s string) string {
 	if !untrustedWord.in(s) {
 		return s
@@ -113,7 +123,10 @@ func neutraliseMarkers(s string) string {
 	var b strings.Builder
 	last, lastIdx := 0, 0
 	for i := 0; i < len(f); i++ {
-		end, ok := matchMarkerWords(f, i)
+		if markerLetters.masks[f[i].c]&1 == 0 {
+			continue
+		}
+		end, ok := markerLetters.matchAt(f, i)
 		if !ok {
 			continue
 		}
@@ -138,64 +151,34 @@ func neutraliseMarkers(s string) string {
 	return b.String()
 }
 
-// matchWord matches the folded word at f[i:].
-func matchWord(f []foldedChar, i int, word string) (int, bool) {
-	if len(f)-i < len(word) {
-		return 0, false
-	}
-	for k := 0; k < len(word); k++ {
-		if f[i+k].c != word[k] {
-			return 0, false
-		}
-	}
-	return i + len(word), true
-}
-
-// skipSeps skips separators from i.
-func skipSeps(f []foldedChar, i int) int {
-	for i < len(f) && !isWordChar(f[i].c) {
-		i++
-	}
-	return i
-}
-
-// matchMarkerWords matches EXTERNAL UNTRUSTED CONTENT at f[i:], the words
-// joined by any separators or none.
-func matchMarkerWords(f []foldedChar, i int) (int, bool) {
-	if f[i].c != 'e' {
-		return 0, false
-	}
-	j, ok := matchWord(f, i, "external")
-	if !ok {
-		return 0, false
-	}
-	if j, ok = matchWord(f, skipSeps(f, j), "untrusted"); !ok {
-		return 0, false
-	}
-	return matchWord(f, skipSeps(f, j), "content")
-}
-
-// extendMarkerBack moves a match start back over END and separators, then
-// over white space and opening angle brackets, never before floor.
+// extendMarkerBack moves a match start back over END (its letters spaced
+// and in leetspeak as the marker's may be) and the separators before the
+// marker, then to the first of the opening angle brackets and white space
+// just before, never before floor.
 func extendMarkerBack(f []foldedChar, i, floor int) (int, bool) {
 	start, isEnd := i, false
-	j := i
-	for j > floor && !isWordChar(f[j-1].c) {
-		j--
+	var d uint32
+	for j := i; j > floor; j-- {
+		c := f[j-1].c
+		if d == 0 {
+			if !isWordChar(c) && endLetters.masks[c]&1 == 0 {
+				continue // separators between END and EXTERNAL
+			}
+			if d = endLetters.masks[c] & 1; d == 0 {
+				break
+			}
+		} else if d = endLetters.stepAnchored(d, c); d == 0 {
+			break
+		}
+		if d&endLetters.last != 0 {
+			start, isEnd = j-1, true
+			break
+		}
 	}
-	if j-3 >= floor && f[j-3].c == 'e' && f[j-2].c == 'n' && f[j-1].c == 'd' {
-		start, isEnd = j-3, true
-	}
-	j = start
-	for j > floor && f[j-1].c == ' ' {
-		j--
-	}
-	k := j
-	for k > floor && f[k-1].c == '<' {
-		k--
-	}
-	if k < j {
-		start = k
+	for k := start; k > floor && (f[k-1].c == ' ' || f[k-1].c == '<'); k-- {
+		if f[k-1].c == '<' {
+			start = k - 1
+		}
 	}
 	return start, isEnd
 }
@@ -223,13 +206,13 @@ func extendMarkerForward(f []foldedChar, end int) int {
 			}
 		}
 	}
-	j = skipSpaces(f, j)
-	k := j
-	for k < len(f) && f[k].c == '>' {
-		k++
+	for k := j; k < len(f) && (f[k].c == ' ' || f[k].c == '>'); k++ {
+		if f[k].c == '>' {
+			j = k + 1
+		}
 	}
-	if k > j {
-		return k
+	if j > end && f[j-1].c == '>' {
+		return j
 	}
 	return end
 }
@@ -248,6 +231,9 @@ func skipSpaces(f []foldedChar, i int) int {
 var specialTokens = []string{
 	"[inst]", "[/inst]", "<<sys>>", "<</sys>>", "<s>", "</s>",
 	"<start_of_turn>", "<end_of_turn>",
+	// Mistral's (v3 and later) tokenizer
+	"[system_prompt]", "[/system_prompt]", "[tool_calls]", "[available_tools]", "[/available_tools]",
+	"[tool_results]", "[/tool_results]",
 }
 
 // removeSpecialTokens replaces control tokens such as <|im_start|>,
@@ -397,15 +383,15 @@ func sanitizeName(s string) string {
 	return clean
 }
 
-// plainName reports a short name of printable ASCII with single spaces
-// and no marker word, which sanitizeName leaves as it is.
+// plainName reports a short name of printable ASCII with single spaces,
+// no colon and no marker word, which sanitizeName leaves as it is.
 func plainName(s string) bool {
 	if s == "" || len(s) > maxNameUnits || s[0] == ' ' || s[len(s)-1] == ' ' {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c < ' ' || c > '~' || c == '<' || c == '[' || c == ' ' && s[i+1] == ' ' {
+		if c < ' ' || c > '~' || c == '<' || c == '[' || c == ':' || c == ' ' && s[i+1] == ' ' {
 			return false
 		}
 	}

@@ -2,6 +2,7 @@ package caddyhook
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -153,7 +154,7 @@ func TestWrapperNotSuspicious(t *testing.T) {
 			t.Errorf("wrapped %s matches %v", file, hits)
 		}
 	}
-	for _, c := range forgeryVariants {
+	for _, c := range slices.Concat(forgeryVariants, separatedVariants) {
 		w := wrapExternal(c.in, sourceWebhook)
 		if got, want := detect(w), detect(sanitizeContent(c.in)); strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("%s: wrapper matches %v, its content %v", c.name, got, want)

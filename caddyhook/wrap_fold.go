@@ -95,54 +95,104 @@ var asciiFold = func() (t [utf8.RuneSelf]byte) {
 	return t
 }()
 
-// wordScanner finds a word in the folded form of a text as it is
-// streamed, without allocating (Knuth–Morris–Pratt over folded bytes).
-type wordScanner struct {
-	word string
-	fail []int
-	// idle marks the bytes that cannot start the word or touch the
-	// scanner's state, which it skips while nothing is matched.
+// leetLetter is the letter a folded byte stands for in leetspeak (3 for
+// e, 4 and @ for a, 5 and $ for s, 7 and + for t, | for l; 0 and 1
+// already fold to o and l), or 0.
+func leetLetter(c byte) byte {
+	switch c {
+	case '3':
+		return 'e'
+	case '4', '@':
+		return 'a'
+	case '5', '$':
+		return 's'
+	case '7', '+':
+		return 't'
+	case '|':
+		return 'l'
+	}
+	return 0
+}
+
+// spacedWord matches a word in folded text the way a reader finds it:
+// its letters in order, each possibly in leetspeak, with any separators
+// (white space, punctuation, symbols, line breaks) between them or none.
+// It is a shift-and automaton: bit k of a state says that the first k+1
+// letters have been read. A leetspeak symbol (@ $ + |) is both a letter
+// and a separator.
+type spacedWord struct {
+	word  string
+	last  uint32      // the bit of a complete match
+	masks [256]uint32 // bit k: the folded byte reads as word[k]
+	// idle marks the raw ASCII bytes that leave an empty state empty,
+	// which the streaming scan skips.
 	idle [256]bool
 }
 
-// newWordScanner prepares a scanner for word (lower-case ASCII letters).
-func newWordScanner(word string) *wordScanner {
-	w := &wordScanner{word: word, fail: make([]int, len(word))}
-	for i, k := 1, 0; i < len(word); i++ {
-		for k > 0 && word[i] != word[k] {
-			k = w.fail[k-1]
+// newSpacedWord prepares a matcher for word (at most 32 lower-case ASCII
+// letters).
+func newSpacedWord(word string) *spacedWord {
+	w := &spacedWord{word: word, last: 1 << (len(word) - 1)}
+	for c := range 256 {
+		for k := 0; k < len(word); k++ {
+			if byte(c) == word[k] || leetLetter(byte(c)) == word[k] {
+				w.masks[c] |= 1 << k
+			}
 		}
-		if word[i] == word[k] {
-			k++
-		}
-		w.fail[i] = k
 	}
 	for c := range utf8.RuneSelf {
 		switch fc := asciiFold[c]; fc {
 		case asciiDrop, asciiMulti:
 		default:
-			w.idle[c] = fc != word[0]
+			w.idle[c] = w.masks[fc]&1 == 0
 		}
 	}
 	return w
 }
 
-// step feeds one folded byte; it reports a complete match.
-func (w *wordScanner) step(k *int, c byte) bool {
-	for *k > 0 && w.word[*k] != c {
-		*k = w.fail[*k-1]
+// step advances state d over folded byte c, a new match possibly starting
+// at c.
+func (w *spacedWord) step(d uint32, c byte) uint32 {
+	return w.stepFrom(d<<1|1, d, c)
+}
+
+// stepAnchored advances state d over folded byte c without starting a new
+// match.
+func (w *spacedWord) stepAnchored(d uint32, c byte) uint32 {
+	return w.stepFrom(d<<1, d, c)
+}
+
+// stepFrom is step with the shifted state given: letters advance,
+// separators keep the state, anything else clears it.
+func (w *spacedWord) stepFrom(shifted, d uint32, c byte) uint32 {
+	next := shifted & w.masks[c]
+	if !isWordChar(c) {
+		next |= d
 	}
-	if w.word[*k] == c {
-		*k++
+	return next
+}
+
+// matchAt matches the word at f[i:] (starting with its first letter) and
+// returns the index just past its last letter.
+func (w *spacedWord) matchAt(f []foldedChar, i int) (int, bool) {
+	d := w.masks[f[i].c] & 1
+	for j := i + 1; d != 0; j++ {
+		if d&w.last != 0 {
+			return j, true
+		}
+		if j == len(f) {
+			break
+		}
+		d = w.stepAnchored(d, f[j].c)
 	}
-	return *k == len(w.word)
+	return 0, false
 }
 
 // in reports whether the folded form of s contains the word.
-func (w *wordScanner) in(s string) bool {
-	k := 0
+func (w *spacedWord) in(s string) bool {
+	var d uint32
 	for i := 0; i < len(s); {
-		if k == 0 {
+		if d == 0 {
 			for i < len(s) && w.idle[s[i]] {
 				i++
 			}
@@ -155,11 +205,11 @@ func (w *wordScanner) in(s string) bool {
 			switch fc := asciiFold[c]; fc {
 			case asciiDrop:
 			case asciiMulti:
-				if w.feed(&k, foldValue(rune(c))) {
+				if d = w.feed(d, foldValue(rune(c))); d&w.last != 0 {
 					return true
 				}
 			default:
-				if w.step(&k, fc) {
+				if d = w.step(d, fc); d&w.last != 0 {
 					return true
 				}
 			}
@@ -167,7 +217,7 @@ func (w *wordScanner) in(s string) bool {
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
 		i += n
-		if w.feed(&k, foldValue(r)) {
+		if d = w.feed(d, foldValue(r)); d&w.last != 0 {
 			return true
 		}
 	}
@@ -175,18 +225,20 @@ func (w *wordScanner) in(s string) bool {
 }
 
 // feed steps through the folded form of one rune's fold value.
-func (w *wordScanner) feed(k *int, v uint16) bool {
+func (w *spacedWord) feed(d uint32, v uint16) uint32 {
 	switch v {
 	case foldDrop:
-	case foldOther, foldSep:
-		*k = 0
+	case foldOther:
+		return 0
+	case foldSep:
+		return w.step(d, ' ')
 	default:
 		fs := foldStrings[v-foldString]
 		for j := 0; j < len(fs); j++ {
-			if w.step(k, fs[j]) {
-				return true
+			if d = w.step(d, fs[j]); d&w.last != 0 {
+				return d
 			}
 		}
 	}
-	return false
+	return d
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -95,7 +96,7 @@ func TestGatewayDetectorOnWrapper(t *testing.T) {
 		inputs = append(inputs, wrapExternal(strings.Join(strs, "\n"), sourceWebhook))
 	}
 	fixtures := len(inputs)
-	for _, v := range forgeryVariants {
+	for _, v := range slices.Concat(forgeryVariants, separatedVariants) {
 		inputs = append(inputs, wrapExternal(v.in, sourceWebhook))
 	}
 	in, _ := json.Marshal(inputs)

@@ -206,7 +206,9 @@ async function loadStatus() {
   $("t-dead").textContent = sp.dead_letters;
   state.paused = sp.paused;
   $("t-paused").textContent = sp.paused ? "paused" : "";
-  $("q-state").textContent = `${sp.depth} queued, ${sp.in_flight} in flight, ${sp.dead_letters} dead; delivery ${sp.paused ? "paused" : "running"}`;
+  $("q-state").textContent = sp.error
+    ? `queue unreadable (${sp.error}); delivery ${sp.paused ? "paused" : "running"} here`
+    : `${sp.depth} queued, ${sp.in_flight} in flight, ${sp.dead_letters} dead; delivery ${sp.paused ? "paused" : "running"}`;
   $("q-state").dataset.paused = String(sp.paused);
   $("pause").disabled = sp.paused;
   $("resume").disabled = !sp.paused;

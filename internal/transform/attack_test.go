@@ -134,21 +134,29 @@ func TestNativeLoopsStop(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := compileSource(t, "m.js", "export default () => { try { return { n: "+expr+" }; } catch (e) { for (;;); } };", "",
 				Options{Timeout: 200 * time.Millisecond})
-			var err error
-			goPeak, rssPeak := memoryGrowth(t, func() {
-				_, err = p.Run(context.Background(), Input{})
-				// the call is over only when its worker gave the slot back
-				waitUntil(t, "the worker ends", func() bool { return len(p.pool.slots) == 0 && p.pool.zombieCount() == 0 })
-			})
-			var e *Error
-			if !errors.As(err, &e) || (e.Kind != KindTimeout && e.Kind != KindMemory) {
-				t.Fatalf("Run = %v, want a timeout or memory stop", err)
-			}
-			t.Logf("%s: Go memory +%d MiB, peak RSS +%d MiB", e.Message, goPeak>>20, rssPeak>>20)
-			if goPeak > limit || rssPeak > limit {
-				t.Fatalf("memory grew by %d MiB (Go) / %d MiB (RSS), limit %d MiB", goPeak>>20, rssPeak>>20, limit>>20)
-			}
+			checkStopped(t, p, Input{}, limit)
 		})
+	}
+}
+
+// checkStopped runs p on in and requires a time or memory stop, after
+// which the worker gives its slot back (nothing runs on), the process
+// having grown by at most limit bytes meanwhile.
+func checkStopped(t *testing.T, p *Program, in Input, limit int64) {
+	t.Helper()
+	var err error
+	goPeak, rssPeak := memoryGrowth(t, func() {
+		_, err = p.Run(context.Background(), in)
+		// the call is over only when its worker gave the slot back
+		waitUntil(t, "the worker ends", func() bool { return len(p.pool.slots) == 0 && p.pool.zombieCount() == 0 })
+	})
+	var e *Error
+	if !errors.As(err, &e) || (e.Kind != KindTimeout && e.Kind != KindMemory) {
+		t.Fatalf("Run = %v, want a timeout or memory stop", err)
+	}
+	t.Logf("%s: Go memory +%d MiB, peak RSS +%d MiB", e.Message, goPeak>>20, rssPeak>>20)
+	if goPeak > limit || rssPeak > limit {
+		t.Fatalf("memory grew by %d MiB (Go) / %d MiB (RSS), limit %d MiB", goPeak>>20, rssPeak>>20, limit>>20)
 	}
 }
 

@@ -26,6 +26,8 @@ const maxMessage = 512
 type Error struct {
 	Kind    string // one of the Kind constants
 	Message string
+
+	heap bool // a heap stop that others' allocations may have caused (see heapRetries)
 }
 
 // Error implements error.

@@ -5,7 +5,6 @@ import (
 	"math"
 	"reflect"
 	"strconv"
-	"strings"
 	"unicode/utf16"
 
 	"github.com/dop251/goja"
@@ -25,7 +24,8 @@ const maxNesting = 1000
 // legitimate operation close to the cap may be refused.
 //
 // Guarded: String.prototype repeat, padStart, padEnd, concat, replace,
-// replaceAll, split, match; String.raw; Array.prototype join,
+// replaceAll, split, match, matchAll, search and the RegExp.prototype
+// symbol methods they call (regexp_symbols.go); String.raw; Array.prototype join,
 // toLocaleString, concat, flat and every method that walks the receiver's
 // length natively (map, fill, indexOf, slice, sort, toSorted, …);
 // Array.from; Function.prototype.apply, Reflect.apply/construct;
@@ -45,7 +45,13 @@ type guard struct {
 	joining     []*goja.Object // arrays being joined, for cycle detection
 	rangeError  *goja.Object
 	syntaxError *goja.Object
-	regExp      *goja.Object
+	regExp      *goja.Object // goja's own RegExp constructor, for fixed or checked patterns
+
+	// For the RegExp symbol methods (regexp_symbols.go).
+	regExpCtor    *goja.Object                       // the checked RegExp constructor; set by newSandbox
+	timedExec     func(goja.FunctionCall) goja.Value // the timed RegExp.prototype.exec (regexp.go)
+	execObj       *goja.Object                       // and its function object
+	iteratorProto *goja.Object                       // %IteratorPrototype%
 }
 
 // fail refuses an operation that would exceed a cap.
@@ -108,6 +114,16 @@ func (g *guard) wrap(obj *goja.Object, name string, check precheck) {
 // runtime panic inside it (a bug) becomes a script error instead of
 // unwinding through the runtime and killing the process.
 func (g *guard) define(obj *goja.Object, name string, length goja.Value, fn func(goja.FunctionCall) goja.Value) {
+	_ = obj.DefineDataProperty(name, g.native(name, length, fn), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+}
+
+// defineSymbol is define for a symbol-keyed method.
+func (g *guard) defineSymbol(obj *goja.Object, sym *goja.Symbol, name string, length int, fn func(goja.FunctionCall) goja.Value) {
+	_ = obj.DefineDataPropertySymbol(sym, g.native(name, g.rt.ToValue(length), fn), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+}
+
+// native returns fn as a function object with the given name and length.
+func (g *guard) native(name string, length goja.Value, fn func(goja.FunctionCall) goja.Value) *goja.Object {
 	safe := func(fc goja.FunctionCall) goja.Value {
 		defer g.contain(name)
 		return fn(fc)
@@ -117,7 +133,7 @@ func (g *guard) define(obj *goja.Object, name string, length goja.Value, fn func
 	if length != nil {
 		_ = f.DefineDataProperty("length", length, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 	}
-	_ = obj.DefineDataProperty(name, f, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	return f
 }
 
 // gojaPkg is the import path of the runtime, whose own panic values
@@ -150,19 +166,13 @@ func (g *guard) install() {
 
 	g.timeMatch(proto("RegExp"), "exec")
 	g.timeMatch(proto("RegExp"), "test")
-	g.wrap(str, "match", g.stringPattern(goja.SymMatch))
-	g.wrap(str, "matchAll", g.stringPattern(goja.SymMatchAll))
-	g.wrap(str, "search", g.stringPattern(goja.SymSearch))
-	g.stoppableIterators()
+	iterators := g.stoppableIterators()
+	g.installRegExpSymbols(proto("RegExp"), str, iterators[0].Prototype())
 
 	g.wrap(str, "repeat", g.repeat)
 	g.wrap(str, "padStart", g.pad)
 	g.wrap(str, "padEnd", g.pad)
 	g.wrap(str, "concat", g.concat)
-	g.wrap(str, "replace", g.replace(false))
-	g.wrap(str, "replaceAll", g.replace(true))
-	g.wrap(str, "split", g.split)
-	g.wrap(str, "match", g.match) // wraps the pattern check above
 	g.define(rt.Get("String").ToObject(rt), "raw", rt.ToValue(1), g.raw)
 
 	g.define(arr, "join", rt.ToValue(1), func(fc goja.FunctionCall) goja.Value { return g.join(fc, false) })
@@ -270,103 +280,6 @@ func (g *guard) concat(fc goja.FunctionCall) []goja.Value {
 	}
 	g.checkChars("String.prototype.concat", total)
 	return args
-}
-
-// replace bounds the result of replace/replaceAll: the subject plus, per
-// possible match, the replacement with every "$" pattern counted as a copy
-// of the whole subject. Replacer functions are wrapped so that the total
-// of what they return is bounded as it accumulates.
-func (g *guard) replace(all bool) precheck {
-	return func(fc goja.FunctionCall) []goja.Value {
-		s, ok := thisString(fc)
-		if !ok {
-			return nil
-		}
-		sl := float64(s.Length())
-		pattern, repl := fc.Argument(0), fc.Argument(1)
-		var occ float64
-		if _, isObj := objectArg(pattern); isObj {
-			occ = 1
-			if all || !isClass(pattern, "RegExp") || pattern.ToObject(g.rt).Get("global").ToBoolean() {
-				occ = sl + 1
-			}
-		} else {
-			p := toStr(pattern)
-			pattern = p
-			switch {
-			case !all:
-				occ = 1
-			case p.Length() == 0:
-				occ = sl + 1
-				// goja's replaceAll("") never terminates on a non-ASCII
-				// subject; a global empty regexp matches the same places.
-				re, err := g.rt.New(g.regExp, g.rt.ToValue(""), g.rt.ToValue("g"))
-				if err != nil {
-					panic(err)
-				}
-				pattern = re
-			default:
-				occ = float64(strings.Count(s.String(), p.String()))
-			}
-		}
-		if fn, ok := goja.AssertFunction(repl); ok {
-			var acc float64
-			wrapped := g.rt.ToValue(func(c goja.FunctionCall) goja.Value {
-				v, err := fn(c.This, c.Arguments...)
-				if err != nil {
-					panic(err)
-				}
-				out := toStr(v)
-				acc += float64(out.Length())
-				g.checkChars("String.prototype.replace", sl+acc)
-				return out
-			})
-			return []goja.Value{pattern, wrapped}
-		}
-		rs := toStr(repl)
-		per := float64(rs.Length()) + float64(strings.Count(rs.String(), "$"))*sl
-		g.checkChars("String.prototype.replace", sl+occ*per)
-		return []goja.Value{pattern, rs}
-	}
-}
-
-func (g *guard) split(fc goja.FunctionCall) []goja.Value {
-	s, ok := thisString(fc)
-	if !ok {
-		return nil
-	}
-	sep, limit := fc.Argument(0), fc.Argument(1)
-	sl := float64(s.Length())
-	var n float64
-	args := fc.Arguments
-	switch _, isObj := objectArg(sep); {
-	case isUndef(sep):
-		n = 1
-	case isObj:
-		n = sl + 1
-	default:
-		p := toStr(sep)
-		if p.Length() == 0 {
-			n = sl
-		} else {
-			n = float64(strings.Count(s.String(), p.String())) + 1
-		}
-		args = []goja.Value{p, limit}
-	}
-	if !isUndef(limit) {
-		n = math.Min(n, float64(uint32(limit.ToInteger())))
-	}
-	g.checkElems("String.prototype.split", n)
-	return args
-}
-
-func (g *guard) match(fc goja.FunctionCall) []goja.Value {
-	if s, ok := thisString(fc); ok {
-		if re := fc.Argument(0); isClass(re, "RegExp") && re.ToObject(g.rt).Get("global").ToBoolean() {
-			g.checkElems("String.prototype.match", float64(s.Length())+1)
-		}
-	}
-	return nil
 }
 
 // raw is String.raw with the result size bounded as it is built.
@@ -617,21 +530,30 @@ var iteratorProtos = goja.MustCompile("caddyhook:iterators", `[
 // call has been stopped (time, memory or cancellation), so that a native
 // loop driving it ends at the next element; the pending interrupt then
 // ends the call even if the script catches the exception.
-func (g *guard) stoppableIterators() {
+// It returns the prototypes, the array iterator's first.
+func (g *guard) stoppableIterators() []*goja.Object {
 	v, err := g.rt.RunProgram(iteratorProtos)
 	if err != nil {
 		panic(fmt.Errorf("transform sandbox: reaching the iterator prototypes: %w", err))
 	}
 	arr := v.ToObject(g.rt)
-	for i := range int(toLength(arr.Get("length"))) {
-		g.wrap(arr.Get(strconv.Itoa(i)).ToObject(g.rt), "next", g.notStopped)
+	protos := make([]*goja.Object, int(toLength(arr.Get("length"))))
+	for i := range protos {
+		protos[i] = arr.Get(strconv.Itoa(i)).ToObject(g.rt)
+		g.wrap(protos[i], "next", g.notStopped)
 	}
+	return protos
 }
 
-// notStopped throws into a call that has been stopped.
+// notStopped is the precheck form of checkStopped.
 func (g *guard) notStopped(goja.FunctionCall) []goja.Value {
+	g.checkStopped()
+	return nil
+}
+
+// checkStopped throws into a call that has been stopped.
+func (g *guard) checkStopped() {
 	if g.call != nil && g.call.reason.Load() != reasonNone {
 		g.throwRange("the call was stopped")
 	}
-	return nil
 }

@@ -75,7 +75,11 @@ func (g *guard) timeMatch(regExpProto *goja.Object, name string) {
 	if !ok {
 		return
 	}
-	g.define(regExpProto, name, origVal.ToObject(g.rt).Get("length"), func(fc goja.FunctionCall) goja.Value {
+	// the built-in's own Go function, called directly: it is called per
+	// match in every loop over matches
+	native, isNative := origVal.Export().(func(goja.FunctionCall) goja.Value)
+	timed := func(fc goja.FunctionCall) goja.Value {
+		g.checkStopped()
 		rx, isRegExp := objectArg(fc.This)
 		var lastIndex goja.Value
 		if isRegExp {
@@ -84,9 +88,11 @@ func (g *guard) timeMatch(regExpProto *goja.Object, name string) {
 		for attempt := 0; ; attempt++ {
 			_, _ = clockStarter.MatchString("")
 			before := atomic.LoadInt64(&regexp2Clock.current)
-			v, err := orig(fc.This, fc.Arguments...)
-			if err != nil {
-				panic(err)
+			var v goja.Value
+			if isNative {
+				v = native(fc)
+			} else {
+				v = g.invoke(orig, fc.This, fc.Arguments...)
 			}
 			failed := goja.IsNull(v) || v.SameAs(g.rt.ToValue(false))
 			if !failed || atomic.LoadInt64(&regexp2Clock.current)-before < timeoutTicks || g.call == nil {
@@ -101,7 +107,11 @@ func (g *guard) timeMatch(regExpProto *goja.Object, name string) {
 				_ = rx.Set("lastIndex", lastIndex)
 			}
 		}
-	})
+	}
+	g.define(regExpProto, name, origVal.ToObject(g.rt).Get("length"), timed)
+	if name == "exec" {
+		g.timedExec = timed
+	}
 }
 
 // checkPattern is the native behind the sandbox's RegExp constructor and
@@ -177,23 +187,4 @@ func patternDepth(s string) int {
 		}
 	}
 	return deepest
-}
-
-// stringPattern is the precheck of String.prototype match, matchAll and
-// search: an argument that is not a matcher object becomes a pattern
-// compiled at run time, so it is converted once and checked.
-func (g *guard) stringPattern(sym *goja.Symbol) precheck {
-	return func(fc goja.FunctionCall) []goja.Value {
-		arg := fc.Argument(0)
-		if isUndef(arg) || goja.IsNull(arg) {
-			return nil
-		}
-		if o, ok := objectArg(arg); ok {
-			if m := o.GetSymbol(sym); m != nil && !isUndef(m) && !goja.IsNull(m) {
-				return nil // the object's own matcher runs (a RegExp was checked when made)
-			}
-		}
-		args := append([]goja.Value{g.refusePattern(toStr(arg))}, fc.Arguments[min(1, len(fc.Arguments)):]...)
-		return args
-	}
 }

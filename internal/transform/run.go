@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -42,9 +43,37 @@ type outcome struct {
 	err error
 }
 
-// supervise runs job on a pooled runtime under the watchdog. payload is
-// only used to sanitize error messages.
+// heapRetries is how many more times supervise runs a job that the heap
+// check stopped although the call's own share of the heap growth stayed
+// within its budget (or could not be told: no per-thread CPU clock).
+// Neither Go nor goja can attribute allocations to a call, so that check
+// starts from the whole process's heap growth (watchdog.go): a flood of
+// large request bodies made about 2 % of legitimate calls fail with
+// "memory limit". A call stopped because of others almost never is twice
+// in a row. Guard refusals, timeouts and calls charged with their budget,
+// which would repeat, are not retried.
+const heapRetries = 2
+
+// supervise runs job on a pooled runtime under the watchdog, again (on a
+// fresh runtime) when the heap check stopped it without charging it with
+// its budget, up to heapRetries times.
+// payload is only used to sanitize error messages.
 func (p *Program) supervise(ctx context.Context, payload map[string]any, job func(*vm) (map[string]any, error)) (map[string]any, error) {
+	for attempt := 0; ; attempt++ {
+		out, err := p.superviseOnce(ctx, payload, job)
+		var e *Error
+		if !errors.As(err, &e) || !e.heap || ctx.Err() != nil {
+			return out, err
+		}
+		if attempt == heapRetries {
+			e.Message = truncate(fmt.Sprintf("%s, in each of %d attempts", e.Message, attempt+1), maxMessage)
+			return out, err
+		}
+	}
+}
+
+// superviseOnce runs job once on a pooled runtime under the watchdog.
+func (p *Program) superviseOnce(ctx context.Context, payload map[string]any, job func(*vm) (map[string]any, error)) (map[string]any, error) {
 	wait := queueFactor * p.opts.Timeout
 	if err := p.pool.acquire(ctx, wait); err != nil {
 		if errors.Is(err, errNoRuntime) {
@@ -124,6 +153,13 @@ func (p *Program) run(v *vm, c *call, payload map[string]any, f func(*vm) (map[s
 	var out map[string]any
 	crashed := false
 	err := func() (err error) {
+		// the call keeps its OS thread while it runs, so that the
+		// thread's CPU time is the call's (the watchdog's heap check
+		// charges by CPU share); the watchdog's lock is taken outside,
+		// as a locked thread that blocks must be woken by name
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		c.setCPUClock(threadCPUClock())
 		defer func() {
 			// A panic here is a bug in this package or the runtime; keep
 			// the process alive, report it, and drop the runtime.
@@ -168,7 +204,9 @@ func (p *Program) stopError(c *call, reason int32) *Error {
 		if c.detail != "" {
 			return newError(KindMemory, c.detail)
 		}
-		return newError(KindMemory, fmt.Sprintf("memory limit: the heap grew by more than %d bytes during the call", c.budget))
+		e := newError(KindMemory, fmt.Sprintf("memory limit: the heap grew by more than %d bytes during the call", c.budget))
+		e.heap = c.uncharged
+		return e
 	}
 }
 
@@ -180,8 +218,15 @@ func (p *Program) stopError(c *call, reason int32) *Error {
 // runtime, each with its own time and memory budget. It returns one result
 // per element (as Run does: nil to skip, else the overrides) and stops at
 // the first failure, which it returns with the results before it; the
-// failing element is the one at index len(results).
+// failing element is the one at index len(results). A retry after a heap
+// stop (see heapRetries) resumes at the element that was stopped.
 func (p *Program) RunEach(ctx context.Context, in Input, key string, items []any) ([]map[string]any, error) {
+	return p.runEach(ctx, in, key, items, nil)
+}
+
+// runEach is RunEach; before, when not nil, is called on the worker
+// before each element's call (a test's way in).
+func (p *Program) runEach(ctx context.Context, in Input, key string, items []any, before func(v *vm, i int)) ([]map[string]any, error) {
 	results := make([]map[string]any, 0, len(items))
 	_, err := p.supervise(ctx, in.Payload, func(v *vm) (map[string]any, error) {
 		var parts ctxParts
@@ -191,7 +236,8 @@ func (p *Program) RunEach(ctx context.Context, in Input, key string, items []any
 		}); err != nil {
 			return nil, err
 		}
-		for _, item := range items {
+		for len(results) < len(items) {
+			item := items[len(results)]
 			// every element (the first too: the payload conversion
 			// had its own) gets a fresh time and memory budget
 			p.watch.renew(v.guard.call, p.opts.Timeout)
@@ -214,6 +260,9 @@ func (p *Program) RunEach(ctx context.Context, in Input, key string, items []any
 				return err
 			}); err != nil {
 				return nil, err
+			}
+			if before != nil {
+				before(v, len(results))
 			}
 			out, err := v.call(ctxVal, p.opts.MaxBytes)
 			if err != nil {

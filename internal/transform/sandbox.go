@@ -41,5 +41,6 @@ func newSandbox(opts Options) (*goja.Runtime, *guard, goja.Callable, error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	g.regExpCtor = rt.Get("RegExp").ToObject(rt) // the checked one, before any module code runs
 	return rt, g, harden, nil
 }

@@ -30,18 +30,42 @@ const (
 type call struct {
 	rt       *goja.Runtime
 	ctx      context.Context
-	task     *task     // the Run this call belongs to; nil in tests
-	deadline time.Time // interrupt after this
-	hard     time.Time // give up waiting for the worker after this
-	budget   uint64    // heap bytes the process may allocate during the call
+	task     *task        // the Run this call belongs to; nil in tests
+	deadline time.Time    // interrupt after this
+	hard     time.Time    // give up waiting for the worker after this
+	budget   uint64       // heap bytes the call may be charged with
+	cpuState atomic.Int32 // cpuPending until the worker set cpuClock (setCPUClock)
+	cpuClock atomic.Int32 // the worker thread's CPU-time clock, when cpuState is cpuKnown
 
-	reason atomic.Int32
-	detail string // guard message for reasonMemory or a regexp timeout, set on the worker goroutine
+	reason    atomic.Int32
+	detail    string // guard message for reasonMemory or a regexp timeout, set on the worker goroutine
+	uncharged bool   // a heap stop without the call's share over its budget; set by the watchdog before stop
 
 	// Owned by the watchdog goroutine.
 	startAllocs uint64
+	startCPU    time.Duration // the worker thread's CPU time at the first sample
+	startProc   time.Duration // the process's CPU time then
+	shared      bool          // both were read: the call is charged by its CPU share
 	started     bool
 	gaveUp      bool
+}
+
+// States of a call's CPU-time clock.
+const (
+	cpuPending int32 = iota // the worker has not read it yet
+	cpuKnown
+	cpuNone // no per-thread CPU clock here
+)
+
+// setCPUClock records the CPU-time clock of the thread the call runs on
+// (ok false: none). The watchdog starts charging the call once it is set.
+func (c *call) setCPUClock(clock int32, ok bool) {
+	if !ok {
+		c.cpuState.Store(cpuNone)
+		return
+	}
+	c.cpuClock.Store(clock)
+	c.cpuState.Store(cpuKnown)
 }
 
 // stop records why the call must end and interrupts its runtime. It is
@@ -57,22 +81,38 @@ func (c *call) stop(reason int32) {
 // at least one call is registered and exits when none is, so an idle
 // program costs nothing and needs no Close.
 //
-// The allocation check is process-wide: Go cannot attribute allocations to
-// a goroutine. A call is stopped when the heap grew by more than its budget
-// (allocFactor × MaxBytes, at least 16 MiB; 32 MiB by default) since the
-// first sample after the call started (so at most one tick of allocation
-// goes uncounted, and a sub-millisecond call costs no metrics read). A
-// trivial call allocates tens of kilobytes, so 200 concurrent calls stay an
-// order of magnitude below the budget; only a call that runs for a long
-// time in a process allocating hundreds of MB/s for other reasons could be
-// stopped spuriously, and such a call is near its time budget anyway.
-// Doubling a string from the budget reaches at most twice the budget
-// before the next tick interrupts it, which keeps a bomb far below +256 MiB.
+// Go cannot attribute allocations to a goroutine, and goja keeps no
+// account of a runtime's, so the allocation check starts from the
+// process's: the heap bytes allocated since the first sample after the
+// call started (so at most one tick of allocation goes uncounted, and a
+// sub-millisecond call costs no metrics read). A call is charged with the
+// share of that growth that matches its share of the process's CPU time
+// over the same span, read from the CPU-time clock of its worker thread
+// (a call keeps its OS thread while it runs, Program.run; the first
+// sample waits until the call has read that clock), doubled for the
+// garbage collector's workers, which run beside an allocating call on
+// the other cores: a call that allocates is the one using the CPU, while
+// one that runs beside a flood of large request bodies gets a small share
+// of the flood's allocations.
+// A call is stopped when it is charged with more than its budget
+// (allocFactor × MaxBytes, at least 16 MiB; 32 MiB by default), or when
+// the process grew by more than rawFactor budgets whatever the share
+// (which bounds a call whose share a concurrent flood dilutes). Where no
+// thread CPU clock exists (not Linux) the whole growth is charged. A call
+// stopped although its own share stayed within the budget (or without a
+// share) is tried again (heapRetries, run.go). Doubling a string from the
+// budget reaches at most a few budgets before the next tick interrupts
+// it, which keeps a bomb far below +256 MiB.
 type watchdog struct {
 	mu      sync.Mutex
 	calls   map[*call]struct{}
 	running bool
+	samples uint64 // ticks so far, for tests
 }
+
+// rawFactor bounds the process's heap growth during a call, in budgets,
+// whatever the call's share of the CPU.
+const rawFactor = 4
 
 // newWatchdog returns an idle watchdog.
 func newWatchdog() *watchdog {
@@ -121,26 +161,37 @@ func (w *watchdog) loop() {
 		}
 		metrics.Read(sample)
 		allocs := sample[0].Value.Uint64()
+		procCPU, procOK := cpuTime(processCPUClock)
 		now := time.Now()
 		for c := range w.calls {
-			w.check(c, now, allocs)
+			w.check(c, now, allocs, procCPU, procOK)
 		}
+		w.samples++
 		w.mu.Unlock()
 	}
 }
 
-// check enforces c's budgets at one sample.
-func (w *watchdog) check(c *call, now time.Time, allocs uint64) {
-	if !c.started {
+// check enforces c's budgets at one sample; procCPU is the process's CPU
+// time, when procOK.
+func (w *watchdog) check(c *call, now time.Time, allocs uint64, procCPU time.Duration, procOK bool) {
+	if state := c.cpuState.Load(); !c.started && state != cpuPending {
 		c.started, c.startAllocs = true, allocs
+		c.shared = false
+		if state == cpuKnown && procOK {
+			c.startCPU, c.shared = cpuTime(c.cpuClock.Load())
+			c.startProc = procCPU
+		}
 	}
 	switch {
 	case c.ctx.Err() != nil:
 		c.stop(reasonCanceled)
 	case now.After(c.deadline):
 		c.stop(reasonTimeout)
-	case allocs-c.startAllocs > c.budget:
-		c.stop(reasonMemory)
+	case c.started:
+		if stop, charged := c.overBudget(allocs-c.startAllocs, procCPU); stop {
+			c.uncharged = !charged
+			c.stop(reasonMemory)
+		}
 	}
 	if !c.gaveUp && now.After(c.hard) {
 		c.gaveUp = true
@@ -148,4 +199,33 @@ func (w *watchdog) check(c *call, now time.Time, allocs uint64) {
 			c.task.abandon()
 		}
 	}
+}
+
+// overBudget reports whether the call must be stopped: whether it is
+// charged with more than its budget of grown, the process's heap growth
+// since its first sample (all of it without a CPU share or when the
+// clocks cannot be read, else its doubled share of the process's CPU
+// time since then), or grown is beyond rawFactor budgets. charged is
+// false when the call is stopped although its share stays within the
+// budget, or without a share: a stop that others' allocations may have
+// caused, which is worth trying again.
+func (c *call) overBudget(grown uint64, procCPU time.Duration) (stop, charged bool) {
+	if grown <= c.budget {
+		return false, false
+	}
+	if !c.shared {
+		return true, false
+	}
+	thread, ok := cpuTime(c.cpuClock.Load())
+	proc := procCPU - c.startProc
+	if !ok || proc <= 0 {
+		return true, false
+	}
+	// doubled: the collector's workers take up to as much CPU as the
+	// allocating call itself, which would halve a bomb's share
+	share := min(1, 2*float64(thread-c.startCPU)/float64(proc))
+	if float64(grown)*share > float64(c.budget) {
+		return true, true
+	}
+	return grown > rawFactor*c.budget, false
 }
