@@ -53,12 +53,15 @@ func newTable(limit int) *table {
 
 // guess is one request with a wrong token: refused unevaluated while the
 // address is locked or held back, else shared and counted, as the
-// handler's table does.
+// handler's table does: the lock check, the sharing and the count under
+// the table's lock, so that a lock folded in meanwhile (from another
+// node's failure) refuses it, as the handler answers 429 then.
 func (t *table) guess(a cluster.Addr, now time.Time) (evaluated bool) {
-	if t.locked(a) || t.sync.Held(a) || !t.sync.Failure(a, now) {
+	t.mu.Lock()
+	if now.Before(t.until[a]) || t.sync.Held(a) || !t.sync.Failure(a, now) {
+		t.mu.Unlock()
 		return false
 	}
-	t.mu.Lock()
 	t.counts[a]++
 	var locked time.Time
 	if t.counts[a] >= t.limit {

@@ -41,7 +41,10 @@ type LockSyncOptions struct {
 	// the owner answers (default 2).
 	HoldAfter int
 	// AckTimeout is how long a batch waits for the owner's confirmation
-	// before its failures count as lost (default Timeout).
+	// before its failures count as lost (default: the members' expiry
+	// plus Timeout, so that an owner that died is forgotten first, which
+	// releases its batches at once; this only covers a confirmation lost
+	// on the way from a live owner).
 	AckTimeout time.Duration
 	// MemberInterval is how often a node announces itself (default
 	// DefaultMemberInterval).
@@ -152,8 +155,11 @@ func NewLockSync(b Backend, target LockTarget, opt LockSyncOptions) *LockSync {
 	if opt.Timeout <= 0 {
 		opt.Timeout = 2 * time.Second
 	}
+	if opt.MemberInterval <= 0 {
+		opt.MemberInterval = DefaultMemberInterval
+	}
 	if opt.AckTimeout <= 0 {
-		opt.AckTimeout = opt.Timeout
+		opt.AckTimeout = memberExpiry*opt.MemberInterval + opt.Timeout
 	}
 	if opt.Logger == nil {
 		opt.Logger = zap.NewNop()

@@ -182,7 +182,8 @@ func (q *queue) wakeLane(ctx context.Context) {
 			continue
 		}
 		lctx, cancel := context.WithCancel(ctx)
-		go l.keep(lctx, cancel)
+		kept := make(chan struct{})
+		go func() { defer close(kept); l.keep(lctx, cancel) }()
 		if !clean {
 			// the previous holder's unacknowledged wake events come back
 			// after ack_wait: they go first
@@ -194,6 +195,7 @@ func (q *queue) wakeLane(ctx context.Context) {
 		handedOver := q.deliverWakes(lctx)
 		stopped := ctx.Err() != nil
 		cancel()
+		<-kept // no renewal races the release
 		if handedOver {
 			l.release()
 		}
