@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -278,7 +279,7 @@ type gatewaySender struct{ h *Handler }
 
 // Send implements spool.Sender.
 func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, error) {
-	g := eventRequest(ev)
+	g := s.h.eventRequest(ev)
 	start := time.Now()
 	ctx = withTrace(ctx, traceContext{parent: ev.TraceParent, state: ev.TraceState})
 	rep, err := s.h.gateway.send(ctx, &g, ev.ClientIP)
@@ -307,8 +308,9 @@ func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, 
 
 // eventRequest is the gateway request of a spooled event: a rendered
 // action goes to {prefix}/{kind} with its id as Idempotency-Key; a
-// forwarded one to its stored path with its stored headers.
-func eventRequest(ev *spool.Event) gatewayRequest {
+// forwarded one to its stored path below h's gateway prefix (or, stored
+// without it, to its stored path) with its stored headers.
+func (h *Handler) eventRequest(ev *spool.Event) gatewayRequest {
 	kind := KindAgent
 	if ev.Kind == spool.KindWake {
 		kind = KindWake
@@ -318,6 +320,9 @@ func eventRequest(ev *spool.Event) gatewayRequest {
 		// a copy: send adds the edge's credential to the map, and a failed
 		// attempt stores ev again
 		g.path, g.header = ev.Path, ev.Header.Clone()
+		if ev.PathBelowPrefix != "" {
+			g.path = h.gateway.prefix + ev.PathBelowPrefix
+		}
 	}
 	return g
 }
@@ -353,8 +358,11 @@ func (a localAppender) append(ctx context.Context, evs []*spool.Event) error {
 // deliver appends items to the spool and composes the reply from the
 // event ids, which are also the gateway's Idempotency-Keys.
 func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, ip netip.Addr) (int, []byte, *hookError) {
+	// the client address whatever this handler's gateway_forward_client_ip:
+	// the handler that delivers the event decides whether the gateway gets
+	// it (a cluster's edges have no gateway settings)
 	clientIP := ""
-	if s.h.gateway.forwardIP {
+	if ip.IsValid() {
 		clientIP = ip.String()
 	}
 	evs := make([]*spool.Event, len(items))
@@ -370,7 +378,8 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 			Body: items[i].body, ClientIP: clientIP, FirstSeen: now, TraceParent: tc.parent, TraceState: tc.state}
 		if it := &items[i]; it.header != nil {
 			evs[i].Path = it.path
-			evs[i].Header = it.header // encoded (copied) by Append; the Idempotency-Key among them (prepareForward)
+			evs[i].PathBelowPrefix = strings.TrimPrefix(it.path, s.h.gateway.prefix) // forwardTarget: prefix + path below it
+			evs[i].Header = it.header                                                // encoded (copied) by Append; the Idempotency-Key among them (prepareForward)
 		}
 		ids[i] = items[i].eventID
 	}

@@ -71,14 +71,19 @@ type edgeConfig struct {
 	edgeToken    string // the public hook token callers use
 	gatewayToken string // the gateway's hooks.token
 	sites        []edgeSite
+	admin        string // Caddy's admin endpoint, e.g. unix//path.sock ("" = off)
 }
 
-// caddyfile renders the whole Caddyfile: no admin endpoint, no automatic
+// caddyfile renders the whole Caddyfile: no admin endpoint (unless set), no automatic
 // HTTPS, site i served on the loopback socket handed to Caddy as fd 3+i
 // (see startEdge), so Caddy binds nothing itself.
 func (c edgeConfig) caddyfile() string {
 	var b strings.Builder
-	b.WriteString("{\n\tadmin off\n\tauto_https off\n\tpersist_config off\n}\n")
+	admin := "off"
+	if c.admin != "" {
+		admin = c.admin
+	}
+	b.WriteString("{\n\tadmin " + admin + "\n\tauto_https off\n\tpersist_config off\n}\n")
 	for i, s := range c.sites {
 		fmt.Fprintf(&b, "\nhttp://%s {\n\tbind fd/%d\n%s}\n", s.addr(), 3+i, s.hooksBlock(c.edgeToken, c.gatewayToken))
 	}

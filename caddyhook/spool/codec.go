@@ -24,6 +24,7 @@ const (
 	extTraceParent uint64 = 1 // W3C traceparent of the accepted request
 	extTraceState  uint64 = 2 // W3C tracestate of the accepted request
 	extHeader      uint64 = 3 // a forwarded event's request headers
+	extBelowPrefix uint64 = 4 // a forwarded event's path below the gateway prefix
 )
 
 // errCorrupt is wrapped by decodeEvent for any malformed record.
@@ -41,10 +42,15 @@ var errCorrupt = errors.New("corrupt spool record")
 //
 // and is written only when there is one (empty fields are left out).
 func encodeEvent(ev *Event) []byte {
+	below := ev.PathBelowPrefix
+	if ev.Header == nil {
+		below = "" // a forwarded event's field only
+	}
 	exts := [...]struct {
 		tag uint64
 		val []byte
-	}{{extTraceParent, []byte(ev.TraceParent)}, {extTraceState, []byte(ev.TraceState)}, {extHeader, encodeHeader(ev.Header)}}
+	}{{extTraceParent, []byte(ev.TraceParent)}, {extTraceState, []byte(ev.TraceState)},
+		{extBelowPrefix, []byte(below)}, {extHeader, encodeHeader(ev.Header)}} // the header last: see event
 	version, extLen := codecVersion, 0
 	for _, e := range exts {
 		if len(e.val) > 0 {
@@ -127,6 +133,7 @@ type record struct {
 	traceParent        []byte // version 2 extensions
 	traceState         []byte
 	header             []byte
+	belowPrefix        []byte
 }
 
 // parseRecord parses a record made by encodeEvent without copying.
@@ -179,6 +186,8 @@ func (r *record) parseExtensions(d *decoder) {
 			r.traceState = val
 		case extHeader:
 			r.header = val
+		case extBelowPrefix:
+			r.belowPrefix = val
 		}
 	}
 }
@@ -196,9 +205,16 @@ func (r record) event() (*Event, error) {
 		LastError:   string(r.lastErr),
 		TraceParent: string(r.traceParent),
 		TraceState:  string(r.traceState),
+
+		PathBelowPrefix: string(r.belowPrefix),
 	}
 	if r.body != nil {
 		ev.Body = append([]byte(nil), r.body...)
+	}
+	if r.belowPrefix != nil && r.header == nil {
+		// written before the header, and only with one: a record cut
+		// between the two is not taken for a rendered event
+		return nil, fmt.Errorf("%w: a path below the prefix without headers", errCorrupt)
 	}
 	if r.header != nil {
 		h, err := decodeHeader(r.header)

@@ -27,12 +27,14 @@ func sameEvent(t *testing.T, got, want *Event) {
 		t.Fatalf("trace context: got %q %q want %q %q", got.TraceParent, got.TraceState, want.TraceParent, want.TraceState)
 	case (got.Header == nil) != (want.Header == nil) || !reflect.DeepEqual(got.Header, want.Header) && len(want.Header) > 0:
 		t.Fatalf("Header: got %#v want %#v", got.Header, want.Header)
+	case got.PathBelowPrefix != want.PathBelowPrefix:
+		t.Fatalf("PathBelowPrefix: got %q want %q", got.PathBelowPrefix, want.PathBelowPrefix)
 	}
 }
 
 // forwardedEvent is a forwarded request as the module spools it.
 func forwardedEvent() *Event {
-	return &Event{ID: "f1", Kind: KindAgent, Path: "/hooks/github?event=pr", Body: []byte("\uFEFF{\"action\":\"opened\"}"),
+	return &Event{ID: "f1", Kind: KindAgent, Path: "/hooks/github?event=pr", PathBelowPrefix: "/github?event=pr", Body: []byte("\uFEFF{\"action\":\"opened\"}"),
 		FirstSeen: time.Unix(1_760_000_000, 0), Header: http.Header{
 			"Idempotency-Key": {"k-1"}, "Content-Type": {"application/json"}, "X-Github-Event": {"pull_request"},
 			"X-Multi": {"a", "b", ""},
@@ -58,6 +60,30 @@ func TestCodecForwardedHeader(t *testing.T) {
 	rendered := &Event{ID: "r", Kind: KindAgent, Path: "/hooks/agent", Body: []byte("{}")}
 	if b := encodeEvent(rendered); b[0] != codecVersion {
 		t.Fatalf("a rendered event is stored as version %d, want %d (readable by older builds)", b[0], codecVersion)
+	}
+}
+
+// TestCodecPathBelowPrefix: a forwarded event's path below the gateway
+// prefix round-trips; it is stored only with the event's headers, and a
+// record that has it without them (cut between the two) is corrupt, not
+// a rendered event.
+func TestCodecPathBelowPrefix(t *testing.T) {
+	fwd := forwardedEvent()
+	got, err := decodeEvent(encodeEvent(fwd))
+	if err != nil || got.PathBelowPrefix != "/github?event=pr" {
+		t.Fatalf("decoded %+v, %v: want PathBelowPrefix /github?event=pr", got, err)
+	}
+	rendered := &Event{ID: "r", Kind: KindAgent, Path: "/hooks/agent", PathBelowPrefix: "/agent", Body: []byte("{}")}
+	b := encodeEvent(rendered)
+	if got, err := decodeEvent(b); b[0] != codecVersion || err != nil || got.PathBelowPrefix != "" {
+		t.Fatalf("a rendered event with PathBelowPrefix: version %d, decoded %+v, %v: want a version 1 record without it", b[0], got, err)
+	}
+	rec := append([]byte{codecVersionV2}, b[1:]...)
+	rec = binary.AppendUvarint(rec, extBelowPrefix)
+	rec = binary.AppendUvarint(rec, uint64(len("/agent")))
+	rec = append(rec, "/agent"...)
+	if _, err := decodeEvent(rec); !errors.Is(err, errCorrupt) {
+		t.Fatalf("a path below the prefix without headers: decode = %v, want errCorrupt", err)
 	}
 }
 

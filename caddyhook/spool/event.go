@@ -32,6 +32,13 @@ type Event struct {
 	// (which then carries the query) with these headers, the Idempotency-Key
 	// among them.
 	Header http.Header
+	// PathBelowPrefix is a forwarded event's Path below the gateway prefix
+	// of the node that accepted it: the delivering node sends it under its
+	// own gateway prefix, as it sends a rendered event to its own
+	// {prefix}/{kind} (the prefix is the gateway's, which only the
+	// delivering node knows). Empty in a record written before it
+	// existed: Path is then sent as stored.
+	PathBelowPrefix string
 }
 
 // maxIDLen bounds an event id (the gateway's Idempotency-Key limit).
