@@ -394,6 +394,22 @@ type queueTarget struct {
 	sender  spool.Sender
 	workers int
 	paused  bool
+	pauses  spool.PauseLog // this node's pauses, not counted toward max_age
+}
+
+// heldSender is the node's sender as the queue sees it: it also says how
+// long this node's pauses held deliveries (spool.Holder), so that a pause
+// never expires what it holds, as with a local spool.
+type heldSender struct {
+	spool.Sender
+	t *queueTarget
+}
+
+// HeldSince implements spool.Holder.
+func (h heldSender) HeldSince(from time.Time) time.Duration {
+	h.t.mu.Lock()
+	defer h.t.mu.Unlock()
+	return h.t.pauses.HeldSince(from, time.Now())
 }
 
 // setWorkers sets the delivery goroutines of the next SetSender.
@@ -418,11 +434,14 @@ func (t *queueTarget) SetSender(snd spool.Sender) {
 // delivery node taking its share.
 func (t *queueTarget) SetRate(r spool.Rate) { t.sp.SetRate(r) }
 
-// setPaused stops or resumes this node's delivery.
+// setPaused stops or resumes this node's delivery, recording the pause.
 func (t *queueTarget) setPaused(p bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.paused = p
+	if t.pauses.Set(p, time.Now()) {
+		t.pauses.Prune(time.Time{}) // bounds the spans kept
+	}
 	t.apply()
 }
 
@@ -432,7 +451,7 @@ func (t *queueTarget) apply() {
 		t.sp.SetSender(nil, 0)
 		return
 	}
-	t.sp.SetSender(t.sender, t.workers)
+	t.sp.SetSender(heldSender{Sender: t.sender, t: t}, t.workers)
 }
 
 // clusterOps operates the cluster queue for the admin API and `caddy
@@ -523,4 +542,5 @@ var (
 	_ cluster.LockTarget = (*lockoutTable)(nil)
 	_ spool.Ops          = (*clusterOps)(nil)
 	_ deliveryTarget     = (*queueTarget)(nil)
+	_ spool.Holder       = heldSender{}
 )

@@ -619,3 +619,35 @@ func TestClusterLosesOneNATSServer(t *testing.T) {
 		t.Fatalf("gateway: %d distinct events (%d doubled), %d accepted", len(keys), doubled, len(accepted))
 	}
 }
+
+// TestClusterPauseHoldsPastMaxAge (issue 21 item 3, the cluster queue):
+// a delivery node's pause holds its deliveries without spending their
+// max_age, as a local spool's does: max_age 1s, paused for 1.5 s, resumed,
+// and the event is delivered, not dead-lettered "expired".
+func TestClusterPauseHoldsPastMaxAge(t *testing.T) {
+	gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
+	c := startClusterNodes(t, 1, func(_ int, url string) string {
+		return "gateway unix/" + gw.sock + "\n" + clusterLines(url) + "\nspool cluster {\n fallback reject\n max_age 1s\n}"
+	})
+	sel := "?path=/hooks&server=" + c.servers[0]
+	if code, body := adminCall(t, http.MethodPost, "/hooks/spool/pause"+sel, ""); code != http.StatusOK {
+		t.Fatalf("pause: %d %s", code, body)
+	}
+	id := runIDOf(t, c.nodes[0].post("/hooks/agent", `{"message":"held for maintenance"}`))
+	accepted := time.Now()
+	waitFor(t, func() string { return "1.5 s to pass" }, func() bool { return time.Since(accepted) > 1500*time.Millisecond })
+	if code, body := adminCall(t, http.MethodPost, "/hooks/spool/resume"+sel, ""); code != http.StatusOK {
+		t.Fatalf("resume: %d %s", code, body)
+	}
+	waitFor(t, func() string {
+		_, dead := adminCall(t, http.MethodGet, "/hooks/spool/dead"+sel, "")
+		return "the held event was not delivered; dead letters: " + dead
+	}, func() bool { return gw.Count("agent") == 1 })
+	keys, _ := waitAllDelivered(t, gw, map[string]bool{id: true})
+	if len(keys) != 1 {
+		t.Fatalf("delivered %d events, want the held one", len(keys))
+	}
+	if code, body := adminCall(t, http.MethodGet, "/hooks/spool/dead"+sel, ""); code != http.StatusOK || strings.Contains(body, `"id"`) {
+		t.Fatalf("dead letters after the resume: %d %s", code, body)
+	}
+}

@@ -164,6 +164,14 @@ func (c countingSender) Send(ctx context.Context, ev *spool.Event) (int, string,
 	return status, reason, err
 }
 
+// HeldSince implements spool.Holder for the sender it counts for.
+func (c countingSender) HeldSince(from time.Time) time.Duration {
+	if h, ok := c.Sender.(spool.Holder); ok {
+		return h.HeldSince(from)
+	}
+	return 0
+}
+
 // drainSender moves the fallback's events into the queue: each publish is
 // one "delivery" of the local spool, retried with its backoff while the
 // engine is unreachable.

@@ -519,9 +519,21 @@ func (q *queue) open(m jetstream.Msg) (ev *spool.Event, meta *jetstream.MsgMetad
 	return ev, meta, true
 }
 
+// expiry is when ev expires: max_age after it was accepted, the time the
+// node's operator held deliveries (a pause) not counted.
+func (q *queue) expiry(ev *spool.Event) time.Time {
+	var held time.Duration
+	if box := q.sender.Load(); box != nil {
+		if h, ok := box.Sender.(spool.Holder); ok {
+			held = h.HeldSince(ev.FirstSeen)
+		}
+	}
+	return ev.FirstSeen.Add(q.qp.MaxAge + held)
+}
+
 // expired moves an event past max_age to the dead letters.
 func (q *queue) expired(m jetstream.Msg, meta *jetstream.MsgMetadata, ev *spool.Event) bool {
-	if time.Since(ev.FirstSeen) <= q.qp.MaxAge {
+	if !time.Now().After(q.expiry(ev)) {
 		return false
 	}
 	q.bury(m, meta, ev, 0, spool.ReasonExpired)
@@ -579,7 +591,7 @@ func (q *queue) ack(m jetstream.Msg, ev *spool.Event, double bool) {
 func (q *queue) retryDelay(ev *spool.Event, r sendResult) time.Duration {
 	q.redelivered.Add(1)
 	delay := spool.Backoff(q.qp.RetryInitial, q.qp.RetryMax, ev.Attempts+1)
-	if left := time.Until(ev.FirstSeen.Add(q.qp.MaxAge)); left < delay {
+	if left := time.Until(q.expiry(ev)); left < delay {
 		delay = max(left, 0)
 	}
 	why := fmt.Sprintf("gateway status %d: %s", r.status, r.reason)
