@@ -125,14 +125,17 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	// One LockSync per lockout table and namespace: the handlers of a
 	// reload share the table, and each remote failure is folded once.
 	key := clusterLockPoolPrefix + h.lockoutKey + "|" + cs.key
+	table := h.lockout
 	ls, _, err := hold(&h.held, key, func() (lockSyncShare, error) {
-		s := cluster.NewLockSync(b, h.lockout, cluster.LockSyncOptions{LockTTL: p.LockTTL,
+		s := cluster.NewLockSync(b, table, cluster.LockSyncOptions{LockTTL: p.LockTTL,
 			Window: time.Duration(h.AuthFailures.Window), Lockout: h.lockout.policy.lockFor,
 			Metrics: cs.metrics, Logger: h.logger.Named("cluster")})
 		if err := s.Start(); err != nil {
 			return lockSyncShare{}, fmt.Errorf("cluster: lockout sharing: %w", err)
 		}
-		return lockSyncShare{s}, nil
+		g := syncGate{s}
+		table.gates.push(g)
+		return lockSyncShare{LockSync: s, table: table, gate: g}, nil
 	})
 	if err != nil {
 		return err
@@ -156,32 +159,46 @@ type clusterMetricsShare struct{ m *cluster.Metrics }
 // Destruct implements caddy.Destructor.
 func (*clusterMetricsShare) Destruct() error { return nil }
 
-// lockSyncShare is a LockSync in the usage pool.
-type lockSyncShare struct{ *cluster.LockSync }
+// lockSyncShare is a LockSync in the usage pool, the gate of its table.
+type lockSyncShare struct {
+	*cluster.LockSync
+	table *lockoutTable
+	gate  syncGate
+}
 
 // Destruct stops the sharing when the last handler using it is gone.
 func (s lockSyncShare) Destruct() error {
+	s.table.gates.remove(s.gate)
 	s.Close()
 	return nil
 }
 
-// clusterFailure shares one authentication failure of ip (and the lock it
-// caused, until until) with the other nodes.
-func (h *Handler) clusterFailure(ip netip.Addr, at time.Time, locked bool, until time.Time) {
-	if h.cluster == nil {
+// syncGate is a LockSync as its table's lockGate: the table shares each
+// local failure before it counts it, and answers an address the LockSync
+// holds back as locked.
+type syncGate struct{ s *cluster.LockSync }
+
+func (g syncGate) held(k addrKey) bool                { return g.s.Held(cluster.Addr(k)) }
+func (g syncGate) share(k addrKey, at time.Time) bool { return g.s.Failure(cluster.Addr(k), at) }
+
+// clusterFailure tells the other nodes about the lock a failure of ip
+// caused, until until (the failure itself was shared by the table).
+func (h *Handler) clusterFailure(ip netip.Addr, _ time.Time, locked bool, until time.Time) {
+	if h.cluster == nil || !locked {
 		return
 	}
-	a := cluster.Addr(h.lockout.keyFor(ip))
-	h.cluster.sync.Failure(a, at)
-	if locked {
-		h.cluster.sync.Locked(a, until)
-	}
+	h.cluster.sync.Locked(cluster.Addr(h.lockout.keyFor(ip)), until)
 }
 
 // FoldFailure implements cluster.LockTarget: a failure another node saw
-// counts here as if this node had seen it.
-func (t *lockoutTable) FoldFailure(a cluster.Addr, at time.Time) {
-	t.Record(netip.AddrFrom16(a), at)
+// counts here as if this node had seen it; it returns the end of the
+// address's lock (zero: not locked) and whether this failure locked it.
+func (t *lockoutTable) FoldFailure(a cluster.Addr, at time.Time) (time.Time, bool) {
+	left, newly := t.record(addrKey(a), at, nil)
+	if left <= 0 {
+		return time.Time{}, false
+	}
+	return at.Add(left), newly
 }
 
 // ApplyLock implements cluster.LockTarget: a lock another node (or an
@@ -258,7 +275,11 @@ func (h *Handler) checkClusterSpool() error {
 	case sc.Dir != "":
 		return fmt.Errorf("spool: dir and cluster exclude each other; a cluster's local spool is fallback <dir>")
 	case sc.Rate != nil:
-		return fmt.Errorf("spool: rate is not available with spool cluster")
+		if _, err := sc.rate(); err != nil {
+			return err
+		}
+	}
+	switch {
 	case sc.Fallback == "":
 		return fmt.Errorf("spool: fallback: required with spool cluster: a directory (a local spool while the cluster is unreachable) or reject (503)")
 	case sc.Deliver != nil && *sc.Deliver && h.Gateway == "":
@@ -319,7 +340,11 @@ func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
 		snd = gatewaySender{h}
 	}
 	qt.setWorkers(sc.Workers)
-	if h.spoolReg, err = share.register(snd, spool.Rate{}, nil, ctx.Done()); err != nil {
+	rate, err := sc.rate()
+	if err != nil {
+		return err
+	}
+	if h.spoolReg, err = share.register(snd, rate, nil, ctx.Done()); err != nil {
 		return fmt.Errorf("spool: cluster %s: %w", cs.name, err)
 	}
 	if fbShare != nil {
@@ -360,6 +385,22 @@ type queueTarget struct {
 	sender  spool.Sender
 	workers int
 	paused  bool
+	pauses  spool.PauseLog // this node's pauses, not counted toward max_age
+}
+
+// heldSender is the node's sender as the queue sees it: it also says how
+// long this node's pauses held deliveries (spool.Holder), so that a pause
+// never expires what it holds, as with a local spool.
+type heldSender struct {
+	spool.Sender
+	t *queueTarget
+}
+
+// HeldSince implements spool.Holder.
+func (h heldSender) HeldSince(from time.Time) time.Duration {
+	h.t.mu.Lock()
+	defer h.t.mu.Unlock()
+	return h.t.pauses.HeldSince(from, time.Now())
 }
 
 // setWorkers sets the delivery goroutines of the next SetSender.
@@ -380,15 +421,18 @@ func (t *queueTarget) SetSender(snd spool.Sender) {
 	t.apply()
 }
 
-// SetRate implements deliveryTarget; the cluster queue has no rate limit
-// (refused at provision).
-func (t *queueTarget) SetRate(spool.Rate) {}
+// SetRate implements deliveryTarget: the rate is cluster-wide, each
+// delivery node taking its share.
+func (t *queueTarget) SetRate(r spool.Rate) { t.sp.SetRate(r) }
 
-// setPaused stops or resumes this node's delivery.
+// setPaused stops or resumes this node's delivery, recording the pause.
 func (t *queueTarget) setPaused(p bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.paused = p
+	if t.pauses.Set(p, time.Now()) {
+		t.pauses.Prune(time.Time{}) // bounds the spans kept
+	}
 	t.apply()
 }
 
@@ -398,7 +442,7 @@ func (t *queueTarget) apply() {
 		t.sp.SetSender(nil, 0)
 		return
 	}
-	t.sp.SetSender(t.sender, t.workers)
+	t.sp.SetSender(heldSender{Sender: t.sender, t: t}, t.workers)
 }
 
 // clusterOps operates the cluster queue for the admin API and `caddy
@@ -440,6 +484,7 @@ func (o *clusterOps) Status() (spool.Stats, error) {
 	ctx, cancel := opCtx()
 	defer cancel()
 	st := o.settings
+	st.Rate = o.qt.sp.Rate() // cluster-wide; this node delivers its share
 	qs, err := o.qt.q.Stats(ctx)
 	if err == nil {
 		st.Depth, st.Bytes, st.Dead = int(qs.Depth), int64(qs.Bytes), int(qs.DeadLetters)
@@ -488,4 +533,5 @@ var (
 	_ cluster.LockTarget = (*lockoutTable)(nil)
 	_ spool.Ops          = (*clusterOps)(nil)
 	_ deliveryTarget     = (*queueTarget)(nil)
+	_ spool.Holder       = heldSender{}
 )

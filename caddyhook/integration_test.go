@@ -3,6 +3,7 @@ package caddyhook
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -12,6 +13,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -40,6 +43,50 @@ type ingress struct {
 	dir     string
 	logPath string
 	client  *http.Client
+	// reloaded is when a load last replaced a running config of this
+	// ingress (zero before the first reload); see reloadRace.
+	reloaded *atomic.Pointer[time.Time]
+}
+
+// reloadRace is an ingress client's transport: a request on a connection
+// that the replaced server accepted just before it was stopped is dropped
+// by net/http unanswered and unserved (conn.serve returns when its server
+// is shutting down after reading the request, and Caddy's reload stops
+// the old server while its listener is shared with the new one). Within
+// answerWithin of a reload, such a request (EOF or reset before any
+// answer) is sent once more on a new connection; nothing was served, so
+// nothing is done twice. Everywhere else an error is the test's.
+type reloadRace struct {
+	reloaded *atomic.Pointer[time.Time] // the ingress's
+	base     http.RoundTripper
+}
+
+// newIngressClient is an ingress's client and the time of its last
+// reload, which tryLoad sets.
+func newIngressClient(timeout time.Duration) (*http.Client, *atomic.Pointer[time.Time]) {
+	reloaded := new(atomic.Pointer[time.Time])
+	return &http.Client{Timeout: timeout, Transport: reloadRace{reloaded: reloaded, base: &http.Transport{}}}, reloaded
+}
+
+// RoundTrip implements http.RoundTripper.
+func (rr reloadRace) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := rr.base.RoundTrip(req)
+	if err == nil || !(errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+		return resp, err
+	}
+	at := rr.reloaded.Load()
+	if at == nil || time.Since(*at) > answerWithin || (req.Body != nil && req.GetBody == nil) {
+		return resp, err
+	}
+	retry := req.Clone(req.Context())
+	if req.GetBody != nil {
+		b, gerr := req.GetBody()
+		if gerr != nil {
+			return resp, err
+		}
+		retry.Body = b
+	}
+	return rr.base.RoundTrip(retry)
 }
 
 // ingressOpts shapes the Caddyfile of a test ingress.
@@ -62,8 +109,8 @@ func startIngress(t *testing.T, o ingressOpts) *ingress {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	in := &ingress{t: t, dir: dir, sock: filepath.Join(dir, "gw.sock"), logPath: filepath.Join(dir, "caddy.log"),
-		client: &http.Client{Timeout: 15 * time.Second}}
+	in := &ingress{t: t, dir: dir, sock: filepath.Join(dir, "gw.sock"), logPath: filepath.Join(dir, "caddy.log")}
+	in.client, in.reloaded = newIngressClient(15 * time.Second)
 	in.gw = devgw.New(devgw.Config{Token: itGatewayToken, Record: true})
 	if !o.noGW {
 		in.startGateway()
@@ -146,6 +193,10 @@ func (in *ingress) tryLoad(cf string) error {
 	}
 	err = caddy.Load(cfgJSON, true)
 	if err == nil {
+		if in.base != "" && in.reloaded != nil {
+			now := time.Now()
+			in.reloaded.Store(&now)
+		}
 		in.base = "http://" + firstListenAddr(in.t)
 	}
 	if in.client != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -86,6 +87,63 @@ type lockoutTable struct {
 	seed         maphash.Seed
 	setsPerShard int
 	shards       [lockoutShards]lockShard
+	gates        gateStack
+}
+
+// lockGate is the cluster's say in the table's answers (cluster.go): an
+// address it holds back is answered as locked, and a local failure is
+// shared before it is counted, or refused when the address is held.
+type lockGate interface {
+	held(k addrKey) bool
+	share(k addrKey, at time.Time) bool
+}
+
+// holdRetry is the Retry-After of an address a lockGate holds back (its
+// hold ends when the node owning its count answers: within the engine's
+// timeout).
+const holdRetry = time.Second
+
+// gateStack is the table's gates, the newest in use: a reload that opens
+// another cluster connection adds one before the old one goes.
+type gateStack struct {
+	mu      sync.Mutex
+	stack   []lockGate
+	current atomic.Pointer[gateBox]
+}
+
+type gateBox struct{ lockGate }
+
+// push makes g the gate in use.
+func (s *gateStack) push(g lockGate) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stack = append(s.stack, g)
+	s.current.Store(&gateBox{g})
+}
+
+// remove drops g; the newest remaining gate (if any) is used.
+func (s *gateStack) remove(g lockGate) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, x := range s.stack {
+		if x == g {
+			s.stack = append(s.stack[:i], s.stack[i+1:]...)
+			break
+		}
+	}
+	if n := len(s.stack); n > 0 {
+		s.current.Store(&gateBox{s.stack[n-1]})
+	} else {
+		s.current.Store(nil)
+	}
+}
+
+// gate returns the gate in use, or nil.
+func (s *gateStack) gate() lockGate {
+	if b := s.current.Load(); b != nil {
+		return b.lockGate
+	}
+	return nil
 }
 
 // capacity is how many addresses the table holds (lockout_table_size,
@@ -190,9 +248,21 @@ func (t *lockoutTable) find(s *lockSet, k addrKey, now int64) *lockEntry {
 }
 
 // Locked reports whether ip is locked out at now and, if so, for how much
-// longer.
+// longer. An address the cluster holds back counts as locked for
+// holdRetry.
 func (t *lockoutTable) Locked(ip netip.Addr, now time.Time) (time.Duration, bool) {
 	k := t.keyFor(ip)
+	if left, locked := t.lockedKey(k, now); locked {
+		return left, true
+	}
+	if g := t.gates.gate(); g != nil && g.held(k) {
+		return holdRetry, true
+	}
+	return 0, false
+}
+
+// lockedKey is Locked of the table's own entry for k.
+func (t *lockoutTable) lockedKey(k addrKey, now time.Time) (time.Duration, bool) {
 	ms := now.UnixMilli()
 	sh, s := t.locate(k)
 	defer sh.mu.Unlock()
@@ -217,19 +287,28 @@ func (t *lockoutTable) Fail(ip netip.Addr, now time.Time) bool {
 // failure: left is the rest of its lock (0 = not locked) and newly says
 // that this failure locked it. A failure that finds the address already
 // locked (a concurrent request lost the race to the one that locked it)
-// gets left > 0 and newly false.
+// gets left > 0 and newly false; so does one the cluster refuses to share
+// because the address is held back (left = holdRetry): it is not counted.
 func (t *lockoutTable) Record(ip netip.Addr, now time.Time) (left time.Duration, newly bool) {
-	k := t.keyFor(ip)
+	return t.record(t.keyFor(ip), now, t.gates.gate())
+}
+
+// record counts a failure of k at now, shared through g first (nil: a
+// failure another node shared, or no cluster).
+func (t *lockoutTable) record(k addrKey, now time.Time, g lockGate) (left time.Duration, newly bool) {
 	ms := now.UnixMilli()
 	sh, s := t.locate(k)
 	defer sh.mu.Unlock()
 	e := t.find(s, k, ms)
+	if e != nil && e.until != 0 {
+		return time.Duration(t.lockEnd(e)-ms) * time.Millisecond, false
+	}
+	if g != nil && !g.share(k, now) {
+		return holdRetry, false // held: not counted, no slot taken
+	}
 	if e == nil {
 		e = t.victim(s, ms)
 		*e = lockEntry{key: k}
-	}
-	if e.until != 0 {
-		return time.Duration(t.lockEnd(e)-ms) * time.Millisecond, false
 	}
 	b := t.bucketOf(ms)
 	if newest := int64(e.mark) - 1; b > newest {
@@ -355,7 +434,7 @@ func (t *lockoutTable) Locks(now time.Time, limit int) []lockedAddr {
 // Lift ends ip's lockout and forgets its failures, as a successful
 // authentication would; it reports false when ip was not locked.
 func (t *lockoutTable) Lift(ip netip.Addr, now time.Time) bool {
-	if _, locked := t.Locked(ip, now); !locked {
+	if _, locked := t.lockedKey(t.keyFor(ip), now); !locked {
 		return false
 	}
 	t.Reset(ip)

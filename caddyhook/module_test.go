@@ -56,9 +56,9 @@ func TestProvisionClusterErrors(t *testing.T) {
 		{"dir and cluster", func(h *Handler) {
 			h.ClusterRaw, h.Spool = nats, &SpoolConfig{Cluster: true, Dir: "/tmp/x", Fallback: "reject"}
 		}, "spool: dir and cluster exclude each other"},
-		{"rate with cluster", func(h *Handler) {
-			h.ClusterRaw, h.Spool = nats, &SpoolConfig{Cluster: true, Fallback: "reject", Rate: &SpoolRate{Count: 1, Interval: caddy.Duration(time.Second)}}
-		}, "spool: rate is not available with spool cluster"},
+		{"rate without count with cluster", func(h *Handler) {
+			h.ClusterRaw, h.Spool = nats, &SpoolConfig{Cluster: true, Fallback: "reject", Rate: &SpoolRate{Interval: caddy.Duration(time.Second)}}
+		}, "spool: rate: count 0 must be between 1 and"},
 		{"no fallback", func(h *Handler) { h.ClusterRaw, h.Spool = nats, &SpoolConfig{Cluster: true} }, "spool: fallback: required"},
 		{"deliver on without gateway", func(h *Handler) {
 			h.Gateway, h.ClusterRaw, h.Spool = "", nats, &SpoolConfig{Cluster: true, Fallback: "reject", Deliver: &on}

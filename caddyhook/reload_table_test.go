@@ -104,12 +104,12 @@ func newReloadEnv(t *testing.T) *reloadEnv {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	gwA := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
 	e := &reloadEnv{
-		ingress: &ingress{t: t, dir: dir, sock: gwA.sock, gw: gwA.Gateway, logPath: filepath.Join(dir, "caddy.log"),
-			client: &http.Client{Timeout: 30 * time.Second}},
+		ingress:    &ingress{t: t, dir: dir, sock: gwA.sock, gw: gwA.Gateway, logPath: filepath.Join(dir, "caddy.log")},
 		gwB:        serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true}),
 		slow:       serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true, Delay: time.Second}),
 		transforms: filepath.Join(dir, "transforms"),
 	}
+	e.client, e.reloaded = newIngressClient(30 * time.Second)
 	sock := filepath.Join(dir, "admin.sock")
 	e.admin = &testAdmin{t: t, sock: sock, in: e.ingress, c: &http.Client{Timeout: 30 * time.Second,
 		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {

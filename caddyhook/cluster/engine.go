@@ -6,10 +6,13 @@
 // it hands out a Backend per namespace name. The rest of this package is
 // engine-agnostic and sits between the handler and the Backend:
 //
-//   - LockSync batches the local authentication failures and broadcasts
-//     them; every node folds all nodes' failures into its own table (the
-//     per-request check stays local and network-free). Locks also go to a
-//     bucket with a TTL that starting or reconnecting nodes read back.
+//   - LockSync shares the lockout: each address's count is owned by one
+//     node (rendezvous hashing over the members, who announce themselves
+//     through Members), the other nodes send it their failures of that
+//     address in batches and hold an address back while two of its
+//     failures are unconfirmed; only locks reach every node (a bucket with
+//     a TTL that starting or reconnecting nodes read back). The
+//     per-request check stays local and network-free.
 //   - Idempotency claims a key cluster-wide before a dispatch, stores the
 //     first reply and makes a concurrent duplicate on another node wait
 //     for it (ErrBusy when it cannot within its deadline).
@@ -116,11 +119,13 @@ type Backend interface {
 	// another node may be; later times are clamped to it.
 	ClockSkew() time.Duration
 
-	// Broadcast sends msg, best effort, to every Subscribe of this
-	// namespace on every node (this one included).
-	Broadcast(msg []byte) error
-	// Subscribe delivers broadcasts until stop is called.
-	Subscribe(fn func(msg []byte)) (stop func(), err error)
+	// Broadcast sends msg, best effort, to every Subscribe of topic in
+	// this namespace on every node (this one included). A topic is one to
+	// eight dot-separated words of a-z and 0-9 (TopicLockout,
+	// TopicDelivery, LockoutInbox).
+	Broadcast(topic string, msg []byte) error
+	// Subscribe delivers the broadcasts on topic until stop is called.
+	Subscribe(topic string, fn func(msg []byte)) (stop func(), err error)
 
 	// PutLock records a lock under key for ttl.
 	PutLock(ctx context.Context, key string, val []byte, ttl time.Duration) error
@@ -185,8 +190,11 @@ type QueueStore interface {
 	// have been (sent, not acknowledged in time).
 	Publish(ctx context.Context, evs ...*spool.Event) error
 	// SetSender starts (or retargets, or with nil stops) delivery from this
-	// node with workers goroutines (one of them for the ordered wake lane).
+	// node with workers goroutines (one of them for the ordered wake lane,
+	// which one delivery node at a time serves).
 	SetSender(snd spool.Sender, workers int)
+	// SetLimiter paces this node's sends (nil: unpaced).
+	SetLimiter(l Limiter)
 	// DeadLetters lists the dead letters (Seq is the engine's id of the
 	// record, LastError the reason).
 	DeadLetters(ctx context.Context) ([]*spool.Event, error)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/cluster/natscluster"
+	"github.com/caddyhook/caddyhook/internal/natstest"
 )
 
 // testSigningKey is the signing key of the test nodes.
@@ -51,10 +52,13 @@ func newTable(limit int) *table {
 }
 
 // guess is one request with a wrong token: refused unevaluated while the
-// address is locked, else counted (and shared).
+// address is locked or held back, else shared and counted, as the
+// handler's table does: the lock check, the sharing and the count under
+// the table's lock, so that a lock folded in meanwhile (from another
+// node's failure) refuses it, as the handler answers 429 then.
 func (t *table) guess(a cluster.Addr, now time.Time) (evaluated bool) {
 	t.mu.Lock()
-	if now.Before(t.until[a]) {
+	if now.Before(t.until[a]) || t.sync.Held(a) || !t.sync.Failure(a, now) {
 		t.mu.Unlock()
 		return false
 	}
@@ -65,7 +69,6 @@ func (t *table) guess(a cluster.Addr, now time.Time) (evaluated bool) {
 		t.until[a] = locked
 	}
 	t.mu.Unlock()
-	t.sync.Failure(a, now)
 	if !locked.IsZero() {
 		t.sync.Locked(a, locked)
 	}
@@ -84,15 +87,21 @@ func (t *table) count(a cluster.Addr) int {
 	return t.counts[a]
 }
 
-// FoldFailure implements cluster.LockTarget.
-func (t *table) FoldFailure(a cluster.Addr, at time.Time) {
+// FoldFailure implements cluster.LockTarget: a failure of a locked
+// address is not counted.
+func (t *table) FoldFailure(a cluster.Addr, at time.Time) (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.folded++
-	t.counts[a]++
-	if t.counts[a] >= t.limit && !at.Before(t.until[a]) {
-		t.until[a] = at.Add(time.Minute)
+	if until := t.until[a]; at.Before(until) {
+		return until, false
 	}
+	t.counts[a]++
+	if t.counts[a] >= t.limit {
+		t.until[a] = at.Add(time.Minute)
+		return t.until[a], true
+	}
+	return time.Time{}, false
 }
 
 // ApplyLock implements cluster.LockTarget.
@@ -104,4 +113,49 @@ func (t *table) ApplyLock(a cluster.Addr, until time.Time) bool {
 	}
 	t.until[a] = until
 	return true
+}
+
+// waitMembers waits until every node sees all of them as members.
+func waitMembers(t *testing.T, nodes []*table) {
+	t.Helper()
+	natstest.WaitFor(t, "every node sees every member", func() bool {
+		for _, n := range nodes {
+			if n.sync.Members() != len(nodes) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// owner returns the node owning a's count (every node agrees once the
+// members are settled).
+func owner(t *testing.T, nodes []*table, a cluster.Addr) *table {
+	t.Helper()
+	var o *table
+	for _, n := range nodes {
+		if n.sync.Owns(a) {
+			if o != nil {
+				t.Fatalf("two nodes own %x", a)
+			}
+			o = n
+		}
+	}
+	if o == nil {
+		t.Fatalf("no node owns %x", a)
+	}
+	return o
+}
+
+// settled waits until no node has a failure unconfirmed by its owner.
+func settled(t *testing.T, nodes []*table) {
+	t.Helper()
+	natstest.WaitFor(t, "every failure confirmed by its owner", func() bool {
+		for _, n := range nodes {
+			if n.sync.Pending() != 0 {
+				return false
+			}
+		}
+		return true
+	})
 }

@@ -21,6 +21,8 @@ type Metrics struct {
 	fallbacks    prometheus.Counter
 	redeliveries prometheus.Counter
 	rejected     *prometheus.CounterVec
+	heldReqs     prometheus.Counter
+	members      *prometheus.GaugeVec
 	upGauge      prometheus.GaugeFunc
 }
 
@@ -63,8 +65,16 @@ func newMetrics() *Metrics {
 		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "cluster_rejected_total",
-			Help: "Records read from the cluster engine and dropped because they were not sealed with the cluster's signing key, by kind (queue, dead_letter, idempotency, lock, failures).",
+			Help: "Records read from the cluster engine and dropped because they were not sealed with the cluster's signing key, by kind (queue, dead_letter, idempotency, lock, failures, members).",
 		}, []string{"kind"}),
+		heldReqs: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "cluster_lockout_held_total",
+			Help: "Failed authentications answered as locked because earlier failures of the address were not yet confirmed by the node owning its count.",
+		}),
+		members: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "cluster_members",
+			Help: "Live members this node sees, itself included, by namespace and role (lockout, delivery).",
+		}, []string{"name", "role"}),
 	}
 	m.upGauge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: ns, Subsystem: sub, Name: "cluster_up",
@@ -77,7 +87,7 @@ func newMetrics() *Metrics {
 // one Metrics keeps counting on the registry of each config; collectors
 // registered there before are fine.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.ops, m.remoteFails, m.remoteLocks, m.fallbacks, m.redeliveries, m.rejected, m.upGauge} {
+	for _, c := range []prometheus.Collector{m.ops, m.remoteFails, m.remoteLocks, m.fallbacks, m.redeliveries, m.rejected, m.heldReqs, m.members, m.upGauge} {
 		if _, err := promreg.Register(reg, c); err != nil {
 			return err
 		}
@@ -136,6 +146,23 @@ func (m *Metrics) remoteLock() {
 	}
 }
 
+// held counts one request answered as locked while its address was held.
+func (m *Metrics) held() {
+	if m != nil {
+		m.heldReqs.Inc()
+	}
+}
+
+// setMembers sets the members of role seen in namespace name.
+func (m *Metrics) setMembers(name, role string, n int) {
+	if m != nil {
+		m.members.WithLabelValues(name, role).Set(float64(n))
+	}
+}
+
+// lockoutMembers sets the lockout members seen in namespace name.
+func (m *Metrics) lockoutMembers(name string, n int) { m.setMembers(name, "lockout", n) }
+
 func (m *Metrics) fallback(n int) {
 	if m != nil {
 		m.fallbacks.Add(float64(n))
@@ -156,6 +183,7 @@ const (
 	RejectedIdempotency = "idempotency"
 	RejectedLock        = "lock"
 	RejectedFailures    = "failures"
+	RejectedMembers     = "members"
 )
 
 // Rejected counts one record of kind that an engine read and dropped

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
@@ -18,6 +19,10 @@ type Spool struct {
 	fallback *spool.Store
 	timeout  time.Duration
 	metrics  *Metrics
+
+	mu       sync.Mutex
+	delivers *RateShare // while this node delivers: its share of the rate
+	rate     spool.Rate
 }
 
 // SpoolOptions tune a Spool.
@@ -88,13 +93,60 @@ func (s *Spool) Append(ctx context.Context, evs ...*spool.Event) (fellBack bool,
 }
 
 // SetSender makes this node a delivery node (nil: stop delivering here);
-// workers goroutines, one of them for the ordered wake lane.
+// workers goroutines, one of them for the ordered wake lane. A delivery
+// node announces itself to the others, so that each takes its share of
+// the cluster-wide rate.
 func (s *Spool) SetSender(snd spool.Sender, workers int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if snd == nil {
 		s.q.SetSender(nil, 0)
+		s.q.SetLimiter(nil)
+		if s.delivers != nil {
+			s.delivers.Close()
+			s.delivers = nil
+		}
 		return
 	}
+	if s.delivers == nil {
+		rs := NewRateShare(s.b, 0, s.metrics)
+		rs.SetRate(s.rate)
+		// a node that cannot announce itself shares the rate with nobody
+		// it has not heard of: the whole rate alone, rather than nothing
+		_ = rs.Start()
+		s.delivers = rs
+		s.q.SetLimiter(rs)
+	}
 	s.q.SetSender(countingSender{snd, s.metrics}, workers)
+}
+
+// SetRate sets the cluster-wide delivery rate (the zero Rate: none); this
+// node delivers its share of it.
+func (s *Spool) SetRate(r spool.Rate) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rate = r
+	if s.delivers != nil {
+		s.delivers.SetRate(r)
+	}
+}
+
+// Rate is the cluster-wide delivery rate this node applies its share of.
+func (s *Spool) Rate() spool.Rate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rate
+}
+
+// DeliveryNodes is the number of live delivery nodes this one sees,
+// itself included (0 while it does not deliver).
+func (s *Spool) DeliveryNodes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.delivers == nil {
+		return 0
+	}
+	return s.delivers.Nodes()
 }
 
 // countingSender counts the attempts that will be redelivered.
@@ -110,6 +162,14 @@ func (c countingSender) Send(ctx context.Context, ev *spool.Event) (int, string,
 		c.m.redelivered()
 	}
 	return status, reason, err
+}
+
+// HeldSince implements spool.Holder for the sender it counts for.
+func (c countingSender) HeldSince(from time.Time) time.Duration {
+	if h, ok := c.Sender.(spool.Holder); ok {
+		return h.HeldSince(from)
+	}
+	return 0
 }
 
 // drainSender moves the fallback's events into the queue: each publish is

@@ -19,6 +19,13 @@ type Sender interface {
 	Send(ctx context.Context, ev *Event) (status int, reason string, err error)
 }
 
+// Holder is a Sender that also says how long its owner's pauses held
+// deliveries since a time: a queue that decides max_age elsewhere (the
+// cluster's) does not count that time, as the Store does not.
+type Holder interface {
+	HeldSince(from time.Time) time.Duration
+}
+
 // senderBox lets an interface value live in an atomic.Pointer.
 type senderBox struct{ Sender }
 

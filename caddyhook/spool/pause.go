@@ -32,12 +32,35 @@ type pauseSpan struct {
 	start, end time.Time
 }
 
-// heldSince is how long deliveries were paused by the operator between
-// from and now: the part of max_age an event accepted at from does not
-// spend. Called with s.mu held.
-func (s *Store) heldSince(from, now time.Time) time.Duration {
+// PauseLog records an operator's pauses so that the time an event spends
+// held by one does not count toward its max_age. It is not safe for
+// concurrent use: its owner guards it (the Store with its mutex, the
+// cluster queue's delivery target with its own).
+type PauseLog struct {
+	spans []pauseSpan // oldest first; the last one may still be open
+}
+
+// Set starts (paused) or ends a pause at now; it reports whether that
+// changed anything.
+func (l *PauseLog) Set(paused bool, now time.Time) bool {
+	n := len(l.spans)
+	open := n > 0 && l.spans[n-1].end.IsZero()
+	switch {
+	case paused == open:
+		return false
+	case paused:
+		l.spans = append(l.spans, pauseSpan{start: now})
+	default:
+		l.spans[n-1].end = now
+	}
+	return true
+}
+
+// HeldSince is how long deliveries were paused between from and now: the
+// part of max_age an event accepted at from does not spend.
+func (l *PauseLog) HeldSince(from, now time.Time) time.Duration {
 	var held time.Duration
-	for _, p := range s.pauses {
+	for _, p := range l.spans {
 		start, end := p.start, p.end
 		if end.IsZero() || end.After(now) {
 			end = now
@@ -52,10 +75,28 @@ func (s *Store) heldSince(from, now time.Time) time.Duration {
 	return held
 }
 
+// Prune drops the spans that ended before oldest (no event that may still
+// be delivered was accepted then) and merges the oldest beyond
+// maxPauseSpans (which can only keep an event longer, never expire it
+// sooner).
+func (l *PauseLog) Prune(oldest time.Time) {
+	kept := l.spans[:0]
+	for _, p := range l.spans {
+		if p.end.IsZero() || p.end.After(oldest) {
+			kept = append(kept, p)
+		}
+	}
+	for len(kept) > maxPauseSpans {
+		kept[1].start = kept[0].start
+		kept = kept[1:]
+	}
+	l.spans = kept
+}
+
 // expiry is when an item accepted at firstSeen expires, pauses so far not
 // counted. Called with s.mu held.
 func (s *Store) expiry(firstSeen, now time.Time) time.Time {
-	return firstSeen.Add(s.cfg.MaxAge + s.heldSince(firstSeen, now))
+	return firstSeen.Add(s.cfg.MaxAge + s.pauses.HeldSince(firstSeen, now))
 }
 
 // setPaused switches delivery off or on, recording the pause in the file.
@@ -70,14 +111,10 @@ func (s *Store) setPaused(paused bool) error {
 	changed := s.paused != paused
 	s.paused = paused
 	if changed {
-		if paused {
-			s.pauses = append(s.pauses, pauseSpan{start: now})
-		} else if n := len(s.pauses); n > 0 {
-			s.pauses[n-1].end = now
-		}
+		s.pauses.Set(paused, now)
 		s.prunePauses()
 	}
-	rec := encodePauses(s.pauses)
+	rec := encodePauses(s.pauses.spans)
 	s.mu.Unlock()
 	if changed {
 		if err := s.db.Update(func(tx *bolt.Tx) error { return putPauses(tx, rec) }); err != nil {
@@ -99,27 +136,14 @@ func (s *Store) setPaused(paused bool) error {
 	return nil
 }
 
-// prunePauses drops the spans that ended before the oldest queued event
-// was accepted and merges the oldest beyond maxPauseSpans. Called with
-// s.mu held.
+// prunePauses prunes the pauses to those that end after the oldest
+// queued event was accepted. Called with s.mu held.
 func (s *Store) prunePauses() {
-	var oldest time.Time
+	oldest := time.Now()
 	if it := s.idx.oldest(); it != nil {
 		oldest = it.firstSeen
-	} else {
-		oldest = time.Now()
 	}
-	kept := s.pauses[:0]
-	for _, p := range s.pauses {
-		if p.end.IsZero() || p.end.After(oldest) {
-			kept = append(kept, p)
-		}
-	}
-	for len(kept) > maxPauseSpans {
-		kept[1].start = kept[0].start
-		kept = kept[1:]
-	}
-	s.pauses = kept
+	s.pauses.Prune(oldest)
 }
 
 // endPauseAtClose ends a pause that is still on when the store closes (a
@@ -127,13 +151,11 @@ func (s *Store) prunePauses() {
 // Called before the committer stops.
 func (s *Store) endPauseAtClose() {
 	s.mu.Lock()
-	n := len(s.pauses)
-	if n == 0 || !s.pauses[n-1].end.IsZero() {
+	if !s.pauses.Set(false, time.Now()) {
 		s.mu.Unlock()
 		return
 	}
-	s.pauses[n-1].end = time.Now()
-	rec := encodePauses(s.pauses)
+	rec := encodePauses(s.pauses.spans)
 	s.mu.Unlock()
 	if err := s.db.Update(func(tx *bolt.Tx) error { return putPauses(tx, rec) }); err != nil {
 		s.log.Error("spool: recording the end of the pause failed", zap.Error(err))
@@ -159,7 +181,7 @@ func (s *Store) loadPauses(tx *bolt.Tx) error {
 			spans[i].end, open = now, true
 		}
 	}
-	s.pauses = spans
+	s.pauses.spans = spans
 	if !open {
 		return nil
 	}

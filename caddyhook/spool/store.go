@@ -41,10 +41,10 @@ type Store struct {
 	pauseUntil  time.Time // no new sends before this (gateway unreachable)
 	netFailures int       // consecutive sends that got no response
 	started     bool
-	agentActive int         // agent-lane workers running (Reconfigure changes the target)
-	paused      bool        // by the operator (Pause/Resume)
-	pauses      []pauseSpan // the operator's pauses that may still matter, oldest first
-	sends       sendLog     // the delivery rate limit (SetRate)
+	agentActive int      // agent-lane workers running (Reconfigure changes the target)
+	paused      bool     // by the operator (Pause/Resume)
+	pauses      PauseLog // the operator's pauses that may still matter
+	sends       sendLog  // the delivery rate limit (SetRate)
 
 	sender   atomic.Pointer[senderBox]
 	ctx      context.Context // cancelled by Close; in-flight sends see it

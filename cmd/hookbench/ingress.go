@@ -88,13 +88,17 @@ func waitAdmin(sock string, exited <-chan struct{}, timeout time.Duration) error
 }
 
 // stop interrupts Caddy and waits for it (killing it after 10 s).
-func (in *ingress) stop() {
-	_ = in.cmd.Process.Signal(os.Interrupt)
+func (in *ingress) stop() { interrupt(in.cmd, in.exited) }
+
+// interrupt interrupts a child process and waits until exited is closed,
+// killing it after 10 s.
+func interrupt(cmd *exec.Cmd, exited <-chan struct{}) {
+	_ = cmd.Process.Signal(os.Interrupt)
 	select {
-	case <-in.exited:
+	case <-exited:
 	case <-time.After(10 * time.Second):
-		_ = in.cmd.Process.Kill()
-		<-in.exited
+		_ = cmd.Process.Kill()
+		<-exited
 	}
 }
 

@@ -26,6 +26,14 @@ type loadSpec struct {
 	xffAt       int            // srcForwarded: offset of the address in request
 	spread      *spreadAddrs   // srcSpread: the run's address allocator
 	fwd         *atomic.Uint64 // srcForwarded: the run's address counter
+	// keyAt, when set, is the offset of a keyWidth-digit Idempotency-Key
+	// value in request, rewritten from keys on every request.
+	keyAt int
+	keys  *atomic.Uint64
+	// every, when set, paces each connection: one request starts at most
+	// every this long (an offered load that does not follow the server's
+	// speed).
+	every time.Duration
 }
 
 // result is what load runs measured; results of several runs (rounds)
@@ -191,7 +199,14 @@ func (w *worker) closeAfterServer() {
 // run sends requests one at a time until deadline.
 func (w *worker) run(deadline time.Time) {
 	spec := w.spec
+	var next time.Time
 	for !w.stop.Load() {
+		if spec.every > 0 {
+			if wait := time.Until(next); wait > 0 {
+				time.Sleep(wait)
+			}
+			next = time.Now().Add(spec.every)
+		}
 		t := time.Now()
 		if t.After(deadline) {
 			return
@@ -202,6 +217,9 @@ func (w *worker) run(deadline time.Time) {
 		}
 		if spec.source == srcForwarded {
 			putForwarded(w.req[spec.xffAt:spec.xffAt+forwardedWidth], spec.fwd.Add(1))
+		}
+		if spec.keyAt > 0 {
+			putDigits(w.req[spec.keyAt:spec.keyAt+keyWidth], spec.keys.Add(1))
 		}
 		req := w.req
 		if w.last != nil && w.used == spec.perAddr-1 {

@@ -35,6 +35,11 @@
 //	go run ./cmd/hookbench [-c 32] [-d 10s] [-rounds 5] [-rows a,b,c] [-json]
 //	go run ./cmd/hookbench -rss 60s
 //	go run ./cmd/hookbench -rows c -pprof c
+//
+// With -cluster-scale it measures instead how cluster mode's cost grows
+// with the number of nodes (see scale.go):
+//
+//	go run ./cmd/hookbench -cluster-scale [-nodes 1,2,4,8,16] [-d 4s] [-c 32] [-flood-rate 4000]
 package main
 
 import (
@@ -43,6 +48,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -62,6 +69,9 @@ type options struct {
 	rss        time.Duration
 	spread     string
 	sinkListen string
+	scale      bool
+	scaleNodes []int
+	floodRate  int
 }
 
 // parseFlags parses args into options.
@@ -82,8 +92,23 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.rss, "rss", 0, "instead of the table, run row c alone this long, three times, and report the ingress RSS")
 	fs.StringVar(&o.spread, "spread", "bind", "row e's many addresses: bind (a fresh 127/8 source address every 19 requests) or xff (X-Forwarded-For from a trusted proxy)")
 	fs.StringVar(&o.sinkListen, "sink-listen", "", "internal: run as the gateway sink on this Unix socket")
+	fs.BoolVar(&o.scale, "cluster-scale", false, "instead of the rows, measure cluster mode's cost against the number of nodes")
+	nodes := fs.String("nodes", "1,2,4,8,16", "-cluster-scale: the node counts to measure")
+	fs.IntVar(&o.floodRate, "flood-rate", 4000, "-cluster-scale: the flood's offered rate, requests per second cluster-wide (0: as fast as the nodes answer)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.scale {
+		if o.floodRate < 0 {
+			return o, fmt.Errorf("-flood-rate %d: want 0 or more", o.floodRate)
+		}
+		var err error
+		if o.scaleNodes, err = parseNodeCounts(*nodes); err != nil {
+			return o, err
+		}
+		if !flagSet(fs, "d") {
+			o.duration = 4 * time.Second
+		}
 	}
 	switch {
 	case fs.NArg() > 0:
@@ -111,9 +136,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "hookbench:", err)
 		os.Exit(2)
 	}
-	if o.sinkListen != "" {
+	switch {
+	case o.sinkListen != "":
 		err = serveSink(o.sinkListen)
-	} else {
+	case o.scale:
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		err = runScale(ctx, o, os.Stdout)
+		stop()
+	default:
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 		err = run(ctx, o, os.Stdout)
 		stop()
@@ -122,4 +152,27 @@ func main() {
 		fmt.Fprintln(os.Stderr, "hookbench:", err)
 		os.Exit(1)
 	}
+}
+
+// flagSet reports whether the flag name was given.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// parseNodeCounts reads -nodes: increasing counts from 1 to 64.
+func parseNodeCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 64 {
+			return nil, fmt.Errorf("-nodes %q: want node counts from 1 to 64, e.g. 1,2,4,8,16", s)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("-nodes %q: want increasing counts", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

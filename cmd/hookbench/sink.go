@@ -85,21 +85,36 @@ func startSink(path string) (*sinkProc, error) {
 	}
 	s := &sinkProc{cmd: cmd, stdin: stdin, path: path, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(s.exited) }()
-	end := time.Now().Add(10 * time.Second)
-	for {
+	err = waitChild("sink", s.exited, logf.Name(), 10*time.Second, func() error {
 		c, err := net.Dial("unix", path)
 		if err == nil {
 			c.Close()
-			return s, nil
+		}
+		return err
+	})
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitChild polls ready until it returns nil, the child exits (its log's
+// tail in the error) or the timeout passes.
+func waitChild(what string, exited <-chan struct{}, logPath string, timeout time.Duration, ready func() error) error {
+	end := time.Now().Add(timeout)
+	for {
+		err := ready()
+		if err == nil {
+			return nil
 		}
 		select {
-		case <-s.exited:
-			return nil, fmt.Errorf("sink exited: %s", tail(logf.Name(), 5))
+		case <-exited:
+			return fmt.Errorf("%s exited: %s", what, tail(logPath, 5))
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(end) {
-			s.stop()
-			return nil, fmt.Errorf("sink did not start: %w", err)
+			return fmt.Errorf("%s did not start: %w", what, err)
 		}
 	}
 }

@@ -22,7 +22,7 @@ import (
 type names struct {
 	auth, queueWake, queueAgent, dead string // subjects
 	queue, deadStream                 string // streams
-	locks, idem                       string // buckets
+	locks, idem, lanes                string // buckets
 }
 
 func namesFor(name string) names {
@@ -35,6 +35,7 @@ func namesFor(name string) names {
 		deadStream: "HOOKS_" + name + "_DEAD",
 		locks:      "hooks_" + name + "_locks",
 		idem:       "hooks_" + name + "_idem",
+		lanes:      "hooks_" + name + "_lanes",
 	}
 }
 

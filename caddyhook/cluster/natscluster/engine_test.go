@@ -38,10 +38,15 @@ func TestProvisionCreatesStreamsBucketsConsumers(t *testing.T) {
 	if _, err := js.Stream(ctx, "HOOKS_prov_DEAD"); err != nil {
 		t.Error(err)
 	}
+	if kv, err := js.KeyValue(ctx, "hooks_prov_lanes"); err != nil {
+		t.Error(err)
+	} else if st, _ := kv.Status(ctx); st.TTL() != n.b.(*handle).queue.leaseTTL() {
+		t.Errorf("bucket hooks_prov_lanes TTL %v, want the lease's %v", st.TTL(), n.b.(*handle).queue.leaseTTL())
+	}
 	for _, c := range []struct {
 		name     string
 		inFlight int
-	}{{"wake", 1}, {"agent", maxAgentsInFlight}} {
+	}{{"wake", wakeBatch}, {"agent", maxAgentsInFlight}} {
 		ci, err := js.Consumer(ctx, "HOOKS_prov_QUEUE", c.name)
 		if err != nil {
 			t.Fatal(err)

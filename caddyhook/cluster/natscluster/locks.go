@@ -2,6 +2,9 @@ package natscluster
 
 import (
 	"context"
+	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -11,21 +14,46 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 )
 
+// topicRe is what a broadcast topic may be (cluster.Backend).
+var topicRe = regexp.MustCompile(`^[a-z0-9]+(\.[a-z0-9]+){0,7}$`)
+
+// topicSubject returns the subject of topic and what its messages are
+// (their seal context and the kind they are counted as when they do not
+// open): the lockout's topics carry failures, the others announcements.
+func (h *handle) topicSubject(topic string) (subject, seal, rejected string, err error) {
+	if !topicRe.MatchString(topic) {
+		return "", "", "", fmt.Errorf("cluster nats: topic %q: want dot-separated words of a-z and 0-9", topic)
+	}
+	subject = h.n.auth[:len(h.n.auth)-len("auth")] + topic
+	if topic == cluster.TopicLockout || strings.HasPrefix(topic, cluster.TopicLockout+".") {
+		return subject, sealFailures, cluster.RejectedFailures, nil
+	}
+	return subject, sealMembers, cluster.RejectedMembers, nil
+}
+
 // Broadcast implements cluster.Backend with a core NATS publish, sealed.
-func (h *handle) Broadcast(msg []byte) error {
+func (h *handle) Broadcast(topic string, msg []byte) error {
+	subject, seal, _, err := h.topicSubject(topic)
+	if err != nil {
+		return err
+	}
 	if !h.up() {
 		return cluster.ErrUnavailable
 	}
-	return h.nc.Publish(h.n.auth, h.seal(msg[:len(msg):len(msg)], sealFailures, h.n.auth))
+	return h.nc.Publish(subject, h.seal(msg[:len(msg):len(msg)], seal, subject))
 }
 
 // Subscribe implements cluster.Backend; the subscription survives
 // reconnections. A broadcast that does not open is dropped.
-func (h *handle) Subscribe(fn func(msg []byte)) (func(), error) {
-	sub, err := h.nc.Subscribe(h.n.auth, func(m *nats.Msg) {
-		msg, ok := h.open(m.Data, sealFailures, h.n.auth)
+func (h *handle) Subscribe(topic string, fn func(msg []byte)) (func(), error) {
+	subject, seal, rejected, err := h.topicSubject(topic)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := h.nc.Subscribe(subject, func(m *nats.Msg) {
+		msg, ok := h.open(m.Data, seal, subject)
 		if !ok {
-			h.reject(cluster.RejectedFailures, zap.String("subject", m.Subject))
+			h.reject(rejected, zap.String("subject", m.Subject))
 			return
 		}
 		fn(msg)

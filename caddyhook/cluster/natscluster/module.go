@@ -7,7 +7,9 @@
 //	stream HOOKS_<name>_DEAD    subject  hooks.<name>.dead, the dead letters with their reason
 //	bucket hooks_<name>_locks   lockout locks, TTL = the longest lock
 //	bucket hooks_<name>_idem    idempotency claims and first replies, TTL = idempotency_ttl
-//	subject hooks.<name>.auth   batched authentication failures (core NATS)
+//	subject hooks.<name>.auth     the lockout members' announcements (core NATS)
+//	subject hooks.<name>.auth.<member>  failures sent to the member owning their count, its confirmations
+//	subject hooks.<name>.deliver  the delivery nodes' announcements
 //
 // and two durable pull consumers, wake (one event in flight cluster-wide,
 // so wake events keep their acceptance order) and agent.

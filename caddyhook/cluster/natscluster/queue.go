@@ -31,6 +31,8 @@ type queue struct {
 	qp cluster.QueueParams
 
 	sender  atomic.Pointer[senderBox]
+	limiter atomic.Pointer[limiterBox]
+	lanes   atomic.Pointer[kvBox] // the wake lane's lease
 	mu      sync.Mutex
 	cancel  context.CancelFunc
 	running sync.WaitGroup
@@ -40,6 +42,8 @@ type queue struct {
 }
 
 type senderBox struct{ spool.Sender }
+
+type limiterBox struct{ cluster.Limiter }
 
 func newQueue(s *shared) *queue {
 	qp := *s.p.Queue
@@ -81,10 +85,18 @@ func (q *queue) provision(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("cluster nats: stream %s: %w", n.deadStream, err)
 	}
+	lanes, err := q.s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: n.lanes, Description: "caddyhook delivery lane leases", History: 1,
+		TTL: q.leaseTTL(), Storage: jetstream.FileStorage, Replicas: r,
+	})
+	if err != nil {
+		return fmt.Errorf("cluster nats: bucket %s: %w", n.lanes, err)
+	}
+	q.lanes.Store(&kvBox{lanes})
 	for _, c := range []struct {
 		name, subject string
 		inFlight      int
-	}{{consumerWake, n.queueWake, 1}, {consumerAgent, n.queueAgent, maxAgentsInFlight}} {
+	}{{consumerWake, n.queueWake, wakeBatch}, {consumerAgent, n.queueAgent, maxAgentsInFlight}} {
 		if _, err := q.s.js.CreateOrUpdateConsumer(ctx, n.queue, jetstream.ConsumerConfig{
 			Durable: c.name, Description: "caddyhook delivery lane " + c.name,
 			FilterSubject: c.subject, AckPolicy: jetstream.AckExplicitPolicy,
@@ -281,6 +293,23 @@ func (q *queue) decode(subject string, data []byte, stored time.Time) (*spool.Ev
 // SetSender implements cluster.QueueStore.
 func (q *queue) SetSender(snd spool.Sender, workers int) { q.setSender(snd, workers) }
 
+// SetLimiter implements cluster.QueueStore.
+func (q *queue) SetLimiter(l cluster.Limiter) {
+	if l == nil {
+		q.limiter.Store(nil)
+		return
+	}
+	q.limiter.Store(&limiterBox{l})
+}
+
+// paced returns the limiter when it limits now.
+func (q *queue) paced() cluster.Limiter {
+	if b := q.limiter.Load(); b != nil && b.Limited() {
+		return b.Limiter
+	}
+	return nil
+}
+
 // setSender starts, retargets or stops the delivery lanes.
 func (q *queue) setSender(snd spool.Sender, workers int) {
 	q.mu.Lock()
@@ -304,7 +333,7 @@ func (q *queue) setSender(snd spool.Sender, workers int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	q.cancel, q.workers = cancel, workers
 	q.running.Add(2)
-	go q.lane(ctx, consumerWake, 1)
+	go q.wakeLane(ctx)
 	go q.lane(ctx, consumerAgent, workers-1)
 }
 
@@ -342,17 +371,20 @@ func (q *queue) lane(ctx context.Context, name string, n int) {
 	}
 }
 
-// consume runs one subscription of the lane until it fails or ctx ends.
+// errPacing: the rate was set or lifted; the lane subscribes again in
+// the other mode.
+var errPacing = errors.New("delivery rate changed")
+
+// consume runs one subscription of the lane until it fails or ctx ends:
+// a stream of messages while no rate limits this node, else one fetch
+// per send its share of the rate allows (a message is fetched only once
+// it may be sent: none waits at this node for the rate while its
+// ack_wait runs).
 func (q *queue) consume(ctx context.Context, name string, n int) error {
 	cons, err := q.s.js.Consumer(ctx, q.s.n.queue, name)
 	if err != nil {
 		return err
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(n), jetstream.PullExpiry(5*time.Second))
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
 	work := make(chan jetstream.Msg)
 	var wg sync.WaitGroup
 	for range n {
@@ -365,7 +397,18 @@ func (q *queue) consume(ctx context.Context, name string, n int) error {
 		}()
 	}
 	defer func() { close(work); wg.Wait() }()
+	if lim := q.paced(); lim != nil {
+		return q.consumePaced(ctx, cons, lim, work)
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(n), jetstream.PullExpiry(5*time.Second))
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
 	for {
+		if q.paced() != nil {
+			return errPacing
+		}
 		m, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
 			return err
@@ -379,19 +422,83 @@ func (q *queue) consume(ctx context.Context, name string, n int) error {
 	}
 }
 
-// handle delivers one message and settles it: ack on 2xx, dead letter on
-// a refusal or past max_age, redelivery with backoff otherwise.
+// consumePaced fetches one message per send the limiter allows and hands
+// it to the workers.
+func (q *queue) consumePaced(ctx context.Context, cons jetstream.Consumer, lim cluster.Limiter, work chan<- jetstream.Msg) error {
+	for ctx.Err() == nil {
+		if q.paced() == nil {
+			return errPacing
+		}
+		done, err := lim.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		m, err := cons.Next(jetstream.FetchContext(fctx))
+		cancel()
+		if err != nil {
+			done(false)
+			if ctx.Err() == nil && (errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) ||
+				errors.Is(err, context.DeadlineExceeded)) {
+				continue
+			}
+			return err
+		}
+		select {
+		case work <- m:
+			done(true)
+		case <-ctx.Done():
+			done(false)
+			_ = m.Nak()
+			return ctx.Err()
+		}
+	}
+	return ctx.Err()
+}
+
+// handle delivers one message of the agent lane and settles it: ack on
+// 2xx, dead letter on a refusal or past max_age, redelivery with backoff
+// otherwise (any delivery node may take it then).
 func (q *queue) handle(ctx context.Context, m jetstream.Msg) {
+	ev, meta, ok := q.open(m)
+	if !ok {
+		return
+	}
+	ev.Attempts = int(meta.NumDelivered) - 1
+	r, ok := q.send(ctx, m, ev)
+	if !ok {
+		return
+	}
+	switch spool.Classify(r.status, r.err) {
+	case spool.OutcomeDone:
+		q.ack(m, ev, true)
+	case spool.OutcomeDead:
+		ev.Attempts++
+		q.bury(m, meta, ev, r.status, r.deadReason())
+	default:
+		if ctx.Err() != nil {
+			_ = m.Nak() // stopping: another delivery node takes it now
+			return
+		}
+		_ = m.NakWithDelay(q.retryDelay(ev, r))
+	}
+}
+
+// open reads a delivered message's event. A message that is not sealed
+// with the cluster's keys is removed unsent, an unreadable one or one past
+// max_age goes to the dead letters, and without a sender the message goes
+// back to the queue: ok is false for all of them.
+func (q *queue) open(m jetstream.Msg) (ev *spool.Event, meta *jetstream.MsgMetadata, ok bool) {
 	meta, err := m.Metadata()
 	if err != nil {
 		_ = m.Nak()
-		return
+		return nil, nil, false
 	}
-	ev, err := q.decode(m.Subject(), m.Data(), meta.Timestamp)
+	ev, err = q.decode(m.Subject(), m.Data(), meta.Timestamp)
 	if errors.Is(err, errUnsealed) {
 		q.s.reject(cluster.RejectedQueue, zap.String("subject", m.Subject()), zap.Uint64("seq", meta.Sequence.Stream))
 		_ = m.Term() // removes it from the work queue: never delivered
-		return
+		return nil, nil, false
 	}
 	if err != nil {
 		q.s.log.Error("cluster: unreadable queued message; moved to the dead letters",
@@ -399,52 +506,101 @@ func (q *queue) handle(ctx context.Context, m jetstream.Msg) {
 		ev = &spool.Event{ID: "unreadable-" + strconv.FormatUint(meta.Sequence.Stream, 10), Kind: spool.KindAgent,
 			Path: "?", Body: m.Data(), FirstSeen: meta.Timestamp}
 		q.bury(m, meta, ev, 0, "unreadable queued message")
-		return
+		return nil, nil, false
 	}
 	ev.Seq = meta.Sequence.Stream
-	ev.Attempts = int(meta.NumDelivered) - 1
-	if time.Since(ev.FirstSeen) > q.qp.MaxAge {
-		q.bury(m, meta, ev, 0, spool.ReasonExpired)
-		return
+	if q.expired(m, meta, ev) {
+		return nil, nil, false
 	}
+	if q.sender.Load() == nil {
+		_ = m.Nak()
+		return nil, nil, false
+	}
+	return ev, meta, true
+}
+
+// expiry is when ev expires: max_age after it was accepted, the time the
+// node's operator held deliveries (a pause) not counted.
+func (q *queue) expiry(ev *spool.Event) time.Time {
+	var held time.Duration
+	if box := q.sender.Load(); box != nil {
+		if h, ok := box.Sender.(spool.Holder); ok {
+			held = h.HeldSince(ev.FirstSeen)
+		}
+	}
+	return ev.FirstSeen.Add(q.qp.MaxAge + held)
+}
+
+// expired moves an event past max_age to the dead letters.
+func (q *queue) expired(m jetstream.Msg, meta *jetstream.MsgMetadata, ev *spool.Event) bool {
+	if !time.Now().After(q.expiry(ev)) {
+		return false
+	}
+	q.bury(m, meta, ev, 0, spool.ReasonExpired)
+	return true
+}
+
+// sendResult is what the gateway answered one send.
+type sendResult struct {
+	status int
+	reason string
+	err    error
+}
+
+// deadReason is the dead letter's reason of a refused send.
+func (r sendResult) deadReason() string {
+	return spool.Clip(fmt.Sprintf("gateway status %d: %s", r.status, r.reason))
+}
+
+// send sends ev to the gateway, telling the server meanwhile that m is
+// being worked on; ok is false when there is no sender (m goes back).
+func (q *queue) send(ctx context.Context, m jetstream.Msg, ev *spool.Event) (r sendResult, ok bool) {
 	box := q.sender.Load()
 	if box == nil {
 		_ = m.Nak()
-		return
+		return r, false
 	}
 	stop := q.keepAlive(m)
-	status, reason, err := box.Send(ctx, ev)
+	r.status, r.reason, r.err = box.Send(ctx, ev)
 	stop()
-	switch spool.Classify(status, err) {
-	case spool.OutcomeDone:
+	return r, true
+}
+
+// ack acknowledges a delivered message: waiting for the server's
+// confirmation (double), or not (the ordered wake lane, whose next send
+// does not wait for it: a lost acknowledgement makes a duplicate, sent
+// again with the same Idempotency-Key, never a reordering of first sends).
+func (q *queue) ack(m jetstream.Msg, ev *spool.Event, double bool) {
+	var err error
+	if double {
 		actx, cancel := context.WithTimeout(context.Background(), time.Duration(q.s.cfg.Timeout))
-		if err := m.DoubleAck(actx); err != nil {
-			q.s.log.Warn("cluster: delivered but the acknowledgement failed; the event will be redelivered with the same Idempotency-Key",
-				zap.String("id", ev.ID), zap.Error(err))
-		}
+		err = m.DoubleAck(actx)
 		cancel()
-		q.delivered.Add(1)
-	case spool.OutcomeDead:
-		ev.Attempts++
-		q.bury(m, meta, ev, status, spool.Clip(fmt.Sprintf("gateway status %d: %s", status, reason)))
-	default:
-		if ctx.Err() != nil {
-			_ = m.Nak() // stopping: another delivery node takes it now
-			return
-		}
-		q.redelivered.Add(1)
-		delay := spool.Backoff(q.qp.RetryInitial, q.qp.RetryMax, ev.Attempts+1)
-		if left := time.Until(ev.FirstSeen.Add(q.qp.MaxAge)); left < delay {
-			delay = max(left, 0)
-		}
-		_ = m.NakWithDelay(delay)
-		why := fmt.Sprintf("gateway status %d: %s", status, reason)
-		if err != nil {
-			why = "send: " + err.Error()
-		}
-		q.s.log.Debug("cluster: delivery failed; will retry", zap.String("id", ev.ID),
-			zap.Int("attempts", ev.Attempts+1), zap.Duration("delay", delay), zap.String("reason", spool.Clip(why)))
+	} else {
+		err = m.Ack()
 	}
+	if err != nil {
+		q.s.log.Warn("cluster: delivered but the acknowledgement failed; the event will be redelivered with the same Idempotency-Key",
+			zap.String("id", ev.ID), zap.Error(err))
+	}
+	q.delivered.Add(1)
+}
+
+// retryDelay is the backoff before ev is sent again (never past its
+// max_age), logged with the reason of the failed attempt r.
+func (q *queue) retryDelay(ev *spool.Event, r sendResult) time.Duration {
+	q.redelivered.Add(1)
+	delay := spool.Backoff(q.qp.RetryInitial, q.qp.RetryMax, ev.Attempts+1)
+	if left := time.Until(q.expiry(ev)); left < delay {
+		delay = max(left, 0)
+	}
+	why := fmt.Sprintf("gateway status %d: %s", r.status, r.reason)
+	if r.err != nil {
+		why = "send: " + r.err.Error()
+	}
+	q.s.log.Debug("cluster: delivery failed; will retry", zap.String("id", ev.ID),
+		zap.Int("attempts", ev.Attempts+1), zap.Duration("delay", delay), zap.String("reason", spool.Clip(why)))
+	return delay
 }
 
 // keepAlive tells the server the message is being worked on while the

@@ -27,6 +27,8 @@ const (
 	sealIdem     = "idempotency"
 	sealLock     = "lock"
 	sealFailures = "failures"
+	sealMembers  = "members"
+	sealLease    = "lease"
 )
 
 // signingKeyExample is how the README and the errors suggest setting the key.

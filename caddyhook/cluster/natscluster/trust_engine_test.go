@@ -243,7 +243,7 @@ func TestLocksAndFailuresIgnoreForgedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stopW()
-	stopS, err := node.b.Subscribe(func(v []byte) { mu.Lock(); fails = append(fails, string(v)); mu.Unlock() })
+	stopS, err := node.b.Subscribe(cluster.TopicLockout, func(v []byte) { mu.Lock(); fails = append(fails, string(v)); mu.Unlock() })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestLocksAndFailuresIgnoreForgedRecords(t *testing.T) {
 	if err := node.b.PutLock(ctx, "own", []byte("own lock"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := node.b.Broadcast([]byte("own failures")); err != nil {
+	if err := node.b.Broadcast(cluster.TopicLockout, []byte("own failures")); err != nil {
 		t.Fatal(err)
 	}
 	natstest.WaitFor(t, "the node's own lock and failures", func() bool {
