@@ -17,6 +17,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/adminapi"
+	"github.com/caddyhook/caddyhook/internal/lockout"
 )
 
 func init() {
@@ -175,7 +176,7 @@ func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ strin
 			ActiveLockouts: lh.h.lockout.Active(now), IdempotencyEntries: lh.h.idem.Len(),
 			Settings: adminapi.Settings{UnauthenticatedBodies: cap(lh.h.unauth.slots), UnauthenticatedTimeoutSecond: lh.h.unauth.timeout.Seconds(),
 				UnauthenticatedPerAddress: int(lh.h.unauth.perAddr.max),
-				LockoutTableSize:          lh.h.lockout.capacity(), IdempotencyTTLSeconds: lh.h.idem.TTL().Seconds()}}
+				LockoutTableSize:          lh.h.lockout.Capacity(), IdempotencyTTLSeconds: lh.h.idem.TTL().Seconds()}}
 		st.Events = eventsStatus(lh.h)
 		if cs := lh.h.cluster; cs != nil {
 			st.Cluster = &adminapi.Cluster{Name: cs.name, Up: cs.backend.Up()}
@@ -207,15 +208,15 @@ func serveLockouts(w http.ResponseWriter, r *http.Request, lh *liveHandler, _ st
 		limit = n
 	}
 	locks := lh.h.lockout.Locks(time.Now(), limit)
-	slices.SortFunc(locks, func(a, b lockedAddr) int {
-		if c := a.until.Compare(b.until); c != 0 {
+	slices.SortFunc(locks, func(a, b lockout.Lock) int {
+		if c := a.Until.Compare(b.Until); c != 0 {
 			return c
 		}
-		return strings.Compare(a.addr, b.addr)
+		return strings.Compare(a.Addr, b.Addr)
 	})
 	out := make([]adminapi.Lockout, len(locks))
 	for i, l := range locks {
-		out[i] = adminapi.Lockout{Address: l.addr, Until: l.until.UTC()}
+		out[i] = adminapi.Lockout{Address: l.Addr, Until: l.Until.UTC()}
 	}
 	return writeAdminJSON(w, out)
 }

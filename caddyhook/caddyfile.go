@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/lockout"
 )
 
 func init() {
@@ -225,7 +226,7 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 
 // unmarshalAuthFailures parses `auth_failures <count> [<window>]`.
 func (h *Handler) unmarshalAuthFailures(d *caddyfile.Dispenser) error {
-	n, w, err := countAndDuration(d, "count", maxLockoutFailures, "window")
+	n, w, err := countAndDuration(d, "count", lockout.MaxCount, "window")
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	_ "github.com/caddyhook/caddyhook/caddyhook/cluster/natscluster" // the nats engine
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/lockout"
 )
 
 // Cluster timings. One idempotency or publish operation is bounded by the
@@ -63,7 +64,7 @@ type clusterState struct {
 func (h *Handler) clusterParams() cluster.Params {
 	p := cluster.Params{
 		Name:           cluster.NameFromPath(h.base),
-		LockTTL:        time.Duration(h.AuthFailures.Window) + h.lockout.policy.lockFor,
+		LockTTL:        time.Duration(h.AuthFailures.Window) + h.lockout.Policy().LockFor,
 		IdempotencyTTL: time.Duration(h.IdempotencyTTL),
 		Logger:         h.logger.Named("cluster"),
 	}
@@ -127,14 +128,14 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	key := clusterLockPoolPrefix + h.lockoutKey + "|" + cs.key
 	table := h.lockout
 	ls, _, err := hold(&h.held, key, func() (lockSyncShare, error) {
-		s := cluster.NewLockSync(b, table, cluster.LockSyncOptions{LockTTL: p.LockTTL,
-			Window: time.Duration(h.AuthFailures.Window), Lockout: h.lockout.policy.lockFor,
+		s := cluster.NewLockSync(b, lockTarget{table}, cluster.LockSyncOptions{LockTTL: p.LockTTL,
+			Window: time.Duration(h.AuthFailures.Window), Lockout: h.lockout.Policy().LockFor,
 			Metrics: cs.metrics, Logger: h.logger.Named("cluster")})
 		if err := s.Start(); err != nil {
 			return lockSyncShare{}, fmt.Errorf("cluster: lockout sharing: %w", err)
 		}
 		g := syncGate{s}
-		table.gates.push(g)
+		table.AddGate(g)
 		return lockSyncShare{LockSync: s, table: table, gate: g}, nil
 	})
 	if err != nil {
@@ -162,24 +163,27 @@ func (*clusterMetricsShare) Destruct() error { return nil }
 // lockSyncShare is a LockSync in the usage pool, the gate of its table.
 type lockSyncShare struct {
 	*cluster.LockSync
-	table *lockoutTable
+	table *lockout.Table
 	gate  syncGate
 }
 
 // Destruct stops the sharing when the last handler using it is gone.
 func (s lockSyncShare) Destruct() error {
-	s.table.gates.remove(s.gate)
+	s.table.RemoveGate(s.gate)
 	s.Close()
 	return nil
 }
 
-// syncGate is a LockSync as its table's lockGate: the table shares each
-// local failure before it counts it, and answers an address the LockSync
-// holds back as locked.
+// syncGate is a LockSync as its table's lockout.Gate: the table shares
+// each local failure before it counts it, and answers an address the
+// LockSync holds back as locked.
 type syncGate struct{ s *cluster.LockSync }
 
-func (g syncGate) held(k addrKey) bool                { return g.s.Held(cluster.Addr(k)) }
-func (g syncGate) share(k addrKey, at time.Time) bool { return g.s.Failure(cluster.Addr(k), at) }
+// Held implements lockout.Gate.
+func (g syncGate) Held(k lockout.Key) bool { return g.s.Held(cluster.Addr(k)) }
+
+// Share implements lockout.Gate.
+func (g syncGate) Share(k lockout.Key, at time.Time) bool { return g.s.Failure(cluster.Addr(k), at) }
 
 // clusterFailure tells the other nodes about the lock a failure of ip
 // caused, until until (the failure itself was shared by the table).
@@ -187,31 +191,22 @@ func (h *Handler) clusterFailure(ip netip.Addr, _ time.Time, locked bool, until 
 	if h.cluster == nil || !locked {
 		return
 	}
-	h.cluster.sync.Locked(cluster.Addr(h.lockout.keyFor(ip)), until)
+	h.cluster.sync.Locked(cluster.Addr(h.lockout.KeyOf(ip)), until)
 }
 
-// FoldFailure implements cluster.LockTarget: a failure another node saw
-// counts here as if this node had seen it; it returns the end of the
-// address's lock (zero: not locked) and whether this failure locked it.
-func (t *lockoutTable) FoldFailure(a cluster.Addr, at time.Time) (time.Time, bool) {
-	left, newly := t.record(addrKey(a), at, nil)
-	if left <= 0 {
-		return time.Time{}, false
-	}
-	return at.Add(left), newly
+// lockTarget is a lockout table as the LockSync's cluster.LockTarget:
+// the failures this node owns and the other nodes' locks are folded into
+// it.
+type lockTarget struct{ t *lockout.Table }
+
+// FoldFailure implements cluster.LockTarget.
+func (l lockTarget) FoldFailure(a cluster.Addr, at time.Time) (time.Time, bool) {
+	return l.t.FoldFailure(lockout.Key(a), at)
 }
 
-// ApplyLock implements cluster.LockTarget: a lock another node (or an
-// earlier run) applied locks the address here until the same moment,
-// unless it is locked at least that long already.
-func (t *lockoutTable) ApplyLock(a cluster.Addr, until time.Time) bool {
-	now := time.Now()
-	ip := netip.AddrFrom16(a)
-	if left, locked := t.Locked(ip, now); locked && !now.Add(left).Before(until) {
-		return false
-	}
-	t.merge(adoptedEntry{key: t.keyFor(ip), lockEnd: until.UnixMilli()}, now.UnixMilli())
-	return true
+// ApplyLock implements cluster.LockTarget.
+func (l lockTarget) ApplyLock(a cluster.Addr, until time.Time) bool {
+	return l.t.ApplyLock(lockout.Key(a), until)
 }
 
 // clusterClaim resolves an idempotency key cluster-wide after the local
@@ -530,7 +525,7 @@ func (o *clusterOps) Resume() error { o.qt.setPaused(false); return nil }
 
 // Interface guards
 var (
-	_ cluster.LockTarget = (*lockoutTable)(nil)
+	_ cluster.LockTarget = lockTarget{}
 	_ spool.Ops          = (*clusterOps)(nil)
 	_ deliveryTarget     = (*queueTarget)(nil)
 	_ spool.Holder       = heldSender{}

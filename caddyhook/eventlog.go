@@ -19,6 +19,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
+	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/safetext"
 )
 
@@ -171,7 +172,7 @@ func (h *Handler) recordEvent(ex *exchange, status int, body []byte, herr *hookE
 	if rec == nil {
 		return
 	}
-	key := h.lockout.keyFor(ex.ip)
+	key := h.lockout.KeyOf(ex.ip)
 	client, bits := h.displayAddr(key)
 	if ex.items == nil && herr != nil {
 		hook := ex.sub
@@ -212,7 +213,7 @@ type eventBox struct {
 }
 
 // displayAddr is a lockout key as an address (and its IPv6 grouping).
-func (h *Handler) displayAddr(key addrKey) (netip.Addr, int) {
+func (h *Handler) displayAddr(key lockout.Key) (netip.Addr, int) {
 	ip := netip.AddrFrom16(key).Unmap()
 	if ip.Is6() && h.IPv6Prefix < 128 {
 		return ip, h.IPv6Prefix

@@ -264,7 +264,7 @@ func (h *Handler) replayEvent(ctx context.Context, id string) (*adminapi.Replay,
 		e.Body = []byte(*orig.Body)
 	}
 	if ip.IsValid() {
-		e.Client, e.ClientBits = h.displayAddr(h.lockout.keyFor(ip))
+		e.Client, e.ClientBits = h.displayAddr(h.lockout.KeyOf(ip))
 	}
 	if herr != nil {
 		e.Reason = herr.reason

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/promreg"
 )
 
@@ -78,7 +79,7 @@ func (*hookMetrics) Destruct() error { return nil }
 // lockout tables, each table once.
 func activeLockouts() float64 {
 	now := time.Now()
-	seen := map[*lockoutTable]bool{}
+	seen := map[*lockout.Table]bool{}
 	n := 0
 	for _, lh := range liveHandlers() {
 		if t := lh.h.lockout; !seen[t] {

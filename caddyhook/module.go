@@ -15,6 +15,7 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/idempotency"
 	"github.com/caddyhook/caddyhook/internal/listenguard"
+	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/secret"
 )
 
@@ -32,7 +33,6 @@ const (
 	defaultAuthFailures   = 20
 	defaultAuthWindow     = time.Minute
 	defaultIPv6Prefix     = 64
-	defaultLockoutSlots   = 1 << 21
 	defaultIdempotencyTTL = 10 * time.Minute
 	minTokenLength        = 32
 )
@@ -182,7 +182,7 @@ type Handler struct {
 	unauth       *unauthReads
 	addrCheck    clientAddressCheck
 	policy       *Policy
-	lockout      *lockoutTable
+	lockout      *lockout.Table
 	idem         *idempotency.Cache
 	gateway      *gatewayClient
 	sink         sink
@@ -377,7 +377,7 @@ func (h *Handler) fillDefaults() {
 		h.IPv6Prefix = defaultIPv6Prefix
 	}
 	if h.LockoutTableSize == 0 {
-		h.LockoutTableSize = defaultLockoutSlots
+		h.LockoutTableSize = lockout.DefaultSlots
 	}
 	if h.IdempotencyTTL == 0 {
 		h.IdempotencyTTL = caddy.Duration(defaultIdempotencyTTL)
@@ -446,16 +446,16 @@ func (h *Handler) Validate() error {
 		return fmt.Errorf("gateway_wait_timeout: %s must not be shorter than gateway_timeout (%s)", time.Duration(h.GatewayWaitTimeout), time.Duration(h.GatewayTimeout))
 	case af.Count < 0 || af.Window < 0:
 		return fmt.Errorf("auth_failures: count and window must be positive")
-	case af.Count > maxLockoutFailures:
-		return fmt.Errorf("auth_failures: count %d must be at most %d", af.Count, maxLockoutFailures)
+	case af.Count > lockout.MaxCount:
+		return fmt.Errorf("auth_failures: count %d must be at most %d", af.Count, lockout.MaxCount)
 	case time.Duration(af.Window) < time.Second || time.Duration(af.Window) > 24*time.Hour:
 		return fmt.Errorf("auth_failures: window %s must be between 1s and 24h", time.Duration(af.Window))
 	case h.Lockout < 0 || time.Duration(h.Lockout) > 24*time.Hour:
 		return fmt.Errorf("lockout: must be between 0 and 24h")
 	case h.IPv6Prefix < 16 || h.IPv6Prefix > 128:
 		return fmt.Errorf("ipv6_prefix: %d must be between 16 and 128", h.IPv6Prefix)
-	case h.LockoutTableSize < lockoutShards*lockoutWays || h.LockoutTableSize > maxLockoutSlots:
-		return fmt.Errorf("lockout_table_size: %d must be between %d and %d", h.LockoutTableSize, lockoutShards*lockoutWays, maxLockoutSlots)
+	case h.LockoutTableSize < lockout.MinSlots || h.LockoutTableSize > lockout.MaxSlots:
+		return fmt.Errorf("lockout_table_size: %d must be between %d and %d", h.LockoutTableSize, lockout.MinSlots, lockout.MaxSlots)
 	case h.IdempotencyTTL < 0:
 		return fmt.Errorf("idempotency_ttl: must be positive")
 	}

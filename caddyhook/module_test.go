@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
@@ -203,7 +204,7 @@ func TestProvisionDefaults(t *testing.T) {
 		{"gateway network", h.gateway.addr, gatewayAddr{"unix", "/tmp/caddyhook-unit-none.sock"}},
 		{"gateway prefix", h.gateway.prefix, "/hooks"},
 		{"gateway auth", h.gateway.auth, "Bearer " + utGatewayToken},
-		{"lockout policy", h.lockout.policy, lockoutPolicy{maxFailures: 20, window: time.Minute, lockFor: time.Minute, v6Bits: 64, slots: 1 << 21}},
+		{"lockout policy", h.lockout.Policy(), lockout.Policy{MaxFailures: 20, Window: time.Minute, LockFor: time.Minute, V6Bits: 64, Slots: 1 << 21}},
 		{"unauthenticated_bodies", *h.UnauthenticatedBodies, UnauthenticatedBodies{Max: 256, Timeout: caddy.Duration(10 * time.Second), PerAddress: 8}},
 		{"body_timeout", h.BodyTimeout, caddy.Duration(time.Minute)},
 		{"token headers", fmt.Sprint(h.tokenHeaders), "[X-Service-Token]"},
@@ -255,8 +256,8 @@ func TestProvisionAccepts(t *testing.T) {
 		}},
 		{"ipv6_prefix bounds", func(h *Handler) { h.IPv6Prefix = 128 }, nil},
 		{"lockout option", func(h *Handler) { h.Lockout = caddy.Duration(5 * time.Minute) }, func(t *testing.T, h *Handler) {
-			if h.lockout.policy.lockFor != 5*time.Minute {
-				t.Errorf("lockFor = %v", h.lockout.policy.lockFor)
+			if h.lockout.Policy().LockFor != 5*time.Minute {
+				t.Errorf("lockFor = %v", h.lockout.Policy().LockFor)
 			}
 		}},
 		{"auth_failures partial", func(h *Handler) { h.AuthFailures = &AuthFailures{Count: 5} }, func(t *testing.T, h *Handler) {
@@ -350,6 +351,8 @@ func TestRetryAfterSeconds(t *testing.T) {
 		{time.Second + time.Nanosecond, "2"},
 		{1500 * time.Millisecond, "2"},
 		{49*time.Second + time.Millisecond, "50"},
+		{51600 * time.Millisecond, "52"},
+		{59900 * time.Millisecond, "60"},
 		{time.Minute, "60"},
 		{time.Hour, "3600"},
 	} {

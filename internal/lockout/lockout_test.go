@@ -1,4 +1,4 @@
-package caddyhook
+package lockout
 
 import (
 	"encoding/binary"
@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 	"unsafe"
-
-	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 )
 
 // lockT0 is the fixed start of every simulated lockout timeline.
@@ -20,16 +18,23 @@ var lockT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // testLockoutPolicy is the reference lockout: 20 failures per minute,
 // IPv6 grouped by /64, the smallest table (one set per shard).
-func testLockoutPolicy() lockoutPolicy {
-	return lockoutPolicy{maxFailures: 20, window: time.Minute, v6Bits: 64, slots: lockoutShards * lockoutWays}
+func testLockoutPolicy() Policy {
+	return Policy{MaxFailures: 20, Window: time.Minute, V6Bits: 64, Slots: numShards * ways}
+}
+
+// fail records one failure of ip at now and reports whether it locked
+// the address.
+func fail(tbl *Table, ip netip.Addr, now time.Time) bool {
+	_, newly := tbl.Record(ip, now)
+	return newly
 }
 
 // failN records n failures for ip, one every step from at; it returns
 // the index (1-based) of the failure that reported the lock, or 0.
-func failN(tbl *lockoutTable, ip netip.Addr, n int, at time.Time, step time.Duration) int {
+func failN(tbl *Table, ip netip.Addr, n int, at time.Time, step time.Duration) int {
 	locked := 0
 	for i := 1; i <= n; i++ {
-		if tbl.Fail(ip, at.Add(time.Duration(i-1)*step)) && locked == 0 {
+		if fail(tbl, ip, at.Add(time.Duration(i-1)*step)) && locked == 0 {
 			locked = i
 		}
 	}
@@ -37,40 +42,36 @@ func failN(tbl *lockoutTable, ip netip.Addr, n int, at time.Time, step time.Dura
 }
 
 func TestLockoutThreshold(t *testing.T) {
-	tbl := newLockoutTable(testLockoutPolicy())
+	tbl := New(testLockoutPolicy())
 	ip := netip.MustParseAddr("198.51.100.7")
 	for i := 1; i <= 19; i++ {
-		if tbl.Fail(ip, lockT0.Add(time.Duration(i-1)*100*time.Millisecond)) {
+		if fail(tbl, ip, lockT0.Add(time.Duration(i-1)*100*time.Millisecond)) {
 			t.Fatalf("failure %d locked", i)
 		}
 		if _, locked := tbl.Locked(ip, lockT0.Add(2*time.Second)); locked {
 			t.Fatalf("locked after %d failures", i)
 		}
 	}
-	if !tbl.Fail(ip, lockT0.Add(1900*time.Millisecond)) {
+	if !fail(tbl, ip, lockT0.Add(1900*time.Millisecond)) {
 		t.Fatal("the 20th failure did not lock")
 	}
 	// as the reference gateway: locked for 60s from the 20th failure (at
-	// +1.9s), Retry-After counting down from 60
+	// +1.9s), the rest of the lock counting down from 60s
 	for _, tc := range []struct {
-		at         time.Duration // after lockT0 (the first failure)
-		locked     bool
-		left       time.Duration
-		retryAfter string
+		at     time.Duration // after lockT0 (the first failure)
+		locked bool
+		left   time.Duration
 	}{
-		{at: 1900 * time.Millisecond, locked: true, left: time.Minute, retryAfter: "60"},
-		{at: 2 * time.Second, locked: true, left: 59900 * time.Millisecond, retryAfter: "60"},
-		{at: 10*time.Second + 300*time.Millisecond, locked: true, left: 51600 * time.Millisecond, retryAfter: "52"},
-		{at: 61*time.Second + 899*time.Millisecond, locked: true, left: time.Millisecond, retryAfter: "1"},
+		{at: 1900 * time.Millisecond, locked: true, left: time.Minute},
+		{at: 2 * time.Second, locked: true, left: 59900 * time.Millisecond},
+		{at: 10*time.Second + 300*time.Millisecond, locked: true, left: 51600 * time.Millisecond},
+		{at: 61*time.Second + 899*time.Millisecond, locked: true, left: time.Millisecond},
 		{at: 61*time.Second + 900*time.Millisecond, locked: false},
 		{at: 2 * time.Minute, locked: false},
 	} {
 		left, locked := tbl.Locked(ip, lockT0.Add(tc.at))
 		if locked != tc.locked || left != tc.left {
 			t.Errorf("at +%v: Locked = %v, %v; want %v, %v", tc.at, left, locked, tc.left, tc.locked)
-		}
-		if locked && retryAfterSeconds(left) != tc.retryAfter {
-			t.Errorf("at +%v: Retry-After %s, want %s", tc.at, retryAfterSeconds(left), tc.retryAfter)
 		}
 	}
 	other := netip.MustParseAddr("198.51.100.8")
@@ -82,75 +83,75 @@ func TestLockoutThreshold(t *testing.T) {
 // windowMax is how long a failure may count at most: the window slides in
 // steps of window/7, so a failure counts for at least the window and less
 // than window×8/7.
-const windowMax = time.Minute * lockoutBuckets / (lockoutBuckets - 1)
+const windowMax = time.Minute * buckets / (buckets - 1)
 
 func TestLockoutWindow(t *testing.T) {
 	ip := netip.MustParseAddr("203.0.113.9")
 	for _, tc := range []struct {
 		name   string
-		run    func(tbl *lockoutTable) // failures and resets
-		check  time.Duration           // when to ask Locked, after lockT0
+		run    func(tbl *Table) // failures and resets
+		check  time.Duration    // when to ask Locked, after lockT0
 		locked bool
 	}{
-		{name: "sliding: 19 then one 59.9s after the first", check: 60 * time.Second, locked: true, run: func(tbl *lockoutTable) {
+		{name: "sliding: 19 then one 59.9s after the first", check: 60 * time.Second, locked: true, run: func(tbl *Table) {
 			failN(tbl, ip, 19, lockT0, 0)
 			failN(tbl, ip, 1, lockT0.Add(59900*time.Millisecond), 0)
 		}},
-		{name: "no fixed-window escape: 18 just before and 19 just after a window from the first failure", check: 61 * time.Second, locked: true, run: func(tbl *lockoutTable) {
+		{name: "no fixed-window escape: 18 just before and 19 just after a window from the first failure", check: 61 * time.Second, locked: true, run: func(tbl *Table) {
 			failN(tbl, ip, 1, lockT0, 0)
 			failN(tbl, ip, 18, lockT0.Add(59900*time.Millisecond), 0)
 			failN(tbl, ip, 19, lockT0.Add(60100*time.Millisecond), 0)
 		}},
-		{name: "19 then one after the window has slid past them", check: windowMax + time.Second, run: func(tbl *lockoutTable) {
+		{name: "19 then one after the window has slid past them", check: windowMax + time.Second, run: func(tbl *Table) {
 			failN(tbl, ip, 19, lockT0, 0)
 			failN(tbl, ip, 1, lockT0.Add(windowMax), 0)
 		}},
-		{name: "19 then 19 after the window", check: 2*windowMax + time.Second, run: func(tbl *lockoutTable) {
+		{name: "19 then 19 after the window", check: 2*windowMax + time.Second, run: func(tbl *Table) {
 			failN(tbl, ip, 19, lockT0, time.Second)
 			failN(tbl, ip, 19, lockT0.Add(windowMax+19*time.Second), 0)
 		}},
-		{name: "20 spread over the window", check: 116 * time.Second, locked: true, run: func(tbl *lockoutTable) {
+		{name: "20 spread over the window", check: 116 * time.Second, locked: true, run: func(tbl *Table) {
 			failN(tbl, ip, 20, lockT0, 3*time.Second) // last at +57s: locked until +117s
 		}},
-		{name: "the lock ends 60s after the locking failure", check: 117 * time.Second, run: func(tbl *lockoutTable) {
+		{name: "the lock ends 60s after the locking failure", check: 117 * time.Second, run: func(tbl *Table) {
 			failN(tbl, ip, 20, lockT0, 3*time.Second)
 		}},
-		{name: "success resets", check: 20 * time.Second, run: func(tbl *lockoutTable) {
+		{name: "success resets", check: 20 * time.Second, run: func(tbl *Table) {
 			failN(tbl, ip, 19, lockT0, 0)
 			tbl.Reset(ip)
 			failN(tbl, ip, 19, lockT0.Add(time.Second), 0)
 		}},
-		{name: "reset unlocks", check: 20 * time.Second, run: func(tbl *lockoutTable) {
+		{name: "reset unlocks", check: 20 * time.Second, run: func(tbl *Table) {
 			failN(tbl, ip, 25, lockT0, 0)
 			tbl.Reset(ip)
 		}},
-		{name: "reset of another address keeps the lock", check: 20 * time.Second, locked: true, run: func(tbl *lockoutTable) {
+		{name: "reset of another address keeps the lock", check: 20 * time.Second, locked: true, run: func(tbl *Table) {
 			failN(tbl, ip, 20, lockT0, 0)
 			tbl.Reset(netip.MustParseAddr("203.0.113.10"))
 		}},
-		{name: "failures while locked do not extend", check: 60 * time.Second, run: func(tbl *lockoutTable) {
+		{name: "failures while locked do not extend", check: 60 * time.Second, run: func(tbl *Table) {
 			failN(tbl, ip, 20, lockT0, 0)
 			failN(tbl, ip, 30, lockT0.Add(30*time.Second), time.Second)
 		}},
-		{name: "the count starts again after a lock", check: 61 * time.Second, run: func(tbl *lockoutTable) {
+		{name: "the count starts again after a lock", check: 61 * time.Second, run: func(tbl *Table) {
 			failN(tbl, ip, 20, lockT0, 0)
 			failN(tbl, ip, 19, lockT0.Add(60*time.Second), 0)
 		}},
-		{name: "and the 20th after the lock locks again", check: 61 * time.Second, locked: true, run: func(tbl *lockoutTable) {
+		{name: "and the 20th after the lock locks again", check: 61 * time.Second, locked: true, run: func(tbl *Table) {
 			failN(tbl, ip, 20, lockT0, 0)
 			failN(tbl, ip, 20, lockT0.Add(60*time.Second), 0)
 		}},
-		{name: "a late failure counts in its bucket", check: 31 * time.Second, locked: true, run: func(tbl *lockoutTable) {
+		{name: "a late failure counts in its bucket", check: 31 * time.Second, locked: true, run: func(tbl *Table) {
 			failN(tbl, ip, 19, lockT0.Add(30*time.Second), 0)
 			failN(tbl, ip, 1, lockT0.Add(5*time.Second), 0)
 		}},
-		{name: "a failure reported after the window is ignored", check: windowMax + 2*time.Second, run: func(tbl *lockoutTable) {
+		{name: "a failure reported after the window is ignored", check: windowMax + 2*time.Second, run: func(tbl *Table) {
 			failN(tbl, ip, 19, lockT0.Add(windowMax+time.Second), 0)
 			failN(tbl, ip, 1, lockT0, 0)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tbl := newLockoutTable(testLockoutPolicy())
+			tbl := New(testLockoutPolicy())
 			tc.run(tbl)
 			if _, locked := tbl.Locked(ip, lockT0.Add(tc.check)); locked != tc.locked {
 				t.Fatalf("locked = %v, want %v", locked, tc.locked)
@@ -165,25 +166,25 @@ func TestLockoutWindow(t *testing.T) {
 func TestLockoutSlidingBounds(t *testing.T) {
 	ip := netip.MustParseAddr("203.0.113.77")
 	p := testLockoutPolicy()
-	step := time.Minute / (lockoutBuckets - 1) / 10
-	for off := time.Duration(0); off < time.Minute/(lockoutBuckets-1)+step; off += step {
+	step := time.Minute / (buckets - 1) / 10
+	for off := time.Duration(0); off < time.Minute/(buckets-1)+step; off += step {
 		first := lockT0.Add(off)
-		inside := newLockoutTable(p)
+		inside := New(p)
 		failN(inside, ip, 19, first, 0)
-		if !inside.Fail(ip, first.Add(time.Minute-time.Millisecond)) {
+		if !fail(inside, ip, first.Add(time.Minute-time.Millisecond)) {
 			t.Errorf("offset %v: a failure inside the window did not lock", off)
 		}
-		outside := newLockoutTable(p)
+		outside := New(p)
 		failN(outside, ip, 19, first, 0)
-		if outside.Fail(ip, first.Add(windowMax)) {
+		if fail(outside, ip, first.Add(windowMax)) {
 			t.Errorf("offset %v: failures older than window×8/7 still counted", off)
 		}
 	}
 }
 
 func TestLockoutEntrySize(t *testing.T) {
-	if n := unsafe.Sizeof(lockEntry{}); n != 32 {
-		t.Fatalf("lockEntry is %d bytes, want 32 (lockout_table_size × 32 bytes ≤ 64 MiB)", n)
+	if n := unsafe.Sizeof(entry{}); n != 32 {
+		t.Fatalf("entry is %d bytes, want 32 (lockout_table_size × 32 bytes ≤ 64 MiB)", n)
 	}
 }
 
@@ -224,8 +225,8 @@ func TestLockoutDuration(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := testLockoutPolicy()
-			p.lockFor = tc.lockFor
-			tbl := newLockoutTable(p)
+			p.LockFor = tc.lockFor
+			tbl := New(p)
 			if n := failN(tbl, ip, 20, lockT0, 100*time.Millisecond); n != 20 {
 				t.Fatalf("locked at failure %d, want 20", n)
 			}
@@ -243,8 +244,8 @@ func TestLockoutDuration(t *testing.T) {
 // gets a fresh count, and 20 more failures lock it again.
 func TestLockoutShortLockRelocks(t *testing.T) {
 	p := testLockoutPolicy()
-	p.lockFor = 10 * time.Second
-	tbl := newLockoutTable(p)
+	p.LockFor = 10 * time.Second
+	tbl := New(p)
 	ip := netip.MustParseAddr("192.0.2.45")
 	failN(tbl, ip, 20, lockT0, 0)
 	after := lockT0.Add(15 * time.Second)
@@ -278,8 +279,8 @@ func TestLockoutAddressGrouping(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s~%s/%d", tc.a, tc.b, tc.v6Bits), func(t *testing.T) {
 			p := testLockoutPolicy()
-			p.v6Bits = tc.v6Bits
-			tbl := newLockoutTable(p)
+			p.V6Bits = tc.v6Bits
+			tbl := New(p)
 			a, b := netip.MustParseAddr(tc.a), netip.MustParseAddr(tc.b)
 			failN(tbl, a, 20, lockT0, 0)
 			if _, locked := tbl.Locked(a, lockT0.Add(time.Second)); !locked {
@@ -294,12 +295,12 @@ func TestLockoutAddressGrouping(t *testing.T) {
 
 // sameSet returns n IPv4 addresses whose keys fall into the same set of
 // tbl as the first one.
-func sameSet(t *testing.T, tbl *lockoutTable, n int) []netip.Addr {
+func sameSet(t *testing.T, tbl *Table, n int) []netip.Addr {
 	t.Helper()
 	where := func(ip netip.Addr) [2]uint64 {
-		k := tbl.keyFor(ip)
+		k := tbl.KeyOf(ip)
 		h := maphash.Bytes(tbl.seed, k[:])
-		return [2]uint64{h % lockoutShards, (h / lockoutShards) % uint64(tbl.setsPerShard)}
+		return [2]uint64{h % numShards, (h / numShards) % uint64(tbl.setsPerShard)}
 	}
 	var out []netip.Addr
 	var target [2]uint64
@@ -321,20 +322,15 @@ func sameSet(t *testing.T, tbl *lockoutTable, n int) []netip.Addr {
 }
 
 // failures returns ip's live failure count and lock state at now.
-func failures(tbl *lockoutTable, ip netip.Addr, now time.Time) (uint32, bool) {
-	k := tbl.keyFor(ip)
-	sh, s := tbl.locate(k)
-	defer sh.mu.Unlock()
-	if e := tbl.find(s, k, now.UnixMilli()); e != nil {
-		return tbl.failures(e, now.UnixMilli()), e.until != 0
-	}
-	return 0, false
+func failures(tbl *Table, ip netip.Addr, now time.Time) (uint32, bool) {
+	n, left := tbl.Lookup(ip, now)
+	return n, left > 0
 }
 
 func TestLockoutEviction(t *testing.T) {
 	at := lockT0.Add(time.Second)
 	t.Run("locked survives a spread attack on its set", func(t *testing.T) {
-		tbl := newLockoutTable(testLockoutPolicy())
+		tbl := New(testLockoutPolicy())
 		ips := sameSet(t, tbl, 200)
 		failN(tbl, ips[0], 20, lockT0, 0)
 		for _, ip := range ips[1:] {
@@ -345,13 +341,13 @@ func TestLockoutEviction(t *testing.T) {
 		}
 	})
 	t.Run("fewest failures evicted first", func(t *testing.T) {
-		tbl := newLockoutTable(testLockoutPolicy())
-		ips := sameSet(t, tbl, lockoutWays+1)
+		tbl := New(testLockoutPolicy())
+		ips := sameSet(t, tbl, ways+1)
 		counts := []int{5, 7, 1, 9, 4, 6, 8, 3} // ips[2] has the fewest
 		for i, n := range counts {
 			failN(tbl, ips[i], n, lockT0, 0)
 		}
-		failN(tbl, ips[lockoutWays], 2, lockT0, 0)
+		failN(tbl, ips[ways], 2, lockT0, 0)
 		for i, n := range counts {
 			got, _ := failures(tbl, ips[i], at)
 			want := uint32(n)
@@ -362,18 +358,18 @@ func TestLockoutEviction(t *testing.T) {
 				t.Errorf("address %d: %d failures tracked, want %d", i, got, want)
 			}
 		}
-		if got, _ := failures(tbl, ips[lockoutWays], at); got != 2 {
+		if got, _ := failures(tbl, ips[ways], at); got != 2 {
 			t.Errorf("newcomer has %d failures, want 2", got)
 		}
 	})
 	t.Run("expired entries evicted before live ones", func(t *testing.T) {
-		tbl := newLockoutTable(testLockoutPolicy())
-		ips := sameSet(t, tbl, lockoutWays+1)
+		tbl := New(testLockoutPolicy())
+		ips := sameSet(t, tbl, ways+1)
 		failN(tbl, ips[0], 20, lockT0.Add(-2*time.Minute), 0) // old, expired lock
-		for _, ip := range ips[1:lockoutWays] {
+		for _, ip := range ips[1:ways] {
 			failN(tbl, ip, 1, lockT0, 0)
 		}
-		failN(tbl, ips[lockoutWays], 1, lockT0, 0)
+		failN(tbl, ips[ways], 1, lockT0, 0)
 		for i, ip := range ips[1:] {
 			if got, _ := failures(tbl, ip, at); got != 1 {
 				t.Errorf("live address %d lost its count (%d)", i+1, got)
@@ -381,28 +377,28 @@ func TestLockoutEviction(t *testing.T) {
 		}
 	})
 	t.Run("a full set of locks evicts the oldest lock", func(t *testing.T) {
-		tbl := newLockoutTable(testLockoutPolicy())
-		ips := sameSet(t, tbl, lockoutWays+1)
-		for i, ip := range ips[:lockoutWays] {
+		tbl := New(testLockoutPolicy())
+		ips := sameSet(t, tbl, ways+1)
+		for i, ip := range ips[:ways] {
 			failN(tbl, ip, 20, lockT0.Add(time.Duration(i)*time.Millisecond), 0)
 		}
-		failN(tbl, ips[lockoutWays], 1, lockT0.Add(10*time.Millisecond), 0)
+		failN(tbl, ips[ways], 1, lockT0.Add(10*time.Millisecond), 0)
 		if _, locked := tbl.Locked(ips[0], at); locked {
 			t.Error("the oldest lock survived")
 		}
-		for i, ip := range ips[1:lockoutWays] {
+		for i, ip := range ips[1:ways] {
 			if _, locked := tbl.Locked(ip, at); !locked {
 				t.Errorf("lock %d was evicted", i+1)
 			}
 		}
-		if got, _ := failures(tbl, ips[lockoutWays], at); got != 1 {
+		if got, _ := failures(tbl, ips[ways], at); got != 1 {
 			t.Errorf("newcomer has %d failures, want 1", got)
 		}
 	})
 }
 
 func TestLockoutActive(t *testing.T) {
-	tbl := newLockoutTable(testLockoutPolicy())
+	tbl := New(testLockoutPolicy())
 	for i := range 5 {
 		failN(tbl, netip.AddrFrom4([4]byte{192, 0, 2, byte(i + 1)}), 20, lockT0, 0)
 	}
@@ -419,7 +415,7 @@ func TestLockoutActive(t *testing.T) {
 
 // TestLockoutConcurrent exercises the shard locks (run with -race).
 func TestLockoutConcurrent(t *testing.T) {
-	tbl := newLockoutTable(testLockoutPolicy())
+	tbl := New(testLockoutPolicy())
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
@@ -427,7 +423,7 @@ func TestLockoutConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := range 2000 {
 				ip := netip.AddrFrom4([4]byte{10, byte(g), byte(i >> 8), byte(i)})
-				tbl.Fail(ip, lockT0)
+				fail(tbl, ip, lockT0)
 				tbl.Locked(ip, lockT0)
 				if i%7 == 0 {
 					tbl.Reset(ip)
@@ -468,8 +464,8 @@ func TestLockoutMillionAddresses(t *testing.T) {
 	runtime.ReadMemStats(&before)
 
 	p := testLockoutPolicy()
-	p.slots = defaultLockoutSlots
-	tbl := newLockoutTable(p)
+	p.Slots = DefaultSlots
+	tbl := New(p)
 	lockedIPs := make([]netip.Addr, 1000)
 	for i := range lockedIPs {
 		lockedIPs[i] = netip.AddrFrom4([4]byte{100, 64, byte(i >> 8), byte(i)})
@@ -477,7 +473,7 @@ func TestLockoutMillionAddresses(t *testing.T) {
 	}
 	start := time.Now()
 	for i := range n {
-		tbl.Fail(millionAddr(i), lockT0.Add(time.Duration(i)*time.Microsecond))
+		fail(tbl, millionAddr(i), lockT0.Add(time.Duration(i)*time.Microsecond))
 	}
 	elapsed := time.Since(start)
 
@@ -486,7 +482,7 @@ func TestLockoutMillionAddresses(t *testing.T) {
 	growth := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	tableBytes := 0
 	for i := range tbl.shards {
-		tableBytes += len(tbl.shards[i].sets) * int(unsafe.Sizeof(lockSet{}))
+		tableBytes += len(tbl.shards[i].sets) * int(unsafe.Sizeof(set{}))
 	}
 	t.Logf("%d failures in %v (%v/op); heap growth %.1f MiB; table %.1f MiB",
 		n, elapsed, elapsed/n, float64(growth)/(1<<20), float64(tableBytes)/(1<<20))
@@ -511,13 +507,13 @@ func TestLockoutMillionAddresses(t *testing.T) {
 	}
 	t.Logf("%d of %d addresses still tracked", tracked, n)
 	if tracked < n*99/100 {
-		t.Errorf("only %d of %d addresses tracked in a table of %d slots", tracked, n, p.slots)
+		t.Errorf("only %d of %d addresses tracked in a table of %d slots", tracked, n, p.Slots)
 	}
 	runtime.KeepAlive(tbl)
 }
 
 // BenchmarkLockoutLookup compares lookups in a table tracking 1k and 1M
-// addresses. Every lookup scans one set of at most lockoutWays entries;
+// addresses. Every lookup scans one set of at most ways entries;
 // "hot" looks up only 1k of the 1M addresses, which separates the cost of
 // the table's population (none) from that of cache misses over a 64 MiB
 // working set.
@@ -533,10 +529,10 @@ func BenchmarkLockoutLookup(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			p := testLockoutPolicy()
-			p.slots = defaultLockoutSlots
-			tbl := newLockoutTable(p)
+			p.Slots = DefaultSlots
+			tbl := New(p)
 			for i := range tc.entries {
-				tbl.Fail(millionAddr(i), lockT0)
+				fail(tbl, millionAddr(i), lockT0)
 			}
 			now := lockT0.Add(time.Second)
 			b.ReportAllocs()
@@ -558,12 +554,12 @@ func BenchmarkLockoutLookup(b *testing.B) {
 // or arbitrary one. Before the fix a lock 60 days ahead came out as
 // about 10 days (60 − 49.7), one of 49.71 days as a few seconds.
 func TestLockoutLockEndNeverWraps(t *testing.T) {
-	tbl := newLockoutTable(testLockoutPolicy())
+	tbl := New(testLockoutPolicy())
 	now := time.Now()
 	maxSpan := time.Duration(math.MaxUint32) * time.Millisecond
 	for i, ahead := range []time.Duration{time.Hour, 40 * 24 * time.Hour, maxSpan - time.Minute, maxSpan + 5*time.Second, 60 * 24 * time.Hour} {
 		ip := netip.AddrFrom4([4]byte{198, 51, 100, byte(i + 1)})
-		tbl.ApplyLock(cluster.Addr(tbl.keyFor(ip)), now.Add(ahead))
+		tbl.ApplyLock(tbl.KeyOf(ip), now.Add(ahead))
 		left, locked := tbl.Locked(ip, now)
 		// the lock counts from the start of the current bucket: up to one
 		// bucket (window/7) less than asked

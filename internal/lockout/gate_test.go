@@ -1,22 +1,20 @@
-package caddyhook
+package lockout
 
 import (
 	"net/netip"
 	"testing"
 	"time"
-
-	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 )
 
 // TestLockoutTableAsLockTarget: the other nodes' failures count in the
 // table like local ones (the limit-th locks), and a lock from the locks
 // bucket applies until its own end, unless the address is locked longer.
 func TestLockoutTableAsLockTarget(t *testing.T) {
-	tbl := newLockoutTable(lockoutPolicy{maxFailures: 3, window: time.Minute, v6Bits: 64, slots: 1 << 12})
+	tbl := New(Policy{MaxFailures: 3, Window: time.Minute, V6Bits: 64, Slots: 1 << 12})
 	now := time.Now()
 	ip := netip.MustParseAddr("198.51.100.7")
-	a := cluster.Addr(tbl.keyFor(ip))
-	tbl.Fail(ip, now)
+	a := (tbl.KeyOf(ip))
+	fail(tbl, ip, now)
 	tbl.FoldFailure(a, now)
 	if _, locked := tbl.Locked(ip, now); locked {
 		t.Fatal("locked after 2 of 3 failures")
@@ -27,7 +25,7 @@ func TestLockoutTableAsLockTarget(t *testing.T) {
 	}
 
 	v6 := netip.MustParseAddr("2001:db8::1")
-	b := cluster.Addr(tbl.keyFor(netip.MustParseAddr("2001:db8::2"))) // same /64
+	b := (tbl.KeyOf(netip.MustParseAddr("2001:db8::2"))) // same /64
 	until := now.Add(90 * time.Second)
 	if !tbl.ApplyLock(b, until) {
 		t.Fatal("ApplyLock on an unlocked address changed nothing")

@@ -1,4 +1,4 @@
-package caddyhook
+package lockout
 
 import (
 	"net/netip"
@@ -11,7 +11,7 @@ import (
 // failure counts of the others; expired entries are not copied; the old
 // table is left as it was.
 func TestLockoutAdopt(t *testing.T) {
-	old := newLockoutTable(testLockoutPolicy())
+	old := New(testLockoutPolicy())
 	locked := netip.MustParseAddr("198.51.100.7")
 	counting := netip.MustParseAddr("198.51.100.8")
 	expired := netip.MustParseAddr("198.51.100.9")
@@ -26,10 +26,10 @@ func TestLockoutAdopt(t *testing.T) {
 	failN(old, counting, 5, lockT0, time.Second)
 
 	p := testLockoutPolicy()
-	p.maxFailures, p.window, p.lockFor, p.v6Bits = 8, 5*time.Minute, 10*time.Minute, 48
-	tbl := newLockoutTable(p)
+	p.MaxFailures, p.Window, p.LockFor, p.V6Bits = 8, 5*time.Minute, 10*time.Minute, 48
+	tbl := New(p)
 	now := lockT0.Add(10 * time.Second)
-	tbl.adopt(old, now)
+	tbl.Adopt(old, now)
 
 	oldLeft, _ := old.Locked(locked, now)
 	for _, ip := range []netip.Addr{locked, v6, netip.MustParseAddr("2001:db8:1:ffff::1")} { // same /48
