@@ -32,63 +32,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 	return h.NewRoute(nil, hk), nil
 }
 
-// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
-//
-//	hooks [<path>] {
-//	    path                         <base path>
-//	    token                        <hook token>...   (repeatable: several are accepted)
-//	    token_headers                <header>...
-//	    gateway                      unix//<socket> | <loopback host:port>
-//	    gateway_token                <token>
-//	    gateway_prefix               <path>
-//	    gateway_timeout              <duration>
-//	    gateway_wait_timeout         <duration>
-//	    mode                         render|forward
-//	    wrap                         edge|gateway
-//	    idempotency_headers          <header>...
-//	    gateway_forward_client_ip    [true|false]
-//	    max_body                     <size>
-//	    auth_failures                <count> [<window>]
-//	    lockout                      <duration>
-//	    unauthenticated_bodies       [<max> [<timeout>]] [{ per_address <n> }]
-//	    body_timeout                 <duration>
-//	    lockout_table_size           <entries>
-//	    ipv6_prefix                  <bits>
-//	    idempotency_ttl              <duration>
-//	    agents                       <id>...
-//	    allowed_agent_ids            [<id>...]
-//	    default_session_key          <key>
-//	    allow_request_session_key    [true|false]
-//	    allowed_session_key_prefixes <prefix>...
-//	    allowed_models               <model>...
-//	    channels                     <channel>...
-//	    enabled                      true|false
-//	    spool <dir> {
-//	        max_bytes     <size>
-//	        max_age       <duration>
-//	        retry_initial <duration>
-//	        retry_max     <duration>
-//	        workers       <n>
-//	        rate          <n>/<interval>
-//	    }
-//	    spool cluster {              (the cluster engine's replicated queue)
-//	        deliver       on|off
-//	        fallback      <dir>|reject
-//	        max_bytes, max_age, retry_initial, retry_max, workers
-//	    }
-//	    cluster <engine> [<url>...] {  (e.g. cluster nats { … }; see the engine)
-//	    }
-//	    events off | on | {           (the event log; on by default)
-//	        bodies         on|off
-//	        max_body       <size>
-//	        max_events     <n>
-//	        max_bytes      <size>
-//	        retain         <duration>
-//	        max_rejections <n>
-//	        dir            <dir>
-//	        headers        <header>...
-//	    }
-//	}
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens: the
+// hooks directive, whose syntax is in the Handler's doc.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	if d.NextArg() {

@@ -8,33 +8,8 @@ import (
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
-// unmarshalMapping parses a `mapping [<id>] { ... }` block:
-//
-//	mapping [<id>] {
-//	    match_path       <name>
-//	    match_source     <source>
-//	    match_expr       <CEL expression>
-//	    action           agent|wake
-//	    wake_mode        now|next-heartbeat
-//	    name             <template>
-//	    agent_id         <template>
-//	    session_key      <template>
-//	    message_template <template>
-//	    text_template    <template>
-//	    deliver          [true|false]
-//	    channel          <template>
-//	    to               <template>
-//	    model            <template>
-//	    thinking         <template>
-//	    timeout_seconds  <n>
-//	    allow_unsafe_external_content [true|false]
-//	    for_each         <payload key>
-//	    max_body         <size>
-//	    transform        <module> [<export>]   (or a block with module/export)
-//	    verify           <scheme> { secret <s>... tolerance <d> header <h> ... }
-//	    require_token    [true|false]
-//	    forward          [true|false]
-//	}
+// unmarshalMapping parses a `mapping [<id>] { ... }` block (its syntax is
+// in the Handler's doc).
 //
 // In a template, \n outside the {{ }} placeholders stands for a newline.
 func unmarshalMapping(d *caddyfile.Dispenser) (Mapping, error) {

@@ -48,6 +48,120 @@ type AuthFailures struct {
 // authenticates, validates and routes `POST {path}/wake`, `{path}/agent`
 // and mapped `{path}/<name>` requests, then dispatches the resulting
 // actions to a local agent gateway.
+//
+// # Placeholders
+//
+// The handler sets these on every request it answers, for the handlers
+// and logs around it (log_append, intercept's handle_response, response
+// header directives, …); they never carry a token or payload content:
+//
+//	{http.hooks.route}    wake, agent, the id of the mapping that answered,
+//	                      mapped (a custom hook name no mapping took),
+//	                      challenge (a provider's URL verification) or none
+//	                      (refused before routing)
+//	{http.hooks.mapping}  the id of the mapping that answered; empty for
+//	                      wake, agent and requests no mapping took
+//	{http.hooks.status}   the status the handler answered with
+//	{http.hooks.reason}   why the request was refused, as the rejection log
+//	                      line says it; empty on success
+//
+// # Events
+//
+// hooks_lockout is emitted on the events app (when the config has one)
+// each time an address is locked out; its data: "address", "until"
+// (RFC 3339, UTC), "until_unix" and "path" (the handler's base path).
+//
+// # Caddyfile
+//
+//	hooks [<path>] {
+//	    path                         <base path>
+//	    token                        <hook token>...   (repeatable: several are accepted)
+//	    token_headers                <header>...
+//	    gateway                      unix//<socket> | <loopback host:port>
+//	    gateway_token                <token>
+//	    gateway_prefix               <path>
+//	    gateway_timeout              <duration>
+//	    gateway_wait_timeout         <duration>
+//	    mode                         render|forward
+//	    wrap                         edge|gateway
+//	    idempotency_headers          <header>...
+//	    gateway_forward_client_ip    [true|false]
+//	    max_body                     <size>
+//	    auth_failures                <count> [<window>]
+//	    lockout                      <duration>
+//	    unauthenticated_bodies       [<max> [<timeout>]] [{ per_address <n> }]
+//	    body_timeout                 <duration>
+//	    lockout_table_size           <entries>
+//	    ipv6_prefix                  <bits>
+//	    idempotency_ttl              <duration>
+//	    agents                       <id>...
+//	    allowed_agent_ids            [<id>...]
+//	    default_session_key          <key>
+//	    allow_request_session_key    [true|false]
+//	    allowed_session_key_prefixes <prefix>...
+//	    allowed_models               <model>...
+//	    channels                     <channel>...
+//	    presets                      <preset>...       (gmail)
+//	    cel_cost_limit               <n>
+//	    transforms_root              <dir>
+//	    transforms_dir               <dir>
+//	    transform_timeout            <duration>
+//	    transform_max_memory         <size>
+//	    enabled                      true|false
+//	    mapping [<id>] {                               (repeatable)
+//	        match_path       <name>
+//	        match_source     <source>
+//	        match_expr       <CEL expression>
+//	        action           agent|wake
+//	        wake_mode        now|next-heartbeat
+//	        name             <template>
+//	        agent_id         <template>
+//	        session_key      <template>
+//	        message_template <template>
+//	        text_template    <template>
+//	        deliver          [true|false]
+//	        channel          <template>
+//	        to               <template>
+//	        model            <template>
+//	        thinking         <template>
+//	        timeout_seconds  <n>
+//	        allow_unsafe_external_content [true|false]
+//	        for_each         <payload key>
+//	        max_body         <size>
+//	        transform        <module> [<export>]   (or a block with module/export)
+//	        verify           <scheme> { secret <s>... tolerance <d> header <h> ... }
+//	        require_token    [true|false]
+//	        forward          [true|false]
+//	    }
+//	    spool <dir> {
+//	        max_bytes     <size>
+//	        max_age       <duration>
+//	        retry_initial <duration>
+//	        retry_max     <duration>
+//	        workers       <n>
+//	        rate          <n>/<interval>
+//	    }
+//	    spool cluster {              (the cluster engine's replicated queue)
+//	        deliver       on|off
+//	        fallback      <dir>|reject
+//	        max_bytes, max_age, retry_initial, retry_max, workers, rate
+//	    }
+//	    cluster <engine> [<url>...] {  (e.g. cluster nats { … }; see the engine)
+//	    }
+//	    events off | on | {           (the event log; on by default)
+//	        bodies         on|off
+//	        max_body       <size>
+//	        max_events     <n>
+//	        max_bytes      <size>
+//	        retain         <duration>
+//	        max_rejections <n>
+//	        dir            <dir>
+//	        headers        <header>...
+//	    }
+//	}
+//
+// In a mapping's templates, \n outside the {{ }} placeholders stands for a
+// newline.
 type Handler struct {
 	// Enabled turns the endpoint on (default true). When false, requests
 	// pass to the next handler untouched.
