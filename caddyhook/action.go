@@ -74,8 +74,8 @@ const (
 	keyRequest                   // the request payload, a templated key or a transform
 )
 
-// Action is one resolved wake or agent action on its way to the gateway.
-type Action struct {
+// action is one resolved wake or agent action on its way to the gateway.
+type action struct {
 	Kind actionKind
 
 	// Wake fields.
@@ -113,7 +113,7 @@ type Action struct {
 }
 
 // has reports whether the optional field bit was set explicitly.
-func (a *Action) has(bit uint16) bool { return a.set&bit != 0 }
+func (a *action) has(bit uint16) bool { return a.set&bit != 0 }
 
 // fieldError is a 400 with a precise reason.
 type fieldError string
@@ -160,8 +160,8 @@ func (f fields) optional(key string) (string, bool) {
 
 // decodeWake builds a wake action from a request or mapping object with
 // the gateway's rules.
-func decodeWake(f fields) (Action, error) {
-	a := Action{Kind: kindWake, Mode: modeNow}
+func decodeWake(f fields) (action, error) {
+	a := action{Kind: kindWake, Mode: modeNow}
 	a.Text, _ = f.str("text")
 	if a.Text == "" {
 		return a, errTextRequired

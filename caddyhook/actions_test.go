@@ -9,7 +9,7 @@ import (
 )
 
 // testPolicy is a policy with the default channel list.
-var testPolicy = func() *Policy {
+var testPolicy = func() *policy {
 	p, err := newPolicy(policyConfig{})
 	if err != nil {
 		panic(err)
@@ -18,7 +18,7 @@ var testPolicy = func() *Policy {
 }()
 
 // decodeAgent decodes f with testPolicy's channel list.
-func decodeAgent(f fields) (Action, error) { return testPolicy.decodeAgent(f) }
+func decodeAgent(f fields) (action, error) { return testPolicy.decodeAgent(f) }
 
 // payload decodes a JSON object literal the way the request path does.
 func payload(t testing.TB, s string) fields {

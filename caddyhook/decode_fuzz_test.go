@@ -12,7 +12,7 @@ import (
 )
 
 // fuzzPolicy is a policy with every rule switched on.
-var fuzzPolicy = func() *Policy {
+var fuzzPolicy = func() *policy {
 	p, err := newPolicy(policyConfig{
 		Agents: []string{"main", "ops"}, AllowedAgentIDs: []string{"main", "ops"}, AllowedAgentIDsSet: true,
 		AllowRequestSessionKey: true, AllowedSessionKeyPrefixes: []string{"hook:"},
@@ -92,7 +92,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			return
 		}
 		var (
-			a   Action
+			a   action
 			err error
 		)
 		if agent {

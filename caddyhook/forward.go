@@ -50,7 +50,7 @@ func (h *Handler) newForward(ex *exchange, kind actionKind) (forwardReq, *hookEr
 
 // forwardBuiltin is the forward plan of a validated /wake or /agent
 // request.
-func (h *Handler) forwardBuiltin(ex *exchange, a *Action) (forwardReq, *hookError) {
+func (h *Handler) forwardBuiltin(ex *exchange, a *action) (forwardReq, *hookError) {
 	f, herr := h.newForward(ex, a.Kind)
 	f.mode, f.wait, f.timeoutSeconds = a.Mode, a.Wait, a.TimeoutSeconds
 	return f, herr

@@ -51,7 +51,7 @@ type compiledMapping struct {
 	// a preset in forward mode).
 	forward bool
 	// policy decodes the rendered fields with the gateway's rules.
-	policy *Policy
+	policy *policy
 	// readsHeaders and readsQuery say whether an expression, template or
 	// transform of the mapping can see the request headers or the query.
 	readsHeaders bool

@@ -295,7 +295,7 @@ type Handler struct {
 	tokenHeaders []string
 	unauth       *unauthReads
 	addrCheck    clientAddressCheck
-	policy       *Policy
+	policy       *policy
 	lockout      *lockout.Table
 	idem         *idempotency.Cache
 	gateway      *gatewayClient

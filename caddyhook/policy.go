@@ -26,10 +26,10 @@ const (
 	errPersistentNeedsPrefs fieldError = "allowed_session_key_prefixes is required when direct hook sessionMode is persistent"
 )
 
-// Policy is the compiled routing policy: which agents, session keys,
+// policy is the compiled routing policy: which agents, session keys,
 // models and channels an action may use. It is immutable after
 // newPolicy and shared by all requests.
-type Policy struct {
+type policy struct {
 	agents       []string            // known agent ids, first is the default
 	allowedAgent map[string]struct{} // nil: any agent
 	allowKey     bool
@@ -59,8 +59,8 @@ type policyConfig struct {
 
 // newPolicy compiles and checks a policy configuration. Errors name the
 // offending field.
-func newPolicy(c policyConfig) (*Policy, error) {
-	p := &Policy{allowKey: c.AllowRequestSessionKey, defaultKey: jsTrim(c.DefaultSessionKey), forward: c.Forward}
+func newPolicy(c policyConfig) (*policy, error) {
+	p := &policy{allowKey: c.AllowRequestSessionKey, defaultKey: jsTrim(c.DefaultSessionKey), forward: c.Forward}
 	if strings.ContainsAny(p.defaultKey, "{}") {
 		// sent with every run: a {file.*} or {env.*} expanded here would
 		// hand a file or a secret to the gateway and the model
@@ -167,7 +167,7 @@ func normalizeAgentID(id string) string {
 }
 
 // prefixOK reports whether key starts with an allowed prefix, ignoring case.
-func (p *Policy) prefixOK(key string) bool {
+func (p *policy) prefixOK(key string) bool {
 	for _, pre := range p.prefixes {
 		if len(key) >= len(pre) && strings.EqualFold(key[:len(pre)], pre) {
 			return true
@@ -181,7 +181,7 @@ func (p *Policy) prefixOK(key string) bool {
 const referenceDefaultAgent = "main"
 
 // defaultAgent returns the effective agent of a request without agentId.
-func (p *Policy) defaultAgent() string {
+func (p *policy) defaultAgent() string {
 	if len(p.agents) == 0 {
 		return referenceDefaultAgent
 	}
@@ -191,7 +191,7 @@ func (p *Policy) defaultAgent() string {
 // Apply resolves a's agent and session key and checks every routing rule
 // in the gateway's order. It returns a precise reason on the first
 // violation.
-func (p *Policy) Apply(a *Action) error {
+func (p *policy) Apply(a *action) error {
 	if err := p.resolveAgent(a); err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ const maxEchoedAgentID = 100
 // an empty allowlist refuses every request). The body carries the
 // effective id when it is known: always with an agent list, else only
 // when the caller named one.
-func (p *Policy) resolveAgent(a *Action) error {
+func (p *policy) resolveAgent(a *action) error {
 	explicit := ""
 	if a.AgentID != "" {
 		id, ok := strictAgentID(a.AgentID)
@@ -270,7 +270,7 @@ func (p *Policy) resolveAgent(a *Action) error {
 // resolveSessionKey checks an explicit key or picks the default one; in
 // render mode it generates hook:<uuid> when there is neither. keySource
 // stays keyNone for an assigned default or generated key.
-func (p *Policy) resolveSessionKey(a *Action) error {
+func (p *policy) resolveSessionKey(a *action) error {
 	if a.SessionKey != "" {
 		return p.checkSessionKey(a)
 	}
@@ -283,7 +283,7 @@ func (p *Policy) resolveSessionKey(a *Action) error {
 
 // checkSessionKey applies the request-key switch and the prefixes to an
 // explicit session key.
-func (p *Policy) checkSessionKey(a *Action) error {
+func (p *policy) checkSessionKey(a *action) error {
 	switch {
 	case a.keySource == keyRequest && !p.allowKey:
 		return errSessionKeyDisabled
@@ -297,8 +297,8 @@ func (p *Policy) checkSessionKey(a *Action) error {
 // applying the gateway's field rules in its order (a delivery channel
 // must be one of p's channels). The routing policy is checked later by
 // Apply.
-func (p *Policy) decodeAgent(f fields) (Action, error) {
-	a := Action{Kind: kindAgent, Name: "Hook", WakeMode: modeNow, Deliver: true}
+func (p *policy) decodeAgent(f fields) (action, error) {
+	a := action{Kind: kindAgent, Name: "Hook", WakeMode: modeNow, Deliver: true}
 	if raw, present := f["waitForCompletion"]; present {
 		b, ok := raw.(bool)
 		if !ok {
@@ -330,7 +330,7 @@ func (p *Policy) decodeAgent(f fields) (Action, error) {
 
 // applyAgentOptions sets the optional routing and delivery fields present
 // in f, refusing malformed ones as the gateway does.
-func (p *Policy) applyAgentOptions(a *Action, f fields) error {
+func (p *policy) applyAgentOptions(a *action, f fields) error {
 	if s, _ := f.str("name"); s != "" {
 		a.Name, a.set = s, a.set|setName
 	}
@@ -359,7 +359,7 @@ func (p *Policy) applyAgentOptions(a *Action, f fields) error {
 // applyDelivery applies the gateway's delivery rules: any deliver value
 // but false delivers; only then are channel (omitted = last, else one of
 // p's channels), to and accountId read and checked.
-func (p *Policy) applyDelivery(a *Action, f fields) error {
+func (p *policy) applyDelivery(a *action, f fields) error {
 	if b, ok := f["deliver"].(bool); ok {
 		a.Deliver, a.set = b, a.set|setDeliver
 	}

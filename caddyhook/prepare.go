@@ -28,7 +28,7 @@ type prepared struct {
 // wrapper only when the edge wraps), encodes the gateway body and assigns
 // the event id, which is also the Idempotency-Key: eventID when the
 // request was idempotent, else a random one.
-func (h *Handler) prepare(a *Action, eventID string) prepared {
+func (h *Handler) prepare(a *action, eventID string) prepared {
 	if eventID == "" {
 		eventID = uuid.NewString()
 	}
@@ -51,7 +51,7 @@ func (h *Handler) prepare(a *Action, eventID string) prepared {
 // markers and control tokens neutralised (a wake has no wrapper: it
 // becomes a system event). Direct /wake text comes from the token holder
 // and passes unchanged, as it does through the gateway.
-func applyBoundary(a *Action) *Action {
+func applyBoundary(a *action) *action {
 	w := *a
 	switch {
 	case a.Kind == kindAgent:
@@ -71,7 +71,7 @@ func applyBoundary(a *Action) *Action {
 // from the key, the action's position and its content as requested. A
 // replay, even after a restart, reaches the gateway with the same
 // Idempotency-Keys; the ids also identify the request in the cache.
-func actionSeeds(key string, acts []Action) []string {
+func actionSeeds(key string, acts []action) []string {
 	ids := make([]string, len(acts))
 	var buf []byte
 	for i := range acts {
@@ -88,7 +88,7 @@ func actionSeeds(key string, acts []Action) []string {
 // Message must already be wrapped. Only explicitly set optional fields are
 // written; agentId and sessionKey are the resolved ones (a wake carries
 // them only when the request named them).
-func (a *Action) appendGatewayBody(dst []byte) []byte {
+func (a *action) appendGatewayBody(dst []byte) []byte {
 	if a.Kind == kindWake {
 		dst = append(dst, `{"text":`...)
 		dst = appendJSONString(dst, a.Text)

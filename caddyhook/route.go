@@ -29,7 +29,7 @@ const maxFanout = 200
 // the mappings.
 func (h *Handler) plan(ex *exchange) (plan, *hookError) {
 	var (
-		a   Action
+		a   action
 		err error
 	)
 	switch ex.sub {
@@ -50,7 +50,7 @@ func (h *Handler) plan(ex *exchange) (plan, *hookError) {
 		return plan{}, reject(http.StatusBadRequest, err.Error())
 	}
 	a.fromRequest = true
-	p := plan{actions: []Action{a}}
+	p := plan{actions: []action{a}}
 	if h.forward {
 		var herr *hookError
 		if p.fwd, herr = h.forwardBuiltin(ex, &a); herr != nil {
@@ -117,7 +117,7 @@ func (h *Handler) planFor(c *compiledMapping, ex *exchange, vars *tmpl.Vars) (pl
 		if herr != nil || skip {
 			return plan{skip: skip}, herr
 		}
-		return plan{actions: []Action{a}}, nil
+		return plan{actions: []action{a}}, nil
 	}
 	items, _ := ex.payload[c.forEach].([]any)
 	dropped := 0
@@ -130,7 +130,7 @@ func (h *Handler) planFor(c *compiledMapping, ex *exchange, vars *tmpl.Vars) (pl
 	if c.transform != nil && len(items) > 0 {
 		overrides, failed = c.transform.runEach(ex, vars, c.forEach, items)
 	}
-	acts := make([]Action, 0, len(items))
+	acts := make([]action, 0, len(items))
 	for i, it := range items {
 		v := *vars
 		v.Element = tmpl.Element{Key: c.forEach, Value: []any{it}}
@@ -159,10 +159,10 @@ func (h *Handler) planFor(c *compiledMapping, ex *exchange, vars *tmpl.Vars) (pl
 // buildAction renders c's templates, applies its transform's result
 // (override, called only when c has a transform) and decodes the result.
 // skip is true when the transform returned null.
-func (h *Handler) buildAction(c *compiledMapping, ex *exchange, vars *tmpl.Vars, override func() (map[string]any, error)) (Action, bool, *hookError) {
+func (h *Handler) buildAction(c *compiledMapping, ex *exchange, vars *tmpl.Vars, override func() (map[string]any, error)) (action, bool, *hookError) {
 	f, herr := c.render(vars)
 	if herr != nil {
-		return Action{}, false, herr
+		return action{}, false, herr
 	}
 	kind, unsafe, keyFromRequest := c.kind, c.unsafe, templated(c.key)
 	if c.transform != nil {
@@ -172,10 +172,10 @@ func (h *Handler) buildAction(c *compiledMapping, ex *exchange, vars *tmpl.Vars,
 		}
 		if err != nil {
 			h.logger.Error("hook transform failed", zap.String("mapping", c.id), zap.String("error", err.Error()))
-			return Action{}, false, reject(http.StatusInternalServerError, "hook transform failed: "+c.id)
+			return action{}, false, reject(http.StatusInternalServerError, "hook transform failed: "+c.id)
 		}
 		if result == nil {
-			return Action{}, true, nil
+			return action{}, true, nil
 		}
 	}
 	source := boundary.SourceWebhook
@@ -376,9 +376,9 @@ func (c *compiledMapping) failed() *hookError {
 // action decodes rendered (and transformed) fields with the same rules as
 // the built-in endpoints. keyFromRequest marks a session key that a
 // template or transform produced.
-func (c *compiledMapping) action(kind actionKind, f fields, keyFromRequest bool, unsafe bool, source string) (Action, *hookError) {
+func (c *compiledMapping) action(kind actionKind, f fields, keyFromRequest bool, unsafe bool, source string) (action, *hookError) {
 	var (
-		a   Action
+		a   action
 		err error
 	)
 	if kind == kindWake {

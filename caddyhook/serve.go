@@ -165,7 +165,7 @@ func decodePayload(ex *exchange) *hookError {
 // (fwd.name is not empty); its actions, if any, are the decoded /wake or
 // /agent request, checked by the policy but not dispatched.
 type plan struct {
-	actions []Action
+	actions []action
 	dropped int
 	skip    bool
 	fwd     forwardReq
