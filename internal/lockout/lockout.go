@@ -270,7 +270,7 @@ func (t *Table) find(s *set, k Key, now int64) *entry {
 // holdRetry.
 func (t *Table) Locked(ip netip.Addr, now time.Time) (time.Duration, bool) {
 	k := t.KeyOf(ip)
-	if _, left := t.lookup(k, now); left > 0 {
+	if left := t.lockLeft(k, now); left > 0 {
 		return left, true
 	}
 	if g := t.gates.gate(); g != nil && g.Held(k) {
@@ -284,6 +284,18 @@ func (t *Table) Locked(ip netip.Addr, now time.Time) (time.Duration, bool) {
 // address counts no failures). A cluster's hold is not looked at.
 func (t *Table) Lookup(ip netip.Addr, now time.Time) (failures uint32, left time.Duration) {
 	return t.lookup(t.KeyOf(ip), now)
+}
+
+// lockLeft is the rest of k's lock at now (0: not locked): Locked's
+// lookup, which need not count failures.
+func (t *Table) lockLeft(k Key, now time.Time) time.Duration {
+	ms := now.UnixMilli()
+	sh, s := t.locate(k)
+	defer sh.mu.Unlock()
+	if e := t.find(s, k, ms); e != nil && e.until != 0 {
+		return time.Duration(t.lockEnd(e)-ms) * time.Millisecond
+	}
+	return 0
 }
 
 // lookup is Lookup of k.
