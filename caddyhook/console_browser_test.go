@@ -200,6 +200,11 @@ func TestConsoleInBrowser(t *testing.T) {
 	waitFor(t, func() string { return "the retried dead letter did not reach the gateway" },
 		func() bool { return sent("dead then retried") == 1 }) // the forced 422 is not recorded
 	adm.waitState(dead, "delivered")
+	// The retried row leaves the table when the page next reads the dead
+	// letters; the page shrinks and, if it was scrolled, moves. A click
+	// aimed before that lands where the button was (CI saw the pause
+	// click miss).
+	waitJS("retried dead letter gone", count(`button[data-retry]`)+" === 0", 10*time.Second)
 
 	// pause and resume
 	step("pause", chromedp.Click(chromedp.ID("pause")))
@@ -299,6 +304,12 @@ func startBrowser(t *testing.T, chromium, origin, auth string) *browser {
 			_, _ = chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: false})
 		}
 	}()
+	// Every page records where clicks land and what they hit, for a
+	// failure's message (a click that missed its button is told apart
+	// from a handler that did not act).
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: clickRecorder}); err != nil {
+		t.Fatal(err)
+	}
 	if auth != "" {
 		if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
 			Headers: network.Headers{"Authorization": auth}}); err != nil {
@@ -320,11 +331,26 @@ func startBrowser(t *testing.T, chromium, origin, auth string) *browser {
 		defer scancel()
 		if _, err := chromedp.Run(sctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(within))); err != nil {
 			shot(t, ctx, b.shots, "failed-"+name)
-			t.Fatalf("%s: not true within %s: %s (%v)", name, within, expr, err)
+			dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+			clicks, _ := chromedp.Run(dctx, chromedp.Evaluate[string](clickReport))
+			dcancel()
+			t.Fatalf("%s: not true within %s: %s (%v); last clicks and the page's error line: %s", name, within, expr, err, clicks)
 		}
 	}
 	return b
 }
+
+// clickRecorder keeps the last clicks of a page: the element hit and
+// where; clickReport reads them with the page's error line.
+const (
+	clickRecorder = `window.__clicks = [];
+addEventListener("click", (e) => {
+  const t = e.target;
+  window.__clicks.push((t.id ? "#" + t.id : t.tagName) + "@" + Math.round(e.clientX) + "," + Math.round(e.clientY) + (e.isTrusted ? "" : " (script)"));
+  if (window.__clicks.length > 8) window.__clicks.shift();
+}, true);`
+	clickReport = `JSON.stringify({clicks: window.__clicks || [], error: (document.getElementById("error") || {}).textContent || ""})`
+)
 
 // browserCount is a JS expression counting the elements sel selects.
 func browserCount(sel string) string { return fmt.Sprintf("document.querySelectorAll(%q).length", sel) }
