@@ -5,19 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/netip"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	_ "github.com/caddyhook/caddyhook/caddyhook/cluster/natscluster" // the nats engine
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
-	"github.com/caddyhook/caddyhook/internal/lockout"
 )
 
 // Cluster timings. One idempotency or publish operation is bounded by the
@@ -123,25 +119,9 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	h.cluster = cs
 	cs.metrics.Bind(b)
 
-	// One LockSync per lockout table and namespace: the handlers of a
-	// reload share the table, and each remote failure is folded once.
-	key := clusterLockPoolPrefix + h.lockoutKey + "|" + cs.key
-	table := h.lockout
-	ls, _, err := hold(&h.held, key, func() (lockSyncShare, error) {
-		s := cluster.NewLockSync(b, lockTarget{table}, cluster.LockSyncOptions{LockTTL: p.LockTTL,
-			Window: time.Duration(h.AuthFailures.Window), Lockout: h.lockout.Policy().LockFor,
-			Metrics: cs.metrics, Logger: h.logger.Named("cluster")})
-		if err := s.Start(); err != nil {
-			return lockSyncShare{}, fmt.Errorf("cluster: lockout sharing: %w", err)
-		}
-		g := syncGate{s}
-		table.AddGate(g)
-		return lockSyncShare{LockSync: s, table: table, gate: g}, nil
-	})
-	if err != nil {
+	if err := h.provisionLockSync(b, cs, p.LockTTL); err != nil {
 		return err
 	}
-	cs.sync = ls.LockSync
 
 	wait := time.Duration(h.GatewayTimeout)
 	lease := time.Duration(h.GatewayWaitTimeout) + 2*b.Timeout()
@@ -159,104 +139,6 @@ type clusterMetricsShare struct{ m *cluster.Metrics }
 
 // Destruct implements caddy.Destructor.
 func (*clusterMetricsShare) Destruct() error { return nil }
-
-// lockSyncShare is a LockSync in the usage pool, the gate of its table.
-type lockSyncShare struct {
-	*cluster.LockSync
-	table *lockout.Table
-	gate  syncGate
-}
-
-// Destruct stops the sharing when the last handler using it is gone.
-func (s lockSyncShare) Destruct() error {
-	s.table.RemoveGate(s.gate)
-	s.Close()
-	return nil
-}
-
-// syncGate is a LockSync as its table's lockout.Gate: the table shares
-// each local failure before it counts it, and answers an address the
-// LockSync holds back as locked.
-type syncGate struct{ s *cluster.LockSync }
-
-// Held implements lockout.Gate.
-func (g syncGate) Held(k lockout.Key) bool { return g.s.Held(cluster.Addr(k)) }
-
-// Share implements lockout.Gate.
-func (g syncGate) Share(k lockout.Key, at time.Time) bool { return g.s.Failure(cluster.Addr(k), at) }
-
-// clusterFailure tells the other nodes about the lock a failure of ip
-// caused, until until (the failure itself was shared by the table).
-func (h *Handler) clusterFailure(ip netip.Addr, _ time.Time, locked bool, until time.Time) {
-	if h.cluster == nil || !locked {
-		return
-	}
-	h.cluster.sync.Locked(cluster.Addr(h.lockout.KeyOf(ip)), until)
-}
-
-// lockTarget is a lockout table as the LockSync's cluster.LockTarget:
-// the failures this node owns and the other nodes' locks are folded into
-// it.
-type lockTarget struct{ t *lockout.Table }
-
-// FoldFailure implements cluster.LockTarget.
-func (l lockTarget) FoldFailure(a cluster.Addr, at time.Time) (time.Time, bool) {
-	return l.t.FoldFailure(lockout.Key(a), at)
-}
-
-// ApplyLock implements cluster.LockTarget.
-func (l lockTarget) ApplyLock(a cluster.Addr, until time.Time) bool {
-	return l.t.ApplyLock(lockout.Key(a), until)
-}
-
-// clusterClaim resolves an idempotency key cluster-wide after the local
-// cache made this request its key's leader on this node. It returns the
-// first reply of the key (a replay, from any node), or the claim to
-// settle after the dispatch (nil when the cluster cannot be asked: the
-// local cache alone answers then), or the 409 for a key whose first
-// request is still being dispatched elsewhere.
-func (h *Handler) clusterClaim(ctx context.Context, key string) (*cluster.Reply, *cluster.Claim, *hookError) {
-	if h.cluster == nil {
-		return nil, nil, nil
-	}
-	rep, cl, err := h.cluster.idem.Acquire(ctx, key)
-	switch {
-	case err == nil:
-		return rep, cl, nil
-	case errors.Is(err, cluster.ErrBusy):
-		return nil, nil, &hookError{status: http.StatusConflict, reason: "a request with this idempotency key is still being processed; retry later",
-			retryAfter: clusterBusyRetryAfter}
-	case ctx.Err() != nil:
-		return nil, nil, reject(http.StatusServiceUnavailable, "request cancelled")
-	}
-	h.clusterLog("cluster idempotency unavailable; this node's own cache answers", err)
-	return nil, nil, nil
-}
-
-// clusterLog writes a warning about the cluster, within the gateway log
-// budget (a flood of requests while the cluster is down logs little).
-func (h *Handler) clusterLog(msg string, err error) {
-	if ok, suppressed := h.gatewayLogs.allow(time.Now()); ok {
-		h.logger.Warn(msg, zap.Error(err), zap.Uint64("suppressed", suppressed))
-	}
-}
-
-// settleClusterClaim stores the first reply of a claimed key (or gives
-// the key up after a failed dispatch, so that a retry dispatches again).
-func (h *Handler) settleClusterClaim(cl *cluster.Claim, status int, body []byte, ok bool) {
-	if cl == nil {
-		return
-	}
-	var err error
-	if ok {
-		err = cl.Settle(status, body)
-	} else {
-		err = cl.Release()
-	}
-	if err != nil {
-		h.clusterLog("cluster idempotency: storing the outcome failed; the key's claim lapses by itself", err)
-	}
-}
 
 // checkClusterSpool refuses a `spool cluster` config that cannot work,
 // naming the field, before anything is opened.

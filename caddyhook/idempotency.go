@@ -1,11 +1,15 @@
 package caddyhook
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/idempotency"
+	"go.uber.org/zap"
 )
 
 // provisionIdempotency loads (or creates) the idempotency cache of this
@@ -92,4 +96,53 @@ func usableIdemKey(s string) string {
 		return ""
 	}
 	return s
+}
+
+// clusterClaim resolves an idempotency key cluster-wide after the local
+// cache made this request its key's leader on this node. It returns the
+// first reply of the key (a replay, from any node), or the claim to
+// settle after the dispatch (nil when the cluster cannot be asked: the
+// local cache alone answers then), or the 409 for a key whose first
+// request is still being dispatched elsewhere.
+func (h *Handler) clusterClaim(ctx context.Context, key string) (*cluster.Reply, *cluster.Claim, *hookError) {
+	if h.cluster == nil {
+		return nil, nil, nil
+	}
+	rep, cl, err := h.cluster.idem.Acquire(ctx, key)
+	switch {
+	case err == nil:
+		return rep, cl, nil
+	case errors.Is(err, cluster.ErrBusy):
+		return nil, nil, &hookError{status: http.StatusConflict, reason: "a request with this idempotency key is still being processed; retry later",
+			retryAfter: clusterBusyRetryAfter}
+	case ctx.Err() != nil:
+		return nil, nil, reject(http.StatusServiceUnavailable, "request cancelled")
+	}
+	h.clusterLog("cluster idempotency unavailable; this node's own cache answers", err)
+	return nil, nil, nil
+}
+
+// clusterLog writes a warning about the cluster, within the gateway log
+// budget (a flood of requests while the cluster is down logs little).
+func (h *Handler) clusterLog(msg string, err error) {
+	if ok, suppressed := h.gatewayLogs.allow(time.Now()); ok {
+		h.logger.Warn(msg, zap.Error(err), zap.Uint64("suppressed", suppressed))
+	}
+}
+
+// settleClusterClaim stores the first reply of a claimed key (or gives
+// the key up after a failed dispatch, so that a retry dispatches again).
+func (h *Handler) settleClusterClaim(cl *cluster.Claim, status int, body []byte, ok bool) {
+	if cl == nil {
+		return
+	}
+	var err error
+	if ok {
+		err = cl.Settle(status, body)
+	} else {
+		err = cl.Release()
+	}
+	if err != nil {
+		h.clusterLog("cluster idempotency: storing the outcome failed; the key's claim lapses by itself", err)
+	}
 }

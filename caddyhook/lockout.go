@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
@@ -136,4 +137,77 @@ func (h *Handler) provisionLockout(identity string) error {
 	}
 
 	return nil
+}
+
+// provisionLockSync joins the cluster's lockout sharing: one LockSync per
+// lockout table and namespace, so the handlers of a reload share the
+// table and each remote failure is folded once.
+func (h *Handler) provisionLockSync(b cluster.Backend, cs *clusterState, lockTTL time.Duration) error {
+	key := clusterLockPoolPrefix + h.lockoutKey + "|" + cs.key
+	table := h.lockout
+	ls, _, err := hold(&h.held, key, func() (lockSyncShare, error) {
+		s := cluster.NewLockSync(b, lockTarget{table}, cluster.LockSyncOptions{LockTTL: lockTTL,
+			Window: time.Duration(h.AuthFailures.Window), Lockout: h.lockout.Policy().LockFor,
+			Metrics: cs.metrics, Logger: h.logger.Named("cluster")})
+		if err := s.Start(); err != nil {
+			return lockSyncShare{}, fmt.Errorf("cluster: lockout sharing: %w", err)
+		}
+		g := syncGate{s}
+		table.AddGate(g)
+		return lockSyncShare{LockSync: s, table: table, gate: g}, nil
+	})
+	if err != nil {
+		return err
+	}
+	cs.sync = ls.LockSync
+	return nil
+}
+
+// lockSyncShare is a LockSync in the usage pool, the gate of its table.
+type lockSyncShare struct {
+	*cluster.LockSync
+	table *lockout.Table
+	gate  syncGate
+}
+
+// Destruct stops the sharing when the last handler using it is gone.
+func (s lockSyncShare) Destruct() error {
+	s.table.RemoveGate(s.gate)
+	s.Close()
+	return nil
+}
+
+// syncGate is a LockSync as its table's lockout.Gate: the table shares
+// each local failure before it counts it, and answers an address the
+// LockSync holds back as locked.
+type syncGate struct{ s *cluster.LockSync }
+
+// Held implements lockout.Gate.
+func (g syncGate) Held(k lockout.Key) bool { return g.s.Held(cluster.Addr(k)) }
+
+// Share implements lockout.Gate.
+func (g syncGate) Share(k lockout.Key, at time.Time) bool { return g.s.Failure(cluster.Addr(k), at) }
+
+// clusterFailure tells the other nodes about the lock a failure of ip
+// caused, until until (the failure itself was shared by the table).
+func (h *Handler) clusterFailure(ip netip.Addr, _ time.Time, locked bool, until time.Time) {
+	if h.cluster == nil || !locked {
+		return
+	}
+	h.cluster.sync.Locked(cluster.Addr(h.lockout.KeyOf(ip)), until)
+}
+
+// lockTarget is a lockout table as the LockSync's cluster.LockTarget:
+// the failures this node owns and the other nodes' locks are folded into
+// it.
+type lockTarget struct{ t *lockout.Table }
+
+// FoldFailure implements cluster.LockTarget.
+func (l lockTarget) FoldFailure(a cluster.Addr, at time.Time) (time.Time, bool) {
+	return l.t.FoldFailure(lockout.Key(a), at)
+}
+
+// ApplyLock implements cluster.LockTarget.
+func (l lockTarget) ApplyLock(a cluster.Addr, until time.Time) bool {
+	return l.t.ApplyLock(lockout.Key(a), until)
 }
