@@ -9,7 +9,7 @@ import (
 )
 
 // testPolicy is a policy with the default channel list.
-var testPolicy = func() *Policy {
+var testPolicy = func() *policy {
 	p, err := newPolicy(policyConfig{})
 	if err != nil {
 		panic(err)
@@ -18,7 +18,7 @@ var testPolicy = func() *Policy {
 }()
 
 // decodeAgent decodes f with testPolicy's channel list.
-func decodeAgent(f fields) (Action, error) { return testPolicy.decodeAgent(f) }
+func decodeAgent(f fields) (action, error) { return testPolicy.decodeAgent(f) }
 
 // payload decodes a JSON object literal the way the request path does.
 func payload(t testing.TB, s string) fields {
@@ -80,7 +80,7 @@ func TestDecodeWake(t *testing.T) {
 				}
 				return
 			}
-			if a.Kind != KindWake || a.Text != tc.wantText || a.Mode != tc.wantMode {
+			if a.Kind != kindWake || a.Text != tc.wantText || a.Mode != tc.wantMode {
 				t.Fatalf("got kind=%v text=%q mode=%q", a.Kind, a.Text, a.Mode)
 			}
 			if got := string(a.appendGatewayBody(nil)); got != tc.wantBody {
@@ -189,7 +189,7 @@ func TestDecodeAgentFieldRules(t *testing.T) {
 				t.Fatalf("unexpected error %v", err)
 			}
 			w := tc.want
-			if a.Kind != KindAgent || a.Message != w.message || a.Name != w.name || a.Deliver != w.deliver ||
+			if a.Kind != kindAgent || a.Message != w.message || a.Name != w.name || a.Deliver != w.deliver ||
 				a.WakeMode != w.wakeMode || a.Channel != w.channel || a.To != w.to || a.Model != w.model ||
 				a.Thinking != w.thinking || a.TimeoutSeconds != w.timeout {
 				t.Fatalf("got %+v, want %+v", a, w)
@@ -326,14 +326,11 @@ func TestAgentGatewayBodyGeneratedKey(t *testing.T) {
 
 func TestKindString(t *testing.T) {
 	for _, tc := range []struct {
-		k    Kind
+		k    actionKind
 		want string
-	}{{KindWake, "wake"}, {KindAgent, "agent"}, {0, "unknown"}, {9, "unknown"}} {
+	}{{kindWake, "wake"}, {kindAgent, "agent"}, {0, "unknown"}, {9, "unknown"}} {
 		if got := tc.k.String(); got != tc.want {
 			t.Errorf("Kind(%d).String() = %q, want %q", tc.k, got, tc.want)
-		}
-		if k, ok := parseKind(tc.want); ok != (tc.want != "unknown") || ok && k != tc.k {
-			t.Errorf("parseKind(%q) = %v, %v", tc.want, k, ok)
 		}
 	}
 }

@@ -1,11 +1,9 @@
 package caddyhook
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -18,16 +16,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
-	"github.com/caddyhook/caddyhook/caddyhook/spool"
-	"github.com/caddyhook/caddyhook/internal/eventlog"
+	"github.com/caddyhook/caddyhook/internal/adminapi"
+	"github.com/caddyhook/caddyhook/internal/lockout"
 )
 
 func init() {
 	caddy.RegisterModule(adminAPI{})
 }
-
-// adminPrefix is where the routes live on Caddy's admin endpoint.
-const adminPrefix = "/hooks/"
 
 // Admin API limits.
 const (
@@ -79,7 +74,7 @@ func (a *adminAPI) Provision(ctx caddy.Context) error {
 
 // Routes returns the /hooks/ route.
 func (a *adminAPI) Routes() []caddy.AdminRoute {
-	return []caddy.AdminRoute{{Pattern: adminPrefix, Handler: caddy.AdminHandlerFunc(a.serve)}}
+	return []caddy.AdminRoute{{Pattern: adminapi.Prefix, Handler: caddy.AdminHandlerFunc(a.serve)}}
 }
 
 // adminRoute is one endpoint: its method and what it does for the
@@ -91,7 +86,7 @@ type adminRoute struct {
 
 // serve dispatches an admin request by path and method.
 func (a *adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
-	sub := strings.TrimPrefix(r.URL.Path, adminPrefix)
+	sub := strings.TrimPrefix(r.URL.Path, adminapi.Prefix)
 	if sub == "console" || strings.HasPrefix(sub, "console/") {
 		return serveConsole(w, r, consoleOnAdmin, strings.TrimPrefix(strings.TrimPrefix(sub, "console"), "/"))
 	}
@@ -143,44 +138,14 @@ func serveAPI(w http.ResponseWriter, r *http.Request, sub string) error {
 	return rt.serve(w, r, lh, arg)
 }
 
-// handlerStatus is one handler in GET /hooks/.
-type handlerStatus struct {
-	Path               string        `json:"path"`
-	Server             string        `json:"server,omitempty"`
-	ActiveLockouts     int           `json:"active_lockouts"`
-	IdempotencyEntries int           `json:"idempotency_entries"`
-	Spool              *spoolSummary `json:"spool"`
-	// Settings are limits in force that no request shows directly,
-	// read from the state that enforces them (kept across reloads).
-	Settings handlerSettings `json:"settings"`
-	// Cluster is the cluster engine in use (null without one).
-	Cluster *clusterSummary `json:"cluster,omitempty"`
-	// Events is the event log's settings in force (absent with events off).
-	Events *eventsSummary `json:"events,omitempty"`
-}
-
-// eventsSummary is a handler's event log settings in force: what it
-// records, and the bounds of the log (the oldest config's during a
-// reload, as they apply).
-type eventsSummary struct {
-	Bodies        bool     `json:"bodies"`
-	MaxBody       int      `json:"max_body"`
-	MaxEvents     int      `json:"max_events"`
-	MaxBytes      int64    `json:"max_bytes"`
-	RetainSeconds float64  `json:"retain_seconds"`
-	MaxRejections int      `json:"max_rejections"`
-	Dir           string   `json:"dir,omitempty"`
-	Headers       []string `json:"headers,omitempty"` // recorded besides the default ones
-}
-
 // eventsStatus summarises h's event log (nil with events off).
-func eventsStatus(h *Handler) *eventsSummary {
+func eventsStatus(h *Handler) *adminapi.Events {
 	rec := h.evrec
 	if rec == nil {
 		return nil
 	}
 	b := rec.log.Bounds()
-	es := &eventsSummary{Bodies: rec.bodies, MaxBody: rec.maxBody, MaxEvents: b.MaxEvents, MaxBytes: b.MaxBytes,
+	es := &adminapi.Events{Bodies: rec.bodies, MaxBody: rec.maxBody, MaxEvents: b.MaxEvents, MaxBytes: b.MaxBytes,
 		RetainSeconds: b.Retain.Seconds(), MaxRejections: b.MaxRejections}
 	if h.Events != nil {
 		es.Dir = h.Events.Dir
@@ -194,48 +159,6 @@ func eventsStatus(h *Handler) *eventsSummary {
 	return es
 }
 
-// handlerSettings are a handler's limits in force.
-type handlerSettings struct {
-	UnauthenticatedBodies        int     `json:"unauthenticated_bodies"`
-	UnauthenticatedTimeoutSecond float64 `json:"unauthenticated_body_timeout_seconds"`
-	UnauthenticatedPerAddress    int     `json:"unauthenticated_bodies_per_address"`
-	LockoutTableSize             int     `json:"lockout_table_size"`
-	IdempotencyTTLSeconds        float64 `json:"idempotency_ttl_seconds"`
-}
-
-// clusterSummary is the cluster engine of a handler in GET /hooks/: its
-// namespace, whether it is reachable, and the settings of the connection
-// in use (no secret: a secret shows as its placeholder).
-type clusterSummary struct {
-	Name     string            `json:"name"`
-	Up       bool              `json:"up"`
-	Settings map[string]string `json:"settings,omitempty"`
-}
-
-// spoolSummary is a spool's state in GET /hooks/.
-type spoolSummary struct {
-	Dir              string  `json:"dir,omitempty"`
-	Depth            int     `json:"depth"`
-	InFlight         int     `json:"in_flight"`
-	Bytes            int64   `json:"bytes"`
-	MaxBytes         int64   `json:"max_bytes"`
-	DeadLetters      int     `json:"dead_letters"`
-	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
-	Paused           bool    `json:"paused"`
-	// Delivering: this node delivers to the gateway (with spool cluster,
-	// deliver on; a local spool delivers from the config that opened it)
-	Delivering bool   `json:"delivering"`
-	Rate       string `json:"rate,omitempty"`
-	// Error says why the counters are missing (e.g. the cluster queue is
-	// unreachable); the rest of the summary is what this node knows.
-	Error string `json:"error,omitempty"`
-	// the settings in force, which a reload changes
-	MaxAgeSeconds       float64 `json:"max_age_seconds"`
-	RetryInitialSeconds float64 `json:"retry_initial_seconds"`
-	RetryMaxSeconds     float64 `json:"retry_max_seconds"`
-	Workers             int     `json:"workers"`
-}
-
 // serveStatus answers GET /hooks/ for every handler, or the ?path one.
 func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ string) error {
 	all := liveHandlers()
@@ -246,17 +169,17 @@ func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ strin
 		}
 		all = []liveHandler{*lh}
 	}
-	out := make([]handlerStatus, 0, len(all))
+	out := make([]adminapi.HandlerStatus, 0, len(all))
 	now := time.Now()
 	for _, lh := range all {
-		st := handlerStatus{Path: lh.h.base, Server: lh.server,
-			ActiveLockouts: lh.h.lockout.Active(now), IdempotencyEntries: lh.h.idem.entries(),
-			Settings: handlerSettings{UnauthenticatedBodies: cap(lh.h.unauth.slots), UnauthenticatedTimeoutSecond: lh.h.unauth.timeout.Seconds(),
+		st := adminapi.HandlerStatus{Path: lh.h.base, Server: lh.server,
+			ActiveLockouts: lh.h.lockout.Active(now), IdempotencyEntries: lh.h.idem.Len(),
+			Settings: adminapi.Settings{UnauthenticatedBodies: cap(lh.h.unauth.slots), UnauthenticatedTimeoutSecond: lh.h.unauth.timeout.Seconds(),
 				UnauthenticatedPerAddress: int(lh.h.unauth.perAddr.max),
-				LockoutTableSize:          lh.h.lockout.capacity(), IdempotencyTTLSeconds: lh.h.idem.ttl.Seconds()}}
+				LockoutTableSize:          lh.h.lockout.Capacity(), IdempotencyTTLSeconds: lh.h.idem.TTL().Seconds()}}
 		st.Events = eventsStatus(lh.h)
 		if cs := lh.h.cluster; cs != nil {
-			st.Cluster = &clusterSummary{Name: cs.name, Up: cs.backend.Up()}
+			st.Cluster = &adminapi.Cluster{Name: cs.name, Up: cs.backend.Up()}
 			if d, ok := cs.backend.(cluster.Describer); ok {
 				st.Cluster.Settings = d.Settings()
 			}
@@ -266,23 +189,11 @@ func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ strin
 			// while NATS is down) is reported with its error; the other
 			// handlers and this one's local state are still answered
 			s, err := lh.h.spoolOps.Status()
-			st.Spool = &spoolSummary{Dir: lh.h.spoolDir, Depth: s.Depth, InFlight: s.InFlight, Bytes: s.Bytes,
-				MaxBytes: s.MaxBytes, DeadLetters: s.Dead, OldestAgeSeconds: s.OldestAge.Seconds(),
-				Paused: s.Paused, Delivering: s.Delivering, Rate: s.Rate.String(), MaxAgeSeconds: s.MaxAge.Seconds(),
-				RetryInitialSeconds: s.RetryInitial.Seconds(), RetryMaxSeconds: s.RetryMax.Seconds(), Workers: s.Workers}
-			if err != nil {
-				st.Spool.Error = err.Error()
-			}
+			st.Spool = adminapi.SpoolOf(lh.h.spoolDir, s, err)
 		}
 		out = append(out, st)
 	}
 	return writeAdminJSON(w, out)
-}
-
-// lockoutJSON is one entry of GET /hooks/lockouts.
-type lockoutJSON struct {
-	Address string    `json:"address"`
-	Until   time.Time `json:"until"`
 }
 
 // serveLockouts lists the locked addresses, soonest released first (at
@@ -297,15 +208,15 @@ func serveLockouts(w http.ResponseWriter, r *http.Request, lh *liveHandler, _ st
 		limit = n
 	}
 	locks := lh.h.lockout.Locks(time.Now(), limit)
-	slices.SortFunc(locks, func(a, b lockedAddr) int {
-		if c := a.until.Compare(b.until); c != 0 {
+	slices.SortFunc(locks, func(a, b lockout.Lock) int {
+		if c := a.Until.Compare(b.Until); c != 0 {
 			return c
 		}
-		return strings.Compare(a.addr, b.addr)
+		return strings.Compare(a.Addr, b.Addr)
 	})
-	out := make([]lockoutJSON, len(locks))
+	out := make([]adminapi.Lockout, len(locks))
 	for i, l := range locks {
-		out[i] = lockoutJSON{Address: l.addr, Until: l.until.UTC()}
+		out[i] = adminapi.Lockout{Address: l.Addr, Until: l.Until.UTC()}
 	}
 	return writeAdminJSON(w, out)
 }
@@ -328,132 +239,10 @@ func serveLift(w http.ResponseWriter, _ *http.Request, lh *liveHandler, arg stri
 	return writeAdminJSON(w, map[string]string{"lifted": ip.String()})
 }
 
-// deadLetterJSON is one entry of GET /hooks/spool/dead.
-type deadLetterJSON struct {
-	ID          string    `json:"id"`
-	Kind        string    `json:"kind"`
-	Path        string    `json:"path"`
-	Reason      string    `json:"reason"`
-	Attempts    int       `json:"attempts"`
-	FirstSeen   time.Time `json:"first_seen"`
-	BodyBytes   int       `json:"body_bytes"`
-	ClientIP    string    `json:"client_ip,omitempty"`
-	TraceParent string    `json:"traceparent,omitempty"`
-	// Body is the stored gateway request body (with ?body=1) when it is
-	// compact JSON, which it is unless forwarded byte for byte; BodyText
-	// holds any other body, so either way the bytes are exact.
-	Body     json.RawMessage `json:"body,omitempty"`
-	BodyText string          `json:"body_text,omitempty"`
-}
-
-// serveDeadLetters lists the dead letters in acceptance order.
-func serveDeadLetters(w http.ResponseWriter, r *http.Request, lh *liveHandler, _ string) error {
-	ops, err := lh.spool()
-	if err != nil {
-		return err
-	}
-	dead, err := ops.DeadLetters()
-	if err != nil {
-		return apiError(http.StatusServiceUnavailable, "spool of %s: %v", lh.h.base, err)
-	}
-	withBody := r.URL.Query().Get("body")
-	out := make([]deadLetterJSON, len(dead))
-	for i, ev := range dead {
-		out[i] = deadLetterJSON{ID: ev.ID, Kind: ev.Kind, Path: ev.Path, Reason: ev.LastError, Attempts: ev.Attempts,
-			FirstSeen: ev.FirstSeen.UTC(), BodyBytes: len(ev.Body), ClientIP: ev.ClientIP, TraceParent: ev.TraceParent}
-		if withBody != "" && withBody != "0" && withBody != "false" {
-			out[i].Body, out[i].BodyText = bodyJSON(ev.Body)
-		}
-	}
-	return writeAdminJSON(w, out)
-}
-
-// bodyJSON returns a stored body for a JSON answer: as JSON when the
-// encoder would send it unchanged (compact JSON), else as text.
-func bodyJSON(b []byte) (json.RawMessage, string) {
-	var compact bytes.Buffer
-	if len(b) > 0 && json.Compact(&compact, b) == nil && bytes.Equal(compact.Bytes(), b) {
-		return b, ""
-	}
-	return nil, string(b)
-}
-
-// deadSelection is the body of a retry or drop request.
-type deadSelection struct {
-	IDs []string `json:"ids"`
-	All bool     `json:"all"`
-}
-
-// serveRetryDrop answers POST /hooks/spool/dead/retry and /drop (verb is
-// "retried" or "dropped").
-func serveRetryDrop(w http.ResponseWriter, r *http.Request, lh *liveHandler, verb string) error {
-	ops, err := lh.spool()
-	if err != nil {
-		return err
-	}
-	var sel deadSelection
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxAdminBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sel); err != nil {
-		return apiError(http.StatusBadRequest, `want {"ids": ["<event id>", ...]} or {"all": true}: %v`, err)
-	}
-	switch {
-	case sel.All && len(sel.IDs) > 0:
-		return apiError(http.StatusBadRequest, `give "ids" or "all", not both`)
-	case !sel.All && len(sel.IDs) == 0:
-		return apiError(http.StatusBadRequest, `give the event "ids", or "all": true`)
-	}
-	op, state := ops.Retry, eventlog.StateQueued
-	if verb == "dropped" {
-		op, state = ops.Drop, eventlog.StateDropped
-	}
-	ids := sel.IDs
-	if sel.All && lh.h.evrec != nil {
-		if dead, err := ops.DeadLetters(); err == nil {
-			for _, ev := range dead {
-				ids = append(ids, ev.ID)
-			}
-		}
-	}
-	n, err := op(sel.IDs...) // no ids (all: true) = every dead letter
-	if err != nil {
-		return apiError(http.StatusServiceUnavailable, "spool of %s: %v", lh.h.base, err)
-	}
-	lh.h.recordOperator(ids, state)
-	lh.h.logger.Info("dead letters "+verb+" through the admin API", zap.Int("count", n), zap.Bool("all", sel.All))
-	return writeAdminJSON(w, map[string]int{verb: n})
-}
-
-// servePause answers POST /hooks/spool/pause and /resume.
-func servePause(w http.ResponseWriter, _ *http.Request, lh *liveHandler, what string) error {
-	ops, err := lh.spool()
-	if err != nil {
-		return err
-	}
-	pause := what == "pause"
-	if pause {
-		err = ops.Pause()
-	} else {
-		err = ops.Resume()
-	}
-	if err != nil {
-		return apiError(http.StatusServiceUnavailable, "spool of %s: %v", lh.h.base, err)
-	}
-	return writeAdminJSON(w, map[string]bool{"paused": pause})
-}
-
 // liveHandler is a hooks handler of the running config.
 type liveHandler struct {
 	h      *Handler
 	server string // the http server (site listener) it belongs to
-}
-
-// spool returns the handler's spool, or a 404 when it has none.
-func (lh *liveHandler) spool() (spool.Ops, error) {
-	if lh.h.spoolOps == nil {
-		return nil, apiError(http.StatusNotFound, "the hooks handler at %s has no spool", lh.h.base)
-	}
-	return lh.h.spoolOps, nil
 }
 
 // selectHandler picks the handler named by ?path (and ?server), or the only
@@ -505,10 +294,10 @@ func (*adminEntry) Destruct() error { return nil }
 
 // registerAdmin makes h visible to the admin API until its Cleanup.
 func (h *Handler) registerAdmin(ctx caddy.Context) {
-	key := fmt.Sprintf("hooks.admin|%p", h)
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
-	sharedPool.LoadOrStore(key, &adminEntry{h: h, server: srv})
-	h.poolKeys = append(h.poolKeys, key)
+	_, _, _ = hold(&h.held, fmt.Sprintf(adminPoolPrefix+"%p", h), func() (*adminEntry, error) {
+		return &adminEntry{h: h, server: srv}, nil
+	})
 }
 
 // liveHandlers returns the registered handlers of the running config,

@@ -16,6 +16,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/google/uuid"
+
+	"github.com/caddyhook/caddyhook/internal/adminapi"
 )
 
 // testAdmin talks to the test Caddy's admin endpoint on its Unix socket
@@ -74,7 +76,7 @@ func (a *testAdmin) do(method, path, body string) (int, string) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if strings.HasPrefix(path, adminPrefix) { // Caddy's own /config/ shows the config as loaded
+	if strings.HasPrefix(path, adminapi.Prefix) { // Caddy's own /config/ shows the config as loaded
 		a.answers = append(a.answers, string(b))
 	}
 	return resp.StatusCode, string(b)
@@ -97,9 +99,9 @@ func (a *testAdmin) call(method, path, body string, want int, into any) string {
 }
 
 // status returns GET /hooks/?path=… for one handler.
-func (a *testAdmin) status(query string) handlerStatus {
+func (a *testAdmin) status(query string) adminapi.HandlerStatus {
 	a.t.Helper()
-	var sts []handlerStatus
+	var sts []adminapi.HandlerStatus
 	a.call(http.MethodGet, "/hooks/"+query, "", http.StatusOK, &sts)
 	if len(sts) != 1 {
 		a.t.Fatalf("GET /hooks/%s: %d handlers, want 1", query, len(sts))
@@ -108,9 +110,9 @@ func (a *testAdmin) status(query string) handlerStatus {
 }
 
 // dead returns the dead letters of the only handler.
-func (a *testAdmin) dead(query string) []deadLetterJSON {
+func (a *testAdmin) dead(query string) []adminapi.DeadLetter {
 	a.t.Helper()
-	var dl []deadLetterJSON
+	var dl []adminapi.DeadLetter
 	a.call(http.MethodGet, "/hooks/spool/dead"+query, "", http.StatusOK, &dl)
 	return dl
 }
@@ -271,7 +273,7 @@ func TestAdminSelectionAndStatus(t *testing.T) {
 	if status, ans := adm.load(cfg); status != http.StatusOK {
 		t.Fatalf("load with a second handler: %d %s", status, ans)
 	}
-	var all []handlerStatus
+	var all []adminapi.HandlerStatus
 	adm.call(http.MethodGet, "/hooks/", "", http.StatusOK, &all)
 	if len(all) != 2 || all[0].Path != "/hooks" || all[1].Path != "/ops2" || all[1].Spool != nil || all[0].Spool == nil {
 		t.Fatalf("GET /hooks/ after the reload: %+v", all)
@@ -323,7 +325,7 @@ func TestAdminLockoutLift(t *testing.T) {
 	if r := in.post("/hooks/wake", `{"text":"x"}`); r.status != 429 {
 		t.Fatalf("valid token from a locked address: %d, want 429", r.status)
 	}
-	var locks []lockoutJSON
+	var locks []adminapi.Lockout
 	adm.call(http.MethodGet, "/hooks/lockouts", "", http.StatusOK, &locks)
 	if len(locks) != 1 || locks[0].Address != "127.0.0.1" || !locks[0].Until.After(time.Now()) || locks[0].Until.After(time.Now().Add(2*time.Minute)) {
 		t.Fatalf("lockouts %+v, want 127.0.0.1 until within the window", locks)
@@ -365,7 +367,7 @@ func TestAdminDeadLettersRetryAndDrop(t *testing.T) {
 		}
 		ids[r.json(t)["runId"].(string)] = i
 	}
-	var dead []deadLetterJSON
+	var dead []adminapi.DeadLetter
 	waitFor(t, func() string {
 		return fmt.Sprintf("%d of %d dead letters after the gateway stayed down past max_age", len(dead), n)
 	},

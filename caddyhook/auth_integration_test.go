@@ -20,6 +20,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
+
+	"github.com/caddyhook/caddyhook/internal/safetext"
 )
 
 // The integration tests of issue 17 items 3, 4, 7, 9, 11, 13, 14, issue
@@ -663,7 +665,7 @@ func TestIntegrationGatewayErrorSanitised(t *testing.T) {
 	r := in.post("/hooks/wake", `{"text":"x"}`)
 	e := r.json(t)
 	msg, _ := e["error"].(string)
-	if r.status != 400 || !strings.HasPrefix(msg, `gateway: bad {"level":"error","msg":"forged"} éé`) || len(msg) > len("gateway: ")+maxPublicReason+len("…") ||
+	if r.status != 400 || !strings.HasPrefix(msg, `gateway: bad {"level":"error","msg":"forged"} éé`) || len(msg) > len("gateway: ")+safetext.MaxLen+len("…") ||
 		strings.ContainsAny(msg, "\r\n\u202e\u0007") || !strings.HasSuffix(msg, "…") {
 		t.Fatalf("gateway error: %d %q", r.status, msg)
 	}

@@ -3,13 +3,18 @@ package caddyhook
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
+	"testing/iotest"
+	"time"
 	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
@@ -99,28 +104,6 @@ func FuzzRedactTarget(f *testing.F) {
 	})
 }
 
-func TestPublicReason(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"channel and to must be set together for hook delivery", "channel and to must be set together for hook delivery"},
-		{"  two\r\n lines\t\tand tabs ", "two lines and tabs"},
-		{"bidi\u202eoverride\u200bzero width\u2066isolate", "bidi override zero width isolate"},
-		{"bell\x07 and \x1b[31mescape", "bell and [31mescape"},
-		{"bad \xff\xfe utf8", "bad utf8"},
-		{"\n\r\t\u202e", ""},
-		{strings.Repeat("a", 200), strings.Repeat("a", 200)},
-		{strings.Repeat("a", 201), strings.Repeat("a", 200) + "…"},
-		{strings.Repeat("é", 150), strings.Repeat("é", 100) + "…"},
-	} {
-		got := publicReason(tc.in)
-		if got != tc.want {
-			t.Errorf("publicReason(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-		if !utf8.ValidString(got) || len(got) > maxPublicReason+len("…") {
-			t.Errorf("publicReason(%q) = %q: invalid or too long", tc.in, got)
-		}
-	}
-}
-
 // TestGatewayOutcomeSanitised (issue 17 item 13): the gateway's 4xx text
 // is passed on sanitised and capped; one with nothing left is a 502.
 func TestGatewayOutcomeSanitised(t *testing.T) {
@@ -135,7 +118,7 @@ func TestGatewayOutcomeSanitised(t *testing.T) {
 		{strings.Repeat("x", 5000), 400, "gateway: " + strings.Repeat("x", 200) + "…"},
 		{"\r\n", 502, "gateway error (status 400)"},
 	} {
-		herr := gatewayReply{status: 400, body: body(tc.msg)}.outcome(nil)
+		herr := answer(gatewayReply{status: 400, body: body(tc.msg)}, nil, false)
 		if herr == nil || herr.status != tc.status || herr.reason != tc.reason {
 			t.Errorf("outcome(%q) = %+v, want %d %q", tc.msg, herr, tc.status, tc.reason)
 		}
@@ -166,7 +149,7 @@ func TestVerifierOffered(t *testing.T) {
 		if (err == nil) != tc.offers {
 			t.Errorf("%s %v: Offered = %v, want offered %v", tc.cfg.Scheme, tc.hdr, err, tc.offers)
 		}
-		if _, verr := v.Verify(tc.hdr, nil, lockT0); err != nil && (verr == nil || verr.Error() != err.Error()) {
+		if _, verr := v.Verify(tc.hdr, nil, time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)); err != nil && (verr == nil || verr.Error() != err.Error()) {
 			t.Errorf("%s %v: Offered says %v, Verify %v", tc.cfg.Scheme, tc.hdr, err, verr)
 		}
 	}
@@ -345,5 +328,231 @@ func TestForwardDropsTokenHeaders(t *testing.T) {
 	got, herr := h.crossingHeaders(r, "/hooks/github")
 	if herr != nil || len(got) != 2 || got.Get("X-Github-Event") != "push" || got.Get("Host") != "example.com" {
 		t.Fatalf("forwarded headers %v (%v)", got, herr)
+	}
+}
+
+// TestQueryHasToken: a query parameter named token, in any case, percent-
+// or plus-encoded, is refused (scanTarget, before anything else).
+func TestQueryHasToken(t *testing.T) {
+	h := new(Handler)
+	for _, tc := range []struct {
+		query string
+		want  bool
+	}{
+		{"token=abc", true},
+		{"TOKEN=abc", true},
+		{"Token=", true},
+		{"token", true},
+		{"a=1&token=abc", true},
+		{"a=1&b=2&tOkEn=x&c=3", true},
+		{"t%6Fken=abc", true},
+		{"t%6fken=abc", true},
+		{"%74%6F%6B%65%6E=abc", true},
+		{"tok%65n%20=abc", true},
+		{"a=1&to%6Ben=x", true},
+		{"", false},
+		{"tokens=abc", false},
+		{"x=token", false},
+		{"access_token=abc", false},
+		{"tok=abc", false},
+		{"a=1&b=token&c=tokenx", false},
+		{"t%6Fkens=abc", false},
+		{"t%zzoken=abc", false},
+		{"&&&", false},
+	} {
+		if got, _ := h.scanTarget("/hooks/wake?" + tc.query); got != tc.want {
+			t.Errorf("scanTarget(/hooks/wake?%s) refuses: %v, want %v", tc.query, got, tc.want)
+		}
+	}
+}
+
+func TestQueryHasTokenNoAlloc(t *testing.T) {
+	h := new(Handler)
+	target := "/hooks/wake?a=1&b=2&page=3&sort=desc&filter=none"
+	if n := testing.AllocsPerRun(100, func() { h.scanTarget(target) }); n != 0 {
+		t.Fatalf("scanTarget allocates %v times for a plain query", n)
+	}
+}
+
+func TestPresentedToken(t *testing.T) {
+	aliases := []string{headerServiceToken, "X-Openclaw-Token"}
+	for _, tc := range []struct {
+		name, auth, want string
+		service, alias   []string
+	}{
+		{name: "bearer", auth: "Bearer abc", want: "abc"},
+		{name: "bearer lower", auth: "bearer abc", want: "abc"},
+		{name: "bearer upper", auth: "BEARER abc", want: "abc"},
+		{name: "bearer mixed", auth: "bEaReR abc", want: "abc"},
+		{name: "bearer trims", auth: "Bearer    abc  ", want: "abc"},
+		{name: "bearer empty", auth: "Bearer ", want: ""},
+		{name: "bearer blank falls back", auth: "Bearer    ", service: []string{"svc"}, want: "svc"},
+		{name: "no space after scheme", auth: "Bearerabc", want: ""},
+		{name: "basic refused", auth: "Basic dXNlcjpwYXNz", want: ""},
+		{name: "basic with service token", auth: "Basic dXNlcjpwYXNz", service: []string{"svc"}, want: "svc"},
+		{name: "service token", service: []string{"svc"}, want: "svc"},
+		{name: "service token trimmed", service: []string{"  svc "}, want: "svc"},
+		{name: "bearer wins over service", auth: "Bearer abc", service: []string{"svc"}, want: "abc"},
+		{name: "alias", alias: []string{"oc"}, want: "oc"},
+		{name: "service token before alias", service: []string{"svc"}, alias: []string{"oc"}, want: "svc"},
+		{name: "empty service token falls back to alias", service: []string{" "}, alias: []string{"oc"}, want: "oc"},
+		{name: "only the first copy counts", service: []string{"", "svc"}, want: ""},
+		{name: "nothing", want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := http.Header{}
+			if tc.auth != "" {
+				h.Set("Authorization", tc.auth)
+			}
+			for _, v := range tc.service {
+				h.Add("x-service-token", v)
+			}
+			for _, v := range tc.alias {
+				h.Add("x-openclaw-token", v)
+			}
+			if got := presentedToken(h, aliases); got != tc.want {
+				t.Fatalf("presentedToken = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTokenIndex(t *testing.T) {
+	const a, b = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
+	want := []tokenDigest{sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))}
+	for _, tc := range []struct {
+		presented string
+		index     int
+	}{
+		{a, 0},
+		{b, 1},
+		{"", -1},
+		{a[:31], -1},
+		{a + "0", -1},
+		{strings.ToUpper(b), -1},
+		{"1123456789abcdef0123456789abcdef", -1},
+	} {
+		if got := tokenIndex(tc.presented, want); got != tc.index {
+			t.Errorf("tokenIndex(%q) = %d, want %d", tc.presented, got, tc.index)
+		}
+	}
+	empty := []tokenDigest{sha256.Sum256(nil)}
+	if tokenIndex("", empty) != -1 {
+		t.Error("an empty presented token matched the digest of the empty string")
+	}
+}
+
+func TestIsJSONContentType(t *testing.T) {
+	for _, tc := range []struct {
+		ct   string
+		want bool
+	}{
+		{"application/json", true},
+		{"application/json; charset=utf-8", true},
+		{"application/json;charset=UTF-8", true},
+		{"Application/JSON", true},
+		{"application/json;", true},
+		{"application/vnd.api+json", true},
+		{"application/cloudevents+json; charset=utf-8", true},
+		{"application/problem+json", true},
+		{"", false},
+		{"text/plain", false},
+		{"text/plain; charset=utf-8", false},
+		{"text/json", false},
+		{"application/x-www-form-urlencoded", false},
+		{"multipart/form-data; boundary=x", false},
+		{"application/jsonx", false},
+		{"text/vnd.x+json", false},
+		{"application/json; charset", false},
+		{"application/", false},
+		{"application/json/x", false},
+		{"json", false},
+	} {
+		if got := isJSONContentType(tc.ct); got != tc.want {
+			t.Errorf("isJSONContentType(%q) = %v, want %v", tc.ct, got, tc.want)
+		}
+	}
+}
+
+// failingReader fails the test if the body is read at all.
+type failingReader struct{ t *testing.T }
+
+func (r failingReader) Read([]byte) (int, error) {
+	r.t.Error("body was read although Content-Length is over the limit")
+	return 0, io.EOF
+}
+
+func TestReadBody(t *testing.T) {
+	const limit = 10
+	errBoom := errors.New("boom")
+	for _, tc := range []struct {
+		name    string
+		body    io.Reader // nil: http.NoBody
+		length  int64     // Content-Length; -1 = chunked/unknown
+		bufCap  int
+		want    string
+		wantErr error
+	}{
+		{name: "declared over limit", body: strings.NewReader("01234567890"), length: 11, wantErr: errBodyTooLarge},
+		{name: "declared exactly limit", body: strings.NewReader("0123456789"), length: 10, want: "0123456789"},
+		{name: "chunked over limit", body: strings.NewReader("01234567890"), length: -1, wantErr: errBodyTooLarge},
+		{name: "chunked far over limit", body: strings.NewReader(strings.Repeat("x", 1<<20)), length: -1, wantErr: errBodyTooLarge},
+		{name: "chunked exactly limit", body: strings.NewReader("0123456789"), length: -1, want: "0123456789"},
+		{name: "chunked one byte at a time", body: iotest.OneByteReader(strings.NewReader("0123456789")), length: -1, want: "0123456789"},
+		{name: "chunked over limit one byte at a time", body: iotest.OneByteReader(strings.NewReader("0123456789A")), length: -1, wantErr: errBodyTooLarge},
+		{name: "understated length", body: strings.NewReader("0123456789ABC"), length: 3, wantErr: errBodyTooLarge},
+		{name: "empty", body: strings.NewReader(""), length: 0, want: ""},
+		{name: "no body", length: 0, want: ""},
+		{name: "zero-capacity buffer grows", body: strings.NewReader("0123456789"), length: -1, bufCap: -1, want: "0123456789"},
+		{name: "read error", body: io.MultiReader(strings.NewReader("01"), iotest.ErrReader(errBoom)), length: -1, wantErr: errBoom},
+		{name: "data with EOF", body: iotest.DataErrReader(strings.NewReader("0123")), length: -1, want: "0123"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/hooks/wake", nil)
+			r.Body = http.NoBody
+			if tc.body != nil {
+				r.Body = io.NopCloser(tc.body)
+			}
+			if tc.length > limit {
+				r.Body = io.NopCloser(failingReader{t})
+			}
+			r.ContentLength = tc.length
+			var buf []byte
+			switch {
+			case tc.bufCap > 0:
+				buf = make([]byte, 0, tc.bufCap)
+			case tc.bufCap == 0:
+				buf = make([]byte, 0, 4)
+			}
+			got, err := readBody(r, limit, buf)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if errors.Is(err, errBodyTooLarge) && tc.length <= limit && len(got) <= limit {
+				t.Fatalf("oversize body cut to %d bytes", len(got))
+			}
+			if err == nil && string(got) != tc.want {
+				t.Fatalf("body = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReadBodyLarge reads a body much larger than the pooled buffer.
+func TestReadBodyLarge(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 16<<10) // 256 KiB
+	for _, limit := range []int64{int64(len(data)), int64(len(data)) - 1} {
+		r := httptest.NewRequest(http.MethodPost, "/hooks/wake", io.NopCloser(iotest.HalfReader(bytes.NewReader(data))))
+		r.ContentLength = -1
+		got, err := readBody(r, limit, make([]byte, 0, 4<<10))
+		if limit == int64(len(data)) {
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("limit %d: err=%v, %d bytes, equal=%v", limit, err, len(got), bytes.Equal(got, data))
+			}
+			continue
+		}
+		if !errors.Is(err, errBodyTooLarge) {
+			t.Fatalf("limit %d: err = %v, want errBodyTooLarge", limit, err)
+		}
 	}
 }

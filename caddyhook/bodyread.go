@@ -1,13 +1,17 @@
 package caddyhook
 
 import (
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
+	"mime"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyserver/caddy/v2"
 )
 
@@ -125,7 +129,7 @@ func (h *Handler) provisionBodyReads() error {
 // signature) gets none of those slots: only a declared body of at most
 // lockedBodyMax bytes is read, from a separate allowance, within
 // lockedBodyWait; anything else is its 429 at once.
-func (u *unauthReads) begin(ex *exchange, key addrKey) *hookError {
+func (u *unauthReads) begin(ex *exchange, key lockout.Key) *hookError {
 	pool, wait := u.pool(ex), u.timeout
 	if ex.lockedFor > 0 {
 		if ex.r.ContentLength < 0 || ex.r.ContentLength > lockedBodyMax {
@@ -155,7 +159,7 @@ func (u *unauthReads) begin(ex *exchange, key addrKey) *hookError {
 }
 
 // end gives back what begin took for ex.
-func (u *unauthReads) end(ex *exchange, key addrKey) {
+func (u *unauthReads) end(ex *exchange, key lockout.Key) {
 	<-u.pool(ex)
 	u.perAddr.give(key)
 }
@@ -183,7 +187,7 @@ type addrCounts struct {
 // addrShard is one part of addrCounts.
 type addrShard struct {
 	mu sync.Mutex
-	n  map[addrKey]int32
+	n  map[lockout.Key]int32
 	_  [40]byte // keep neighbouring shard mutexes off one cache line
 }
 
@@ -191,19 +195,19 @@ type addrShard struct {
 func newAddrCounts(max int) addrCounts {
 	c := addrCounts{max: int32(max), seed: maphash.MakeSeed(), shards: new([addrShards]addrShard)}
 	for i := range c.shards {
-		c.shards[i].n = map[addrKey]int32{}
+		c.shards[i].n = map[lockout.Key]int32{}
 	}
 	return c
 }
 
 // shard returns k's shard.
-func (c addrCounts) shard(k addrKey) *addrShard {
+func (c addrCounts) shard(k lockout.Key) *addrShard {
 	return &c.shards[maphash.Bytes(c.seed, k[:])%addrShards]
 }
 
 // take counts one more read for k; false (and nothing counted) when k has
 // max already.
-func (c addrCounts) take(k addrKey) bool {
+func (c addrCounts) take(k lockout.Key) bool {
 	sh := c.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -215,7 +219,7 @@ func (c addrCounts) take(k addrKey) bool {
 }
 
 // give counts one read of k less.
-func (c addrCounts) give(k addrKey) {
+func (c addrCounts) give(k lockout.Key) {
 	sh := c.shard(k)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -321,7 +325,7 @@ func setReadDeadline(w http.ResponseWriter, d time.Time) bool {
 func (h *Handler) readRequestBody(ex *exchange) *hookError {
 	unauth := !ex.tokenOK
 	if unauth {
-		key := h.lockout.keyFor(ex.ip)
+		key := h.lockout.KeyOf(ex.ip)
 		if herr := h.unauth.begin(ex, key); herr != nil {
 			return herr
 		}
@@ -348,4 +352,49 @@ func (h *Handler) readRequestBody(ex *exchange) *hookError {
 		return reject(http.StatusRequestTimeout, reasonBodyTimeout)
 	}
 	return reject(http.StatusBadRequest, "could not read body")
+}
+
+// isJSONContentType accepts application/json (with parameters) and the
+// +json structured suffixes.
+func isJSONContentType(ct string) bool {
+	if ct == "application/json" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
+}
+
+// errBodyTooLarge reports a body over the limit.
+var errBodyTooLarge = errors.New("payload too large")
+
+// readBody reads at most limit bytes of r's body into buf and fails with
+// errBodyTooLarge past it, whether or not Content-Length was declared: an
+// oversize chunked body is refused, never cut short.
+func readBody(r *http.Request, limit int64, buf []byte) ([]byte, error) {
+	if r.ContentLength > limit {
+		return buf, errBodyTooLarge
+	}
+	if r.Body == nil || r.Body == http.NoBody {
+		return buf, nil
+	}
+	lr := io.LimitedReader{R: r.Body, N: limit + 1}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return buf, errBodyTooLarge
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }

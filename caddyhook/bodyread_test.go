@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/lockout"
 )
 
 // TestUnauthReadsAllowance (issue 20 item 5): the unauthenticated reads in
@@ -49,7 +51,7 @@ func TestUnauthReadsAllowance(t *testing.T) {
 		if s.locked {
 			ex.lockedFor = time.Minute
 		}
-		key := h.lockout.keyFor(ex.ip)
+		key := h.lockout.KeyOf(ex.ip)
 		if s.end {
 			u.end(ex, key)
 			continue
@@ -76,7 +78,7 @@ func TestUnauthReadsAllowance(t *testing.T) {
 // the counts hold only addresses with a read in progress.
 func TestAddrCountsForget(t *testing.T) {
 	c := newAddrCounts(3)
-	var k addrKey
+	var k lockout.Key
 	for i := range 1000 {
 		k[0], k[1] = byte(i), byte(i>>8)
 		if !c.take(k) || !c.take(k) {

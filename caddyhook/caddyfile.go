@@ -12,6 +12,8 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/lockout"
 )
 
 func init() {
@@ -30,63 +32,8 @@ func parseCaddyfile(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 	return h.NewRoute(nil, hk), nil
 }
 
-// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
-//
-//	hooks [<path>] {
-//	    path                         <base path>
-//	    token                        <hook token>...   (repeatable: several are accepted)
-//	    token_headers                <header>...
-//	    gateway                      unix//<socket> | <loopback host:port>
-//	    gateway_token                <token>
-//	    gateway_prefix               <path>
-//	    gateway_timeout              <duration>
-//	    gateway_wait_timeout         <duration>
-//	    mode                         render|forward
-//	    wrap                         edge|gateway
-//	    idempotency_headers          <header>...
-//	    gateway_forward_client_ip    [true|false]
-//	    max_body                     <size>
-//	    auth_failures                <count> [<window>]
-//	    lockout                      <duration>
-//	    unauthenticated_bodies       [<max> [<timeout>]] [{ per_address <n> }]
-//	    body_timeout                 <duration>
-//	    lockout_table_size           <entries>
-//	    ipv6_prefix                  <bits>
-//	    idempotency_ttl              <duration>
-//	    agents                       <id>...
-//	    allowed_agent_ids            [<id>...]
-//	    default_session_key          <key>
-//	    allow_request_session_key    [true|false]
-//	    allowed_session_key_prefixes <prefix>...
-//	    allowed_models               <model>...
-//	    channels                     <channel>...
-//	    enabled                      true|false
-//	    spool <dir> {
-//	        max_bytes     <size>
-//	        max_age       <duration>
-//	        retry_initial <duration>
-//	        retry_max     <duration>
-//	        workers       <n>
-//	        rate          <n>/<interval>
-//	    }
-//	    spool cluster {              (the cluster engine's replicated queue)
-//	        deliver       on|off
-//	        fallback      <dir>|reject
-//	        max_bytes, max_age, retry_initial, retry_max, workers
-//	    }
-//	    cluster <engine> [<url>...] {  (e.g. cluster nats { … }; see the engine)
-//	    }
-//	    events off | on | {           (the event log; on by default)
-//	        bodies         on|off
-//	        max_body       <size>
-//	        max_events     <n>
-//	        max_bytes      <size>
-//	        retain         <duration>
-//	        max_rejections <n>
-//	        dir            <dir>
-//	        headers        <header>...
-//	    }
-//	}
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens: the
+// hooks directive, whose syntax is in the Handler's doc.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
 	if d.NextArg() {
@@ -224,7 +171,7 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 
 // unmarshalAuthFailures parses `auth_failures <count> [<window>]`.
 func (h *Handler) unmarshalAuthFailures(d *caddyfile.Dispenser) error {
-	n, w, err := countAndDuration(d, "count", maxLockoutFailures, "window")
+	n, w, err := countAndDuration(d, "count", lockout.MaxCount, "window")
 	if err != nil {
 		return err
 	}
@@ -364,6 +311,64 @@ func (h *Handler) unmarshalCluster(d *caddyfile.Dispenser) error {
 	return nil
 }
 
+// unmarshalEvents parses `events off|on` or `events { … }`.
+func (h *Handler) unmarshalEvents(d *caddyfile.Dispenser) error {
+	ec := new(EventsConfig)
+	if d.NextArg() {
+		switch d.Val() {
+		case "off":
+			ec.Disabled = true
+		case "on":
+		default:
+			return d.Errf("events: expected on, off or a block, got %q", d.Val())
+		}
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+	}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		if ec.Disabled {
+			return d.Errf("events: off takes no block")
+		}
+		var err error
+		switch d.Val() {
+		case "bodies":
+			var v string
+			if err = oneArg(d, &v); err == nil {
+				switch v {
+				case "on":
+					ec.Bodies = true
+				case "off":
+					ec.Bodies = false
+				default:
+					err = d.Errf("events: bodies: expected on or off, got %q", v)
+				}
+			}
+		case "max_body":
+			err = sizeArg(d, &ec.MaxBody)
+		case "max_events":
+			err = intArg(d, &ec.MaxEvents)
+		case "max_bytes":
+			err = sizeArg(d, &ec.MaxBytes)
+		case "retain":
+			err = durationArg(d, &ec.Retain)
+		case "max_rejections":
+			err = intArg(d, &ec.MaxRejections)
+		case "dir":
+			err = oneArg(d, &ec.Dir)
+		case "headers":
+			err = listArg(d, &ec.Headers, true)
+		default:
+			err = d.Errf("unrecognized events subdirective '%s'", d.Val())
+		}
+		if err != nil {
+			return err
+		}
+	}
+	h.Events = ec
+	return nil
+}
+
 // oneArg reads exactly one argument.
 func oneArg(d *caddyfile.Dispenser, dst *string) error {
 	name := d.Val()
@@ -460,6 +465,20 @@ func listArg(d *caddyfile.Dispenser, dst *[]string, required bool) error {
 		return d.Errf("%s: expected at least one value", d.Val())
 	}
 	*dst = append(*dst, args...)
+	return nil
+}
+
+// rateArg reads one <count>/<interval> rate such as 5/s or 100/1m.
+func rateArg(d *caddyfile.Dispenser, dst **SpoolRate) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	r, err := spool.ParseRate(s)
+	if err != nil {
+		return d.Errf("spool: %v", err)
+	}
+	*dst = &SpoolRate{Count: r.Count, Interval: caddy.Duration(r.Interval)}
 	return nil
 }
 

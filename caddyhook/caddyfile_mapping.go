@@ -1,41 +1,15 @@
 package caddyhook
 
 import (
-	"strings"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
+	"github.com/caddyhook/caddyhook/internal/cftoken"
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
-// unmarshalMapping parses a `mapping [<id>] { ... }` block:
-//
-//	mapping [<id>] {
-//	    match_path       <name>
-//	    match_source     <source>
-//	    match_expr       <CEL expression>
-//	    action           agent|wake
-//	    wake_mode        now|next-heartbeat
-//	    name             <template>
-//	    agent_id         <template>
-//	    session_key      <template>
-//	    message_template <template>
-//	    text_template    <template>
-//	    deliver          [true|false]
-//	    channel          <template>
-//	    to               <template>
-//	    model            <template>
-//	    thinking         <template>
-//	    timeout_seconds  <n>
-//	    allow_unsafe_external_content [true|false]
-//	    for_each         <payload key>
-//	    max_body         <size>
-//	    transform        <module> [<export>]   (or a block with module/export)
-//	    verify           <scheme> { secret <s>... tolerance <d> header <h> ... }
-//	    require_token    [true|false]
-//	    forward          [true|false]
-//	}
+// unmarshalMapping parses a `mapping [<id>] { ... }` block (its syntax is
+// in the Handler's doc).
 //
 // In a template, \n outside the {{ }} placeholders stands for a newline.
 func unmarshalMapping(d *caddyfile.Dispenser) (Mapping, error) {
@@ -67,9 +41,9 @@ func unmarshalMappingOption(d *caddyfile.Dispenser, m *Mapping) error {
 		if err := oneArg(d, dst); err != nil {
 			return err
 		}
-		*dst = restoreShorthands(*dst)
+		*dst = cftoken.RestoreShorthands(*dst)
 		if name != "match_expr" { // CEL reads its own \n escapes
-			*dst = caddyfileNewlines(*dst)
+			*dst = cftoken.Newlines(*dst)
 		}
 		return nil
 	}
@@ -181,66 +155,4 @@ func unmarshalVerify(d *caddyfile.Dispenser) (*verify.Config, error) {
 		}
 	}
 	return v, nil
-}
-
-// caddyfileNewlines turns the two characters \n into a newline in the
-// literal text of a template, so that a multi-line template fits on one
-// Caddyfile line. Placeholders are copied unchanged: inside a CEL string
-// literal \n is already an escape that CEL reads as a newline, while a raw
-// newline there would end the literal.
-func caddyfileNewlines(s string) string {
-	if !strings.Contains(s, `\n`) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); {
-		switch {
-		case strings.HasPrefix(s[i:], "{{"):
-			end := placeholderEnd(s, i+2)
-			b.WriteString(s[i:end])
-			i = end
-		case strings.HasPrefix(s[i:], `\n`):
-			b.WriteByte('\n')
-			i += 2
-		default:
-			b.WriteByte(s[i])
-			i++
-		}
-	}
-	return b.String()
-}
-
-// placeholderEnd returns the offset just past the "}}" that closes the
-// placeholder whose body starts at s[i], or len(s) when there is none. In
-// a CEL placeholder, string literals and map braces may hold "}}".
-func placeholderEnd(s string, i int) int {
-	if !strings.HasPrefix(strings.TrimLeft(s[i:], " \t\r\n"), "cel:") {
-		if j := strings.Index(s[i:], "}}"); j >= 0 {
-			return i + j + 2
-		}
-		return len(s)
-	}
-	var quote byte
-	depth := 0
-	for ; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0 && c == '\\':
-			i++ // an escaped character never ends the literal
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '{':
-			depth++
-		case c == '}' && depth > 0:
-			depth--
-		case strings.HasPrefix(s[i:], "}}"):
-			return i + 2
-		}
-	}
-	return len(s)
 }

@@ -5,14 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/netip"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	_ "github.com/caddyhook/caddyhook/caddyhook/cluster/natscluster" // the nats engine
@@ -63,7 +60,7 @@ type clusterState struct {
 func (h *Handler) clusterParams() cluster.Params {
 	p := cluster.Params{
 		Name:           cluster.NameFromPath(h.base),
-		LockTTL:        time.Duration(h.AuthFailures.Window) + h.lockout.policy.lockFor,
+		LockTTL:        time.Duration(h.AuthFailures.Window) + h.lockout.Policy().LockFor,
 		IdempotencyTTL: time.Duration(h.IdempotencyTTL),
 		Logger:         h.logger.Named("cluster"),
 	}
@@ -100,15 +97,14 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	if !ok {
 		return fmt.Errorf("cluster: module %T is not a cluster engine", mod)
 	}
-	v, _, err := sharedPool.LoadOrNew(clusterMetricsKey, func() (caddy.Destructor, error) {
+	ms, _, err := hold(&h.held, clusterMetricsKey, func() (*clusterMetricsShare, error) {
 		m, err := cluster.NewMetrics(nil)
 		return &clusterMetricsShare{m}, err
 	})
 	if err != nil {
 		return err
 	}
-	h.poolKeys = append(h.poolKeys, clusterMetricsKey)
-	metrics := v.(*clusterMetricsShare).m
+	metrics := ms.m
 	if err := metrics.Register(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("cluster metrics: %w", err)
 	}
@@ -123,26 +119,9 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	h.cluster = cs
 	cs.metrics.Bind(b)
 
-	// One LockSync per lockout table and namespace: the handlers of a
-	// reload share the table, and each remote failure is folded once.
-	key := "hooks.cluster.lockout|" + h.lockoutKey + "|" + cs.key
-	table := h.lockout
-	v, _, err = sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		s := cluster.NewLockSync(b, table, cluster.LockSyncOptions{LockTTL: p.LockTTL,
-			Window: time.Duration(h.AuthFailures.Window), Lockout: h.lockout.policy.lockFor,
-			Metrics: cs.metrics, Logger: h.logger.Named("cluster")})
-		if err := s.Start(); err != nil {
-			return nil, fmt.Errorf("cluster: lockout sharing: %w", err)
-		}
-		g := syncGate{s}
-		table.gates.push(g)
-		return lockSyncShare{LockSync: s, table: table, gate: g}, nil
-	})
-	if err != nil {
+	if err := h.provisionLockSync(b, cs, p.LockTTL); err != nil {
 		return err
 	}
-	h.poolKeys = append(h.poolKeys, key)
-	cs.sync = v.(lockSyncShare).LockSync
 
 	wait := time.Duration(h.GatewayTimeout)
 	lease := time.Duration(h.GatewayWaitTimeout) + 2*b.Timeout()
@@ -154,119 +133,12 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	return nil
 }
 
-// clusterMetricsKey holds the cluster collectors in the usage pool, so
-// that they keep counting across reloads.
-const clusterMetricsKey = "hooks.cluster.metrics"
-
-// clusterMetricsShare is the cluster collectors in the usage pool.
+// clusterMetricsShare is the cluster collectors in the usage pool
+// (clusterMetricsKey), so that they keep counting across reloads.
 type clusterMetricsShare struct{ m *cluster.Metrics }
 
 // Destruct implements caddy.Destructor.
 func (*clusterMetricsShare) Destruct() error { return nil }
-
-// lockSyncShare is a LockSync in the usage pool, the gate of its table.
-type lockSyncShare struct {
-	*cluster.LockSync
-	table *lockoutTable
-	gate  syncGate
-}
-
-// Destruct stops the sharing when the last handler using it is gone.
-func (s lockSyncShare) Destruct() error {
-	s.table.gates.remove(s.gate)
-	s.Close()
-	return nil
-}
-
-// syncGate is a LockSync as its table's lockGate: the table shares each
-// local failure before it counts it, and answers an address the LockSync
-// holds back as locked.
-type syncGate struct{ s *cluster.LockSync }
-
-func (g syncGate) held(k addrKey) bool                { return g.s.Held(cluster.Addr(k)) }
-func (g syncGate) share(k addrKey, at time.Time) bool { return g.s.Failure(cluster.Addr(k), at) }
-
-// clusterFailure tells the other nodes about the lock a failure of ip
-// caused, until until (the failure itself was shared by the table).
-func (h *Handler) clusterFailure(ip netip.Addr, _ time.Time, locked bool, until time.Time) {
-	if h.cluster == nil || !locked {
-		return
-	}
-	h.cluster.sync.Locked(cluster.Addr(h.lockout.keyFor(ip)), until)
-}
-
-// FoldFailure implements cluster.LockTarget: a failure another node saw
-// counts here as if this node had seen it; it returns the end of the
-// address's lock (zero: not locked) and whether this failure locked it.
-func (t *lockoutTable) FoldFailure(a cluster.Addr, at time.Time) (time.Time, bool) {
-	left, newly := t.record(addrKey(a), at, nil)
-	if left <= 0 {
-		return time.Time{}, false
-	}
-	return at.Add(left), newly
-}
-
-// ApplyLock implements cluster.LockTarget: a lock another node (or an
-// earlier run) applied locks the address here until the same moment,
-// unless it is locked at least that long already.
-func (t *lockoutTable) ApplyLock(a cluster.Addr, until time.Time) bool {
-	now := time.Now()
-	ip := netip.AddrFrom16(a)
-	if left, locked := t.Locked(ip, now); locked && !now.Add(left).Before(until) {
-		return false
-	}
-	t.merge(adoptedEntry{key: t.keyFor(ip), lockEnd: until.UnixMilli()}, now.UnixMilli())
-	return true
-}
-
-// clusterClaim resolves an idempotency key cluster-wide after the local
-// cache made this request its key's leader on this node. It returns the
-// first reply of the key (a replay, from any node), or the claim to
-// settle after the dispatch (nil when the cluster cannot be asked: the
-// local cache alone answers then), or the 409 for a key whose first
-// request is still being dispatched elsewhere.
-func (h *Handler) clusterClaim(ctx context.Context, key string) (*cluster.Reply, *cluster.Claim, *hookError) {
-	if h.cluster == nil {
-		return nil, nil, nil
-	}
-	rep, cl, err := h.cluster.idem.Acquire(ctx, key)
-	switch {
-	case err == nil:
-		return rep, cl, nil
-	case errors.Is(err, cluster.ErrBusy):
-		return nil, nil, &hookError{status: http.StatusConflict, reason: "a request with this idempotency key is still being processed; retry later",
-			retryAfter: clusterBusyRetryAfter}
-	case ctx.Err() != nil:
-		return nil, nil, reject(http.StatusServiceUnavailable, "request cancelled")
-	}
-	h.clusterLog("cluster idempotency unavailable; this node's own cache answers", err)
-	return nil, nil, nil
-}
-
-// clusterLog writes a warning about the cluster, within the gateway log
-// budget (a flood of requests while the cluster is down logs little).
-func (h *Handler) clusterLog(msg string, err error) {
-	if ok, suppressed := h.gatewayLogs.allow(time.Now()); ok {
-		h.logger.Warn(msg, zap.Error(err), zap.Uint64("suppressed", suppressed))
-	}
-}
-
-// settleClusterClaim stores the first reply of a claimed key (or gives
-// the key up after a failed dispatch, so that a retry dispatches again).
-func (h *Handler) settleClusterClaim(cl *cluster.Claim, status int, body []byte, ok bool) {
-	if cl == nil {
-		return
-	}
-	var err error
-	if ok {
-		err = cl.Settle(status, body)
-	} else {
-		err = cl.Release()
-	}
-	if err != nil {
-		h.clusterLog("cluster idempotency: storing the outcome failed; the key's claim lapses by itself", err)
-	}
-}
 
 // checkClusterSpool refuses a `spool cluster` config that cannot work,
 // naming the field, before anything is opened.
@@ -333,16 +205,12 @@ func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
 	if err != nil {
 		return fmt.Errorf("spool: cluster: %w", err)
 	}
-	key := spoolPoolPrefix + "cluster|" + cs.key
-	v, _, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
-		qt := &queueTarget{sp: sp, q: q}
-		return &spoolShare{target: qt}, nil
+	share, _, err := hold(&h.held, spoolPoolPrefix+"cluster|"+cs.key, func() (*spoolShare, error) {
+		return &spoolShare{target: &queueTarget{sp: sp, q: q}}, nil
 	})
 	if err != nil {
 		return err
 	}
-	h.poolKeys = append(h.poolKeys, key)
-	share := v.(*spoolShare)
 	qt := share.target.(*queueTarget)
 	var snd spool.Sender
 	if deliver {
@@ -539,7 +407,7 @@ func (o *clusterOps) Resume() error { o.qt.setPaused(false); return nil }
 
 // Interface guards
 var (
-	_ cluster.LockTarget = (*lockoutTable)(nil)
+	_ cluster.LockTarget = lockTarget{}
 	_ spool.Ops          = (*clusterOps)(nil)
 	_ deliveryTarget     = (*queueTarget)(nil)
 	_ spool.Holder       = heldSender{}

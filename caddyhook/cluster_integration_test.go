@@ -18,8 +18,9 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/devgw"
+	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/natstest"
-	"github.com/caddyhook/caddyhook/internal/promreg"
+	"github.com/caddyhook/caddyhook/internal/promtest"
 )
 
 // clusterNodes are n hooks handlers in one in-process Caddy, each in a
@@ -162,7 +163,7 @@ func gatherClusterMetric(name string, labels ...string) (float64, error) {
 	if err := m.Register(reg); err != nil {
 		return 0, err
 	}
-	v, ok := promreg.Value(reg, name, labels...)
+	v, ok := promtest.Value(reg, name, labels...)
 	if !ok {
 		return 0, fmt.Errorf("no metric %s %v", name, labels)
 	}
@@ -171,16 +172,9 @@ func gatherClusterMetric(name string, labels ...string) (float64, error) {
 
 // failuresOf reads what t holds for ip now: the failures counted, and
 // whether ip is locked.
-func failuresOf(t *lockoutTable, ip netip.Addr) (uint32, bool) {
-	now := time.Now().UnixMilli()
-	k := t.keyFor(ip)
-	sh, s := t.locate(k)
-	defer sh.mu.Unlock()
-	e := t.find(s, k, now)
-	if e == nil {
-		return 0, false
-	}
-	return t.failures(e, now), e.until != 0 && now < t.lockEnd(e)
+func failuresOf(t *lockout.Table, ip netip.Addr) (uint32, bool) {
+	n, left := t.Lookup(ip, time.Now())
+	return n, left > 0
 }
 
 // waitMembers waits until every node with a cluster engine sees every
@@ -202,7 +196,7 @@ func (c *clusterNodes) lockoutOwner(t *testing.T, ip netip.Addr) int {
 	owner := -1
 	for i := range c.nodes {
 		h := c.handler(t, i)
-		if h.cluster.sync.Owns(cluster.Addr(h.lockout.keyFor(ip))) {
+		if h.cluster.sync.Owns(cluster.Addr(h.lockout.KeyOf(ip))) {
 			if owner >= 0 {
 				t.Fatalf("nodes %d and %d both own %s", owner, i, ip)
 			}

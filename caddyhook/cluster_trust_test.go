@@ -22,6 +22,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/devgw"
+	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/natstest"
 )
 
@@ -64,7 +65,7 @@ func wireV1(kind byte, addr netip.Addr, times ...time.Time) []byte {
 }
 
 // lockLeft is how much longer table keeps ip locked (0: not locked).
-func lockLeft(tbl *lockoutTable, ip netip.Addr) time.Duration {
+func lockLeft(tbl *lockout.Table, ip netip.Addr) time.Duration {
 	left, _ := tbl.Locked(ip, time.Now())
 	return left
 }
@@ -74,7 +75,7 @@ func lockLeft(tbl *lockoutTable, ip netip.Addr) time.Duration {
 func ownedBy(t *testing.T, h *Handler, base netip.Addr) netip.Addr {
 	t.Helper()
 	for a, i := base, 0; i < 1000; a, i = a.Next(), i+1 {
-		if h.cluster.sync.Owns(cluster.Addr(h.lockout.keyFor(a))) {
+		if h.cluster.sync.Owns(cluster.Addr(h.lockout.KeyOf(a))) {
 			return a
 		}
 	}
@@ -109,7 +110,7 @@ func TestClusterTrustForgedLockout(t *testing.T) {
 	sentinel := func(s netip.Addr) {
 		t.Helper()
 		s = ownedBy(t, h1, s)
-		h0.cluster.sync.Failure(cluster.Addr(h0.lockout.keyFor(s)), time.Now())
+		h0.cluster.sync.Failure(cluster.Addr(h0.lockout.KeyOf(s)), time.Now())
 		waitFor(t, func() string { return "node 1 counts the sentinel failure of " + s.String() }, func() bool {
 			n, locked := failuresOf(h1.lockout, s)
 			return n >= 1 || locked
@@ -149,7 +150,7 @@ func TestClusterTrustForgedLockout(t *testing.T) {
 		}
 		// a real lock written after the forged one: node 1 has read both
 		s := netip.MustParseAddr("198.51.100.102")
-		h0.cluster.sync.Locked(cluster.Addr(h0.lockout.keyFor(s)), time.Now().Add(30*time.Second))
+		h0.cluster.sync.Locked(cluster.Addr(h0.lockout.KeyOf(s)), time.Now().Add(30*time.Second))
 		waitFor(t, func() string { return "node 1 applies the real lock" }, func() bool { return lockLeft(h1.lockout, s) > 0 })
 		for i, h := range []*Handler{h0, h1} {
 			if left := lockLeft(h.lockout, victim); left > 0 {
@@ -175,7 +176,7 @@ func TestClusterTrustForgedLockout(t *testing.T) {
 		if err := nc.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		h0.cluster.sync.Failure(cluster.Addr(h0.lockout.keyFor(victim)), time.Now())
+		h0.cluster.sync.Failure(cluster.Addr(h0.lockout.KeyOf(victim)), time.Now())
 		var msg []byte
 		select {
 		case msg = <-captured:
@@ -199,7 +200,7 @@ func TestClusterTrustForgedLockout(t *testing.T) {
 
 	t.Run("node clock a year ahead", func(t *testing.T) {
 		victim := ownedBy(t, h1, netip.MustParseAddr("198.51.100.4"))
-		a := cluster.Addr(h0.lockout.keyFor(victim))
+		a := cluster.Addr(h0.lockout.KeyOf(victim))
 		ahead := time.Now().AddDate(1, 0, 0)
 		for range 20 { // node 1 folds all 20 (each confirmed before the next) and locks
 			h0.cluster.sync.Failure(a, ahead)
@@ -209,7 +210,7 @@ func TestClusterTrustForgedLockout(t *testing.T) {
 		waitFor(t, func() string { return "node 1 locks " + victim.String() }, func() bool { return lockLeft(h1.lockout, victim) > 0 })
 		// the lock record arrives after the failures: wait for it too
 		s := netip.MustParseAddr("198.51.100.104")
-		h0.cluster.sync.Locked(cluster.Addr(h0.lockout.keyFor(s)), time.Now().Add(30*time.Second))
+		h0.cluster.sync.Locked(cluster.Addr(h0.lockout.KeyOf(s)), time.Now().Add(30*time.Second))
 		waitFor(t, func() string { return "node 1 applies the later lock" }, func() bool { return lockLeft(h1.lockout, s) > 0 })
 		if left := lockLeft(h1.lockout, victim); left > maxLock {
 			t.Fatalf("a node a year ahead locked %s for %v on node 1, want at most %v", victim, left.Round(time.Hour), maxLock)
@@ -218,7 +219,7 @@ func TestClusterTrustForgedLockout(t *testing.T) {
 
 	t.Run("lock end 40 days ahead from a node", func(t *testing.T) {
 		victim := netip.MustParseAddr("198.51.100.5")
-		h0.cluster.sync.Locked(cluster.Addr(h0.lockout.keyFor(victim)), time.Now().Add(40*24*time.Hour))
+		h0.cluster.sync.Locked(cluster.Addr(h0.lockout.KeyOf(victim)), time.Now().Add(40*24*time.Hour))
 		waitFor(t, func() string { return "node 1 locks " + victim.String() }, func() bool { return lockLeft(h1.lockout, victim) > 0 })
 		if left := lockLeft(h1.lockout, victim); left > maxLock {
 			t.Fatalf("node 1 locked %s for %v, want at most %v", victim, left.Round(time.Hour), maxLock)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyhook/caddyhook/internal/boundary"
 	"github.com/caddyhook/caddyhook/internal/devgw"
 	"github.com/caddyhook/caddyhook/internal/natstest"
 )
@@ -423,7 +424,7 @@ func (w mxWantReq) checkAction(raw []byte) string {
 // unwrapBoundary returns the source and the content of a message inside
 // the external-content boundary (the notice, the markers with one id).
 func unwrapBoundary(msg string) (source, content string, ok bool) {
-	rest, ok := strings.CutPrefix(msg, securityNotice+"\n\n"+markerOpen+` id="`)
+	rest, ok := strings.CutPrefix(msg, boundary.Notice+"\n\n"+boundary.MarkerOpen+` id="`)
 	if !ok || len(rest) < 16 {
 		return "", "", false
 	}
@@ -434,7 +435,7 @@ func unwrapBoundary(msg string) (source, content string, ok bool) {
 	if source, rest, ok = strings.Cut(rest, "\n---\n"); !ok {
 		return "", "", false
 	}
-	content, ok = strings.CutSuffix(rest, "\n"+markerClose+` id="`+id+`">>>`)
+	content, ok = strings.CutSuffix(rest, "\n"+boundary.MarkerClose+` id="`+id+`">>>`)
 	return source, content, ok
 }
 

@@ -441,7 +441,7 @@ func TestDryRunQuiet(t *testing.T) {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSpace(notes.String()), "\n")
-		stack := strings.Contains(notes.String(), "caddyhook/tokens.go:")
+		stack := strings.Contains(notes.String(), "caddyhook.(*Handler).warnLiteralSecrets\n")
 		switch {
 		case !debug && (len(lines) != 2 || stack ||
 			!strings.HasPrefix(lines[0], `warn: secret written into the config`) || !strings.HasSuffix(lines[0], `{"field": "token"}`) ||

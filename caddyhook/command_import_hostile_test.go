@@ -3,11 +3,14 @@ package caddyhook
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
+
+	"github.com/caddyhook/caddyhook/internal/importcmd"
 )
 
 // importInjectionAttacks are strings that try to end their token early in
@@ -139,23 +142,23 @@ var importInjectionPoints = []importInjectionPoint{
 	{"defaultSessionKey", importModes, func(v string) map[string]any {
 		return withHooks(func(h map[string]any) { h["defaultSessionKey"] = "hook:" + v })
 	}},
-	{"messageTemplate", []string{modeRenderName}, func(v string) map[string]any {
+	{"messageTemplate", []string{importcmd.ModeRender}, func(v string) map[string]any {
 		return withHooks(func(h map[string]any) { h["mappings"] = oneMapping(map[string]any{"messageTemplate": v}) })
 	}},
-	{"sessionKey", []string{modeRenderName}, func(v string) map[string]any {
+	{"sessionKey", []string{importcmd.ModeRender}, func(v string) map[string]any {
 		return withHooks(func(h map[string]any) { h["mappings"] = oneMapping(map[string]any{"sessionKey": "hook:" + v}) })
 	}},
-	{"wakeMode and forEach", []string{modeRenderName}, func(v string) map[string]any {
+	{"wakeMode and forEach", []string{importcmd.ModeRender}, func(v string) map[string]any {
 		return withHooks(func(h map[string]any) {
 			h["mappings"] = oneMapping(map[string]any{"action": "wake", "textTemplate": "t", "wakeMode": v, "forEach": v})
 		})
 	}},
-	{"transform module", []string{modeRenderName}, func(v string) map[string]any {
+	{"transform module", []string{importcmd.ModeRender}, func(v string) map[string]any {
 		return withHooks(func(h map[string]any) {
 			h["mappings"] = oneMapping(map[string]any{"transform": map[string]any{"module": v, "export": v}})
 		})
 	}},
-	{"transformsDir", []string{modeRenderName}, func(v string) map[string]any {
+	{"transformsDir", []string{importcmd.ModeRender}, func(v string) map[string]any {
 		return withHooks(func(h map[string]any) {
 			h["transformsDir"] = v
 			h["mappings"] = oneMapping(map[string]any{"transform": map[string]any{"module": "pr.js"}})
@@ -190,8 +193,8 @@ func TestImportValuesCarryNoPlaceholder(t *testing.T) {
 
 // checkHostileImports imports every attack at every injection point.
 func checkHostileImports(t *testing.T, attacks []string) {
-	t.Setenv(hookTokenEnv, utHookToken)
-	t.Setenv(gatewayTokenEnv, utGatewayToken)
+	t.Setenv(importcmd.HookTokenEnv, utHookToken)
+	t.Setenv(importcmd.GatewayTokenEnv, utGatewayToken)
 	dir := t.TempDir()
 	file := dir + "/openclaw.json"
 	loaded := map[string]error{}
@@ -256,12 +259,12 @@ func importAdapted(t *testing.T, cfg map[string]any, file, mode string) adaptedI
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := importGatewayConfig(src, file, importOptions{mode: mode})
+	res, err := importGatewayConfig(src, file, importcmd.Options{Mode: mode})
 	if err != nil {
 		return adaptedImport{err: err, importErr: true}
 	}
-	a := adaptedImport{caddyfile: res.caddyfile}
-	cfgJSON, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(res.caddyfile), map[string]any{"filename": "Caddyfile"})
+	a := adaptedImport{caddyfile: res.Caddyfile}
+	cfgJSON, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(res.Caddyfile), map[string]any{"filename": "Caddyfile"})
 	if err != nil {
 		a.err = fmt.Errorf("adapt: %w", err)
 		return a
@@ -322,6 +325,10 @@ func stripIndices(p string) string {
 	return b.String()
 }
 
+// templateSpan matches a placeholder of a reference template, as the
+// gateway finds them.
+var templateSpan = regexp.MustCompile(`\{\{[^}]+\}\}`)
+
 // importTemplateFields are the mapping fields that hold templates.
 var importTemplateFields = []string{"name", "agent_id", "session_key", "message_template", "text_template", "channel", "to", "model", "thinking"}
 
@@ -349,7 +356,7 @@ func checkHostileStrings(t *testing.T, name, attack string, got, benign adaptedI
 		}
 		switch path {
 		case ".token", ".gateway_token":
-			if s != "{env."+hookTokenEnv+"}" && s != "{env."+gatewayTokenEnv+"}" {
+			if s != "{env."+importcmd.HookTokenEnv+"}" && s != "{env."+importcmd.GatewayTokenEnv+"}" {
 				t.Errorf("%s: %s = %q", name, path, s)
 			}
 			continue

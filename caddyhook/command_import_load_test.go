@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
+
+	"github.com/caddyhook/caddyhook/internal/importcmd"
 )
 
 // importConfigPool holds, per gateway config key, the values the
@@ -88,8 +90,8 @@ func randomGatewayConfig(r *rand.Rand) map[string]any {
 // the config naming a key, or writes a Caddyfile that Caddy adapts
 // without a warning and provisions.
 func TestImportAcceptedConfigsLoad(t *testing.T) {
-	t.Setenv(hookTokenEnv, utHookToken)
-	t.Setenv(gatewayTokenEnv, utGatewayToken)
+	t.Setenv(importcmd.HookTokenEnv, utHookToken)
+	t.Setenv(importcmd.GatewayTokenEnv, utGatewayToken)
 	file, err := filepath.Abs(filepath.Join("testdata", "import", "generated.json5"))
 	if err != nil {
 		t.Fatal(err)
@@ -104,23 +106,23 @@ func TestImportAcceptedConfigsLoad(t *testing.T) {
 		}
 		for _, mode := range importModes {
 			name := fmt.Sprintf("config %d (%s) %s", i, mode, src)
-			res, err := importGatewayConfig(src, file, importOptions{mode: mode})
+			res, err := importGatewayConfig(src, file, importcmd.Options{Mode: mode})
 			if err != nil {
 				if !strings.Contains(err.Error(), "hooks.") && !strings.Contains(err.Error(), "hooks:") {
 					t.Errorf("%s: refused without naming a key: %v", name, err)
 				}
 				continue
 			}
-			cfgJSON, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(res.caddyfile), map[string]any{"filename": "Caddyfile"})
+			cfgJSON, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(res.Caddyfile), map[string]any{"filename": "Caddyfile"})
 			if err != nil {
-				t.Errorf("%s: adapt: %v\n%s", name, err, res.caddyfile)
+				t.Errorf("%s: adapt: %v\n%s", name, err, res.Caddyfile)
 				continue
 			}
 			for _, w := range warnings {
 				t.Errorf("%s: adapt warning: %s", name, w.String())
 			}
 			if err := validateJSON(string(cfgJSON)); err != nil {
-				t.Errorf("%s: does not load: %v\n%s", name, err, res.caddyfile)
+				t.Errorf("%s: does not load: %v\n%s", name, err, res.Caddyfile)
 				continue
 			}
 			loaded++

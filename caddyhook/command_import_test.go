@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,9 @@ import (
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // the caddyfile adapter
 	_ "github.com/caddyserver/caddy/v2/modules/standard"          // respond, the http app
+
+	"github.com/caddyhook/caddyhook/internal/cftoken"
+	"github.com/caddyhook/caddyhook/internal/importcmd"
 )
 
 // updateImportGolden rewrites the golden files of TestImportGolden.
@@ -32,7 +36,7 @@ func importCases(t *testing.T) []string {
 }
 
 // importModes are the modes every case is imported in.
-var importModes = []string{modeForwardName, modeRenderName}
+var importModes = []string{importcmd.ModeForward, importcmd.ModeRender}
 
 // runImportCase imports file in mode with runImport, as the command does,
 // and returns stdout and stderr with the testdata directory's absolute
@@ -40,7 +44,7 @@ var importModes = []string{modeForwardName, modeRenderName}
 func runImportCase(t *testing.T, file, mode string) (string, string) {
 	t.Helper()
 	var out, notes bytes.Buffer
-	if err := runImport(&out, &notes, file, importOptions{mode: mode}); err != nil {
+	if err := runImport(&out, &notes, file, importcmd.Options{Mode: mode}); err != nil {
 		t.Fatalf("import %s: %v", file, err)
 	}
 	abs, err := filepath.Abs(filepath.Dir(file))
@@ -84,14 +88,14 @@ func TestImportGolden(t *testing.T) {
 // provisions every app and module without starting listeners), as
 // `caddy run --adapter caddyfile` would.
 func TestImportLoads(t *testing.T) {
-	t.Setenv(hookTokenEnv, utHookToken)
-	t.Setenv(gatewayTokenEnv, utGatewayToken)
+	t.Setenv(importcmd.HookTokenEnv, utHookToken)
+	t.Setenv(importcmd.GatewayTokenEnv, utGatewayToken)
 	adapter := caddyconfig.GetAdapter("caddyfile")
 	for _, file := range importCases(t) {
 		for _, mode := range importModes {
 			t.Run(filepath.Base(strings.TrimSuffix(file, ".json5"))+"."+mode, func(t *testing.T) {
 				var out, notes bytes.Buffer
-				if err := runImport(&out, &notes, file, importOptions{mode: mode}); err != nil {
+				if err := runImport(&out, &notes, file, importcmd.Options{Mode: mode}); err != nil {
 					t.Fatal(err)
 				}
 				cfgJSON, warnings, err := adapter.Adapt(out.Bytes(), map[string]any{"filename": "Caddyfile"})
@@ -140,7 +144,7 @@ func TestImportLoads(t *testing.T) {
 func TestImportSiteAndGateway(t *testing.T) {
 	file := filepath.Join("testdata", "import", "minimal.json5")
 	var out, notes bytes.Buffer
-	if err := runImport(&out, &notes, file, importOptions{site: "hooks.example.com", gateway: "127.0.0.2:9999"}); err != nil {
+	if err := runImport(&out, &notes, file, importcmd.Options{Site: "hooks.example.com", Gateway: "127.0.0.2:9999"}); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
@@ -149,21 +153,21 @@ func TestImportSiteAndGateway(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, siteEnv) {
-		t.Errorf("--site given, but the output still reads %s:\n%s", siteEnv, got)
+	if strings.Contains(got, importcmd.SiteEnv) {
+		t.Errorf("--site given, but the output still reads %s:\n%s", importcmd.SiteEnv, got)
 	}
 
 	out.Reset()
-	if err := runImport(&out, &notes, file, importOptions{}); err != nil {
+	if err := runImport(&out, &notes, file, importcmd.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(siteEnv, "http://127.0.0.1:9443")
+	t.Setenv(importcmd.SiteEnv, "http://127.0.0.1:9443")
 	cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt(out.Bytes(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Contains(cfgJSON, []byte(`"listen":[":9443"]`)) {
-		t.Fatalf("%s=http://127.0.0.1:9443 did not set the site: %s", siteEnv, cfgJSON)
+		t.Fatalf("%s=http://127.0.0.1:9443 did not set the site: %s", importcmd.SiteEnv, cfgJSON)
 	}
 }
 
@@ -172,28 +176,28 @@ func TestImportSiteAndGateway(t *testing.T) {
 func TestImportErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, src string
-		o         importOptions
+		o         importcmd.Options
 		want      string
 	}{
-		{"not JSON5", `{hooks: }`, importOptions{}, "not valid JSON5"},
-		{"not an object", `[1, 2]`, importOptions{}, "must be a JSON5 object"},
-		{"root path", `{hooks: {path: "//"}}`, importOptions{}, "hooks.path: / is not allowed"},
-		{"bad port", `{gateway: {port: "x"}}`, importOptions{}, "gateway.port"},
-		{"bad mappings", `{hooks: {mappings: {}}}`, importOptions{}, "hooks.mappings: must be an array"},
-		{"bad mapping", `{hooks: {mappings: [1]}}`, importOptions{}, "hooks.mappings[0]: must be an object"},
-		{"transform without module", `{hooks: {mappings: [{transform: {}}]}}`, importOptions{}, "hooks.mappings[0].transform.module"},
-		{"bad prefixes", `{hooks: {allowedSessionKeyPrefixes: "hook:"}}`, importOptions{}, "hooks.allowedSessionKeyPrefixes"},
-		{"bad mode", `{}`, importOptions{mode: "proxy"}, "--mode"},
-		{"bad gateway flag", `{}`, importOptions{gateway: "localhost"}, "--gateway"},
-		{"gateway flag placeholder", `{}`, importOptions{gateway: "{$GW}"}, "--gateway"},
-		{"gateway flag not loopback", `{}`, importOptions{gateway: "192.0.2.1:80"}, "--gateway"},
-		{"site flag placeholder", `{}`, importOptions{site: "{$SITE}"}, "--site"},
-		{"site flag with a block", `{}`, importOptions{site: "a.example {\n}\n:9999"}, "--site"},
-		{"site flag list", `{}`, importOptions{site: "a.example,b.example"}, "--site"},
-		{"path with a placeholder", `{hooks: {path: "/{env.X}"}}`, importOptions{}, "hooks.path"},
-		{"path with a space", `{hooks: {path: "/a b"}}`, importOptions{}, "hooks.path"},
-		{"every prefix unwritable", `{hooks: {allowedSessionKeyPrefixes: ["{x}"]}}`, importOptions{}, "hooks.allowedSessionKeyPrefixes"},
-		{"default key unwritable in render mode", `{hooks: {defaultSessionKey: "hook:{file./etc/passwd}"}}`, importOptions{mode: "render"}, "hooks.defaultSessionKey"},
+		{"not JSON5", `{hooks: }`, importcmd.Options{}, "not valid JSON5"},
+		{"not an object", `[1, 2]`, importcmd.Options{}, "must be a JSON5 object"},
+		{"root path", `{hooks: {path: "//"}}`, importcmd.Options{}, "hooks.path: / is not allowed"},
+		{"bad port", `{gateway: {port: "x"}}`, importcmd.Options{}, "gateway.port"},
+		{"bad mappings", `{hooks: {mappings: {}}}`, importcmd.Options{}, "hooks.mappings: must be an array"},
+		{"bad mapping", `{hooks: {mappings: [1]}}`, importcmd.Options{}, "hooks.mappings[0]: must be an object"},
+		{"transform without module", `{hooks: {mappings: [{transform: {}}]}}`, importcmd.Options{}, "hooks.mappings[0].transform.module"},
+		{"bad prefixes", `{hooks: {allowedSessionKeyPrefixes: "hook:"}}`, importcmd.Options{}, "hooks.allowedSessionKeyPrefixes"},
+		{"bad mode", `{}`, importcmd.Options{Mode: "proxy"}, "--mode"},
+		{"bad gateway flag", `{}`, importcmd.Options{Gateway: "localhost"}, "--gateway"},
+		{"gateway flag placeholder", `{}`, importcmd.Options{Gateway: "{$GW}"}, "--gateway"},
+		{"gateway flag not loopback", `{}`, importcmd.Options{Gateway: "192.0.2.1:80"}, "--gateway"},
+		{"site flag placeholder", `{}`, importcmd.Options{Site: "{$SITE}"}, "--site"},
+		{"site flag with a block", `{}`, importcmd.Options{Site: "a.example {\n}\n:9999"}, "--site"},
+		{"site flag list", `{}`, importcmd.Options{Site: "a.example,b.example"}, "--site"},
+		{"path with a placeholder", `{hooks: {path: "/{env.X}"}}`, importcmd.Options{}, "hooks.path"},
+		{"path with a space", `{hooks: {path: "/a b"}}`, importcmd.Options{}, "hooks.path"},
+		{"every prefix unwritable", `{hooks: {allowedSessionKeyPrefixes: ["{x}"]}}`, importcmd.Options{}, "hooks.allowedSessionKeyPrefixes"},
+		{"default key unwritable in render mode", `{hooks: {defaultSessionKey: "hook:{file./etc/passwd}"}}`, importcmd.Options{Mode: "render"}, "hooks.defaultSessionKey"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := importGatewayConfig([]byte(tc.src), "openclaw.json", tc.o)
@@ -211,7 +215,7 @@ func TestImportTemplateTokens(t *testing.T) {
 		"plain", "two words", `say "hi" {{payload.x}}`, "line one\nline two {{now}}",
 		"back`tick", "{{ headers.x-github-event }} on {{repository.full_name}}",
 	} {
-		tok, _, err := templateArg(tmpl).encode()
+		tok, _, err := cftoken.TemplateArg(tmpl).Encode()
 		if err != nil {
 			t.Fatalf("%q: %v", tmpl, err)
 		}
@@ -229,7 +233,7 @@ func TestImportTemplateTokens(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"{$HOME}", `a\nb`, "{path} x", "{{cel: 1}}", "{{http.request.uri.path}}"} {
-		if tok, _, err := templateArg(bad).encode(); err == nil {
+		if tok, _, err := cftoken.TemplateArg(bad).Encode(); err == nil {
 			t.Errorf("%q accepted as %s, want a refusal", bad, tok)
 		}
 	}
@@ -242,12 +246,12 @@ func TestImportTemplateTokens(t *testing.T) {
 // modes; the paths that never match what the edge forwards are noted and
 // left out; the file loads.
 func TestImportNonASCIIMatchPath(t *testing.T) {
-	t.Setenv(hookTokenEnv, utHookToken)
-	t.Setenv(gatewayTokenEnv, utGatewayToken)
+	t.Setenv(importcmd.HookTokenEnv, utHookToken)
+	t.Setenv(importcmd.GatewayTokenEnv, utGatewayToken)
 	file := filepath.Join("testdata", "import", "nonascii.json5")
 	for _, mode := range importModes {
 		var out, notes bytes.Buffer
-		if err := runImport(&out, &notes, file, importOptions{mode: mode}); err != nil {
+		if err := runImport(&out, &notes, file, importcmd.Options{Mode: mode}); err != nil {
 			t.Fatal(err)
 		}
 		cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt(out.Bytes(), nil)
@@ -306,18 +310,29 @@ func adaptedHandler(t testing.TB, cfgJSON []byte) (Handler, error) {
 // comment or reach the Caddyfile's env expansion.
 func TestImportHeaderPath(t *testing.T) {
 	file := "/tmp/x\n}\n:9999 {\n\tfile_server\n}\n{$HOME}\u202e/openclaw.json"
-	res, err := importGatewayConfig([]byte(`{hooks: {enabled: true, token: "t"}}`), file, importOptions{})
+	res, err := importGatewayConfig([]byte(`{hooks: {enabled: true, token: "t"}}`), file, importcmd.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(res.caddyfile, `#   /tmp/x\u000a\u007d\u000a:9999 \u007b`) {
-		t.Errorf("the path is not escaped in the header:\n%s", res.caddyfile)
+	if !strings.Contains(res.Caddyfile, `#   /tmp/x\u000a\u007d\u000a:9999 \u007b`) {
+		t.Errorf("the path is not escaped in the header:\n%s", res.Caddyfile)
 	}
-	cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(res.caddyfile), nil)
+	cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(res.Caddyfile), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(cfgJSON), "9999") || strings.Contains(string(cfgJSON), "file_server") {
 		t.Errorf("the header comment added config: %s", cfgJSON)
 	}
+}
+
+// runImport runs the import as `caddy hooks import` does, against this
+// package's edge.
+func runImport(out, notes io.Writer, file string, o importcmd.Options) error {
+	return importcmd.Run(out, notes, file, o, importEdge{})
+}
+
+// importGatewayConfig translates src as `caddy hooks import` does.
+func importGatewayConfig(src []byte, file string, o importcmd.Options) (importcmd.Result, error) {
+	return importcmd.Translate(src, file, o, importEdge{})
 }

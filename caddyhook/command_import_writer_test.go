@@ -9,6 +9,9 @@ import (
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddyhook/caddyhook/internal/cftoken"
+	"github.com/caddyhook/caddyhook/internal/importcmd"
 )
 
 // tokenFragments are what the generated strings of the property test are
@@ -35,7 +38,7 @@ func randomTokenString(r *rand.Rand) string {
 }
 
 // TestImportTokenRoundTrip is the property test of the one token writer:
-// for 3,000 generated strings and every attack string, caddyfileToken
+// for 3,000 generated strings and every attack string, cftoken.Token
 // either refuses the string or gives a token that Caddy's own tokenizer
 // reads back as that string, as one token, wherever it stands on a line;
 // and every argument kind either refuses the value or survives Caddy's
@@ -69,10 +72,10 @@ func FuzzImportToken(f *testing.F) {
 }
 
 // checkTokenRoundTrip checks s through the writer at the lexer and at the
-// adapter; it reports whether caddyfileToken wrote s.
+// adapter; it reports whether cftoken.Token wrote s.
 func checkTokenRoundTrip(t *testing.T, s string) bool {
 	t.Helper()
-	tok, err := caddyfileToken(s)
+	tok, err := cftoken.Token(s)
 	if err != nil {
 		if err.Error() == "" {
 			t.Fatalf("%q refused without a reason", s)
@@ -118,9 +121,9 @@ func checkTokenRoundTrip(t *testing.T, s string) bool {
 		}
 	}
 	// the adapter and the hooks directive, for every argument kind
-	for _, kind := range []argKind{argPlain, argMappingField, argTemplate} {
-		a := cfArg{val: s, kind: kind}
-		if _, _, err := a.encode(); err != nil {
+	for _, kind := range []cftoken.Kind{cftoken.Plain, cftoken.Field, cftoken.Template} {
+		a := cftoken.Arg{Val: s, Kind: kind}
+		if _, _, err := a.Encode(); err != nil {
 			continue
 		}
 		h := adaptedArg(t, a)
@@ -129,16 +132,16 @@ func checkTokenRoundTrip(t *testing.T, s string) bool {
 		}
 		var got []string
 		switch kind {
-		case argPlain:
+		case cftoken.Plain:
 			got = append([]string{h.Mappings[0].ID}, h.Agents...)
 			if want := []string{s, "a", s, "b"}; strings.Join(got, "\x00") != strings.Join(want, "\x00") {
 				t.Errorf("plain %q came back as %q", s, got)
 			}
-		case argMappingField:
+		case cftoken.Field:
 			if h.Mappings[0].MatchSource != s {
 				t.Errorf("mapping field %q came back as %q", s, h.Mappings[0].MatchSource)
 			}
-		case argTemplate:
+		case cftoken.Template:
 			if h.Mappings[0].MessageTemplate != s {
 				t.Errorf("template %q came back as %q", s, h.Mappings[0].MessageTemplate)
 			}
@@ -151,36 +154,36 @@ func checkTokenRoundTrip(t *testing.T, s string) bool {
 // id and agents for plain values, match_source for mapping fields,
 // message_template for templates), adapts it with Caddy's Caddyfile
 // adapter and returns the hooks handler.
-func adaptedArg(t *testing.T, a cfArg) *Handler {
+func adaptedArg(t *testing.T, a cftoken.Arg) *Handler {
 	t.Helper()
-	var body []cfNode
-	mapping := cfNode{name: "mapping", args: []cfArg{plainArg("m")}, block: true}
-	switch a.kind {
-	case argPlain:
-		body = append(body, cfNode{name: "agents", args: []cfArg{plainArg("a"), a, plainArg("b")}})
-		mapping.args = []cfArg{a}
-	case argMappingField:
-		mapping.body = append(mapping.body, cfNode{name: "match_source", args: []cfArg{a}})
-	case argTemplate:
-		mapping.body = append(mapping.body, cfNode{name: "message_template", args: []cfArg{a}})
+	var body []cftoken.Node
+	mapping := cftoken.Node{Name: "mapping", Args: []cftoken.Arg{cftoken.PlainArg("m")}, Block: true}
+	switch a.Kind {
+	case cftoken.Plain:
+		body = append(body, cftoken.Node{Name: "agents", Args: []cftoken.Arg{cftoken.PlainArg("a"), a, cftoken.PlainArg("b")}})
+		mapping.Args = []cftoken.Arg{a}
+	case cftoken.Field:
+		mapping.Body = append(mapping.Body, cftoken.Node{Name: "match_source", Args: []cftoken.Arg{a}})
+	case cftoken.Template:
+		mapping.Body = append(mapping.Body, cftoken.Node{Name: "message_template", Args: []cftoken.Arg{a}})
 	}
-	body = append(body, cfNode{name: "token", args: []cfArg{envArg(hookTokenEnv)}}, mapping)
-	out, err := writeCaddyfile(siteFile{site: "example.com", body: []cfNode{{name: "hooks", block: true, body: body}}})
+	body = append(body, cftoken.Node{Name: "token", Args: []cftoken.Arg{cftoken.EnvArg(importcmd.HookTokenEnv)}}, mapping)
+	out, err := cftoken.Write(cftoken.File{Site: "example.com", Body: []cftoken.Node{{Name: "hooks", Block: true, Body: body}}})
 	if err != nil {
-		t.Errorf("%q (kind %d): %v", a.val, a.kind, err)
+		t.Errorf("%q (kind %d): %v", a.Val, a.Kind, err)
 		return nil
 	}
 	cfgJSON, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(out), map[string]any{"filename": "Caddyfile"})
 	if err != nil {
-		t.Errorf("%q (kind %d): adapt: %v\n%s", a.val, a.kind, err, out)
+		t.Errorf("%q (kind %d): adapt: %v\n%s", a.Val, a.Kind, err, out)
 		return nil
 	}
 	for _, w := range warnings {
-		t.Errorf("%q (kind %d): adapt warning: %s\n%s", a.val, a.kind, w.String(), out)
+		t.Errorf("%q (kind %d): adapt warning: %s\n%s", a.Val, a.Kind, w.String(), out)
 	}
 	h, err := adaptedHandler(t, cfgJSON)
 	if err != nil || len(h.Mappings) != 1 {
-		t.Errorf("%q (kind %d): not one hooks handler with one mapping: %s", a.val, a.kind, cfgJSON)
+		t.Errorf("%q (kind %d): not one hooks handler with one mapping: %s", a.Val, a.Kind, cfgJSON)
 		return nil
 	}
 	return &h

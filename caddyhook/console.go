@@ -121,11 +121,11 @@ type Console struct {
 	// a site nothing but the operator can reach.
 	InsecureNoAuth bool `json:"insecure_no_auth,omitempty"`
 
-	secret  *consoleSecret
-	stop    context.Context // ends the live tails when the server shuts down
-	cancel  context.CancelFunc
-	poolKey string
-	logger  *zap.Logger
+	secret *consoleSecret
+	stop   context.Context // ends the live tails when the server shuts down
+	cancel context.CancelFunc
+	held   poolHold
+	logger *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -140,14 +140,11 @@ type consoleSecret struct{ key []byte }
 // Destruct implements caddy.Destructor.
 func (*consoleSecret) Destruct() error { return nil }
 
-// consoleSecretKey is the pool key of the CSRF secret.
-const consoleSecretKey = "hooks.console.csrf"
-
 // Provision takes the CSRF secret and ends the live tails when the server
 // shuts down (a stream would otherwise hold a graceful shutdown open).
 func (c *Console) Provision(ctx caddy.Context) error {
 	c.logger = ctx.Logger()
-	v, _, err := sharedPool.LoadOrNew(consoleSecretKey, func() (caddy.Destructor, error) {
+	secret, _, err := hold(&c.held, consoleSecretKey, func() (*consoleSecret, error) {
 		k := make([]byte, 32)
 		if _, err := rand.Read(k); err != nil {
 			return nil, err
@@ -157,8 +154,7 @@ func (c *Console) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	c.poolKey = consoleSecretKey
-	c.secret = v.(*consoleSecret)
+	c.secret = secret
 	c.stop, c.cancel = context.WithCancel(context.Background())
 	if srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok && srv != nil {
 		srv.RegisterOnShutdown(c.cancel)
@@ -171,10 +167,7 @@ func (c *Console) Cleanup() error {
 	if c.cancel != nil {
 		c.cancel()
 	}
-	if c.poolKey != "" {
-		_, _ = sharedPool.Delete(c.poolKey)
-		c.poolKey = ""
-	}
+	c.held.release()
 	return nil
 }
 

@@ -1,13 +1,16 @@
 package caddyhook
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +21,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/spf13/cobra"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -351,6 +355,10 @@ addEventListener("click", (e) => {
 // browserCount is a JS expression counting the elements sel selects.
 func browserCount(sel string) string { return fmt.Sprintf("document.querySelectorAll(%q).length", sel) }
 
+// consoleURL is the line `caddy hooks console` prints: the relay's origin
+// and its random path.
+var consoleURL = regexp.MustCompile(`^hooks console: (http://127\.0\.0\.1:[0-9]+)(/[0-9a-f]{32})/hooks/console/\n$`)
+
 // TestAdminConsoleInBrowser: the admin endpoint's console, opened in
 // chromium through the relay of `caddy hooks console`, loads without an
 // error, shows a hook within 2 s through the live tail and replays it
@@ -358,19 +366,28 @@ func browserCount(sel string) string { return fmt.Sprintf("document.querySelecto
 func TestAdminConsoleInBrowser(t *testing.T) {
 	chromium := findChromium(t)
 	in, adm := startOpsIngress(t, ingressOpts{hooks: "events {\n\t\t\tbodies on\n\t\t}"})
-	ac, err := newAdminClient("unix/" + adm.sock)
-	if err != nil {
-		t.Fatal(err)
+	// the relay, run as `caddy hooks console` runs
+	ctx, stop := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	root := &cobra.Command{Use: "hooks", SilenceUsage: true}
+	root.AddCommand(hooksSubcommands()...)
+	root.SetOut(pw)
+	root.SetErr(pw)
+	root.SetArgs([]string{"console", "--listen", "127.0.0.1:0", "--address", "unix/" + adm.sock})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = root.ExecuteContext(ctx)
+		_ = pw.Close()
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	m := consoleURL.FindStringSubmatch(line)
+	if err != nil || m == nil {
+		t.Fatalf("caddy hooks console printed %q (%v)", line, err)
 	}
-	ln, err := consoleListener("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := "/" + randomHex(16)
-	srv := &http.Server{Handler: newConsoleProxy(ac, prefix, ln.Addr().String())}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-	origin := "http://" + ln.Addr().String()
+	origin, prefix := m[1], m[2]
 	br := startBrowser(t, chromium, origin, "")
 	br.step("load", chromedp.Navigate(origin+prefix+"/"), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`)))
 	br.waitJS("live tail connected", `document.getElementById("live").className === "live on"`, 10*time.Second)

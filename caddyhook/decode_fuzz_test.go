@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/caddyhook/caddyhook/internal/boundary"
 )
 
 // fuzzPolicy is a policy with every rule switched on.
-var fuzzPolicy = func() *Policy {
+var fuzzPolicy = func() *policy {
 	p, err := newPolicy(policyConfig{
 		Agents: []string{"main", "ops"}, AllowedAgentIDs: []string{"main", "ops"}, AllowedAgentIDsSet: true,
 		AllowRequestSessionKey: true, AllowedSessionKeyPrefixes: []string{"hook:"},
@@ -25,9 +27,9 @@ var fuzzPolicy = func() *Policy {
 var fuzzHandler = &Handler{wrapEdge: true, gateway: newGatewayClient(gatewayAddr{}, "/hooks", "", time.Second, false)}
 
 // gatewayBodyKeys are the only keys a gateway body may carry.
-var gatewayBodyKeys = map[Kind]map[string]bool{
-	KindWake: {"text": true, "mode": true, "agentId": true, "sessionKey": true},
-	KindAgent: {"message": true, "name": true, "agentId": true, "sessionKey": true, "wakeMode": true,
+var gatewayBodyKeys = map[actionKind]map[string]bool{
+	kindWake: {"text": true, "mode": true, "agentId": true, "sessionKey": true},
+	kindAgent: {"message": true, "name": true, "agentId": true, "sessionKey": true, "wakeMode": true,
 		"sessionMode": true, "deliver": true, "channel": true, "to": true, "accountId": true, "model": true,
 		"thinking": true, "timeoutSeconds": true, "waitForCompletion": true},
 }
@@ -90,7 +92,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			return
 		}
 		var (
-			a   Action
+			a   action
 			err error
 		)
 		if agent {
@@ -107,7 +109,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			}
 			return
 		}
-		a.Source = sourceWebhook
+		a.Source = boundary.SourceWebhook
 		p := fuzzHandler.prepare(&a, "")
 		var got map[string]any
 		if err := json.Unmarshal(p.body, &got); err != nil {
@@ -146,12 +148,12 @@ func checkWakeBody(t *testing.T, in, got map[string]any) {
 func checkAgentBody(t *testing.T, in, got map[string]any) {
 	t.Helper()
 	msg, _ := got["message"].(string)
-	w, ok := splitWrapped(msg)
+	_, content, ok := unwrapMessage(msg)
 	if !ok {
 		t.Fatalf("message is not wrapped: %q", msg)
 	}
-	if want, _ := nonBlank(in, "message"); w.content != sanitizeContent(want) {
-		t.Fatalf("wrapped content %q, want %q", w.content, sanitizeContent(want))
+	if want, _ := nonBlank(in, "message"); content != boundary.Sanitize(want) {
+		t.Fatalf("wrapped content %q, want %q", content, boundary.Sanitize(want))
 	}
 	if id := got["agentId"]; id != "main" && id != "ops" {
 		t.Fatalf("agentId %v is not an effective agent", got["agentId"])

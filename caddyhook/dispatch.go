@@ -3,68 +3,18 @@ package caddyhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/safetext"
 )
-
-// eventNamespace derives deterministic event ids from idempotency keys, so
-// a replay (even after a restart) reaches the gateway with the same
-// Idempotency-Key.
-var eventNamespace = uuid.MustParse("6f1b1c39-5b0e-4c1a-9d55-2f3f0e1c6a7b")
-
-// prepared is a request ready for the gateway: a rendered action or a
-// forwarded request, its event id (the reply's runId in spool mode) and,
-// for a wake, its mode.
-type prepared struct {
-	gatewayRequest
-	mode    string
-	eventID string
-	// forward: the gateway's answer is the sender's (forwardOutcome).
-	forward bool
-}
-
-// prepare applies the content boundary (applyBoundary; the external-content
-// wrapper only when the edge wraps), encodes the gateway body and assigns
-// the event id, which is also the Idempotency-Key: eventID when the
-// request was idempotent, else a random one.
-func (h *Handler) prepare(a *Action, eventID string) prepared {
-	if eventID == "" {
-		eventID = uuid.NewString()
-	}
-	if a.Kind == KindAgent && !a.AllowUnsafe && !h.wrapEdge {
-		u := *a
-		u.AllowUnsafe = true // wrap gateway: the gateway wraps every external message itself
-		a = &u
-	}
-	a = applyBoundary(a)
-	g := gatewayRequest{kind: a.Kind, body: a.appendGatewayBody(make([]byte, 0, 256+len(a.Message))), idemKey: eventID}
-	if a.Wait {
-		g.timeout = h.gateway.waitTimeoutFor(a.TimeoutSeconds)
-	}
-	return prepared{gatewayRequest: g, mode: a.Mode, eventID: eventID}
-}
-
-// actionSeeds derives one event id per action of an idempotent request
-// from the key, the action's position and its content as requested. A
-// replay, even after a restart, reaches the gateway with the same
-// Idempotency-Keys; the ids also identify the request in the cache.
-func actionSeeds(key string, acts []Action) []string {
-	ids := make([]string, len(acts))
-	var buf []byte
-	for i := range acts {
-		buf = append(buf[:0], key...)
-		buf = append(buf, 0, byte(acts[i].Kind))
-		buf = strconv.AppendInt(buf, int64(i), 10)
-		buf = acts[i].appendGatewayBody(append(buf, 0))
-		ids[i] = uuid.NewSHA1(eventNamespace, buf).String()
-	}
-	return ids
-}
 
 // fanoutParallelism bounds concurrent dispatches of one fan-out.
 const fanoutParallelism = 8
@@ -82,11 +32,11 @@ func (s syncSink) deliver(ctx context.Context, items []prepared, dropped int, ip
 		clientIP = ip.String()
 	}
 	if len(items) == 1 {
-		rep, herr := h.sendOne(ctx, &items[0], clientIP)
-		if herr != nil {
-			return 0, nil, herr
+		d := h.send(ctx, &items[0], clientIP, false)
+		if d.herr != nil {
+			return 0, nil, d.herr
 		}
-		return rep.status, rep.body, nil
+		return d.reply.status, d.reply.body, nil
 	}
 	replies := make([]gatewayReply, len(items))
 	errs := make([]*hookError, len(items))
@@ -97,7 +47,8 @@ func (s syncSink) deliver(ctx context.Context, items []prepared, dropped int, ip
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			replies[i], errs[i] = h.sendOne(ctx, &items[i], clientIP)
+			d := h.send(ctx, &items[i], clientIP, false)
+			replies[i], errs[i] = d.reply, d.herr
 		}()
 	}
 	wg.Wait()
@@ -120,64 +71,153 @@ func (s syncSink) deliver(ctx context.Context, items []prepared, dropped int, ip
 	return http.StatusOK, composeReply(items, runIDs, outcome, dropped), nil
 }
 
-// sendOne dispatches one item and maps the outcome.
-func (h *Handler) sendOne(ctx context.Context, it *prepared, clientIP string) (gatewayReply, *hookError) {
+// sent is one request's trip to the gateway: the reply (err nil) or the
+// transport error, and the sender's answer it makes (herr nil: the
+// gateway's reply passes as it is).
+type sent struct {
+	reply gatewayReply
+	err   error
+	herr  *hookError
+}
+
+// send takes it to the gateway: the reply or the transport error, a log
+// line for a dispatch the gateway did not take, the dispatch metric by
+// outcome, and the sender's answer. A spooled item is the spool's
+// delivery: once ctx is over (the spool closing) nothing is logged, and
+// any 2xx is delivered; a synchronous one wants a JSON reply (or a
+// forwarded 204).
+func (h *Handler) send(ctx context.Context, it *prepared, clientIP string, spooled bool) sent {
 	start := time.Now()
 	rep, err := h.gateway.send(ctx, &it.gatewayRequest, clientIP)
-	h.gatewayFailure(it.kind, it.eventID, rep.status, err)
-	herr := rep.outcome(err)
-	if it.forward {
-		herr = rep.forwardOutcome(err)
+	if !spooled || ctx.Err() == nil {
+		h.gatewayFailure(it.kind, it.eventID, rep.status, err)
 	}
-	if herr == nil && !json.Valid(rep.body) && !(it.forward && rep.status == http.StatusNoContent) {
+	herr := answer(rep, err, it.forward)
+	if herr == nil && !spooled && !json.Valid(rep.body) && !(it.forward && rep.status == http.StatusNoContent) {
 		herr = reject(http.StatusBadGateway, "gateway returned an invalid reply")
 	}
 	outcome := "ok"
 	if herr != nil {
-		outcome = strconv.Itoa(herr.status)
+		outcome = statusLabel(herr.status)
 	}
 	h.metrics.observeDispatch(it.kind, outcome, time.Since(start))
-	return rep, herr
+	return sent{reply: rep, err: err, herr: herr}
 }
 
-// composeReply builds the reply for several actions (or for spooled ones):
-// {"ok":true,"runId":<first>,"runIds":[…],"dispatched":N[,"dropped":M]}
-// for agent actions; for wakes the gateway's shape,
-// {"ok":true,"mode":…[,"eventOutcome":…]}, where eventOutcome is the first
-// "queued" outcome of the gateway's replies, else the first one.
-func composeReply(items []prepared, runIDs []string, eventOutcome string, dropped int) []byte {
-	b := make([]byte, 0, 64+len(runIDs)*40)
-	b = append(b, `{"ok":true`...)
-	if len(items) > 0 && items[0].kind == KindWake {
-		b = append(b, `,"mode":`...)
-		b = appendJSONString(b, items[0].mode)
-		if eventOutcome != "" {
-			b = append(b, `,"eventOutcome":`...)
-			b = appendJSONString(b, eventOutcome)
-		}
-		return append(b, '}')
+// Reasons for gateway failures.
+const (
+	reasonGatewayTimeout = "gateway timeout: the run may have started; retry with the same Idempotency-Key so that it does not run twice"
+	reasonGatewayDown    = "gateway unreachable"
+	// reasonGatewayAuth answers a gateway refusal of the edge itself
+	// (401, 403, 407, 429). The sender learns nothing of the edge's
+	// configuration; the operator gets the detail in the log (see
+	// gatewayFailure).
+	reasonGatewayAuth = "gateway unavailable"
+)
+
+// refusesEdge reports a gateway status that concerns the edge's own
+// credentials or address, not the sender's request: a wrong
+// gateway_token, forwarded headers the gateway does not trust, or the
+// gateway's own lockout of the edge.
+func refusesEdge(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired, http.StatusTooManyRequests:
+		return true
 	}
-	if len(runIDs) > 0 {
-		b = append(b, `,"runId":`...)
-		b = appendJSONString(b, runIDs[0])
-		if len(items) > 1 || dropped > 0 {
-			b = append(b, `,"runIds":[`...)
-			for i, id := range runIDs {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONString(b, id)
+	return false
+}
+
+// answer is the sender's answer that a gateway reply r (or the transport
+// error err) makes: nil when the reply passes as it is. A 2xx passes; a
+// refusal of the edge itself (refusesEdge) is a 502; a 503 passes through
+// with its Retry-After, and for a forwarded request (the gateway answers
+// the sender) so does every other 4xx and 5xx; a rendered action's 4xx
+// with {"ok":false,"error":…} is a 400 "gateway: …"; a timeout is a 504;
+// anything else (unreachable, a redirect) a 502. No text names an option
+// of the edge's configuration.
+func answer(r gatewayReply, err error, forward bool) *hookError {
+	switch {
+	case errors.Is(err, errGatewayTimeout):
+		return reject(http.StatusGatewayTimeout, reasonGatewayTimeout)
+	case err != nil:
+		return reject(http.StatusBadGateway, reasonGatewayDown)
+	case r.status >= 200 && r.status < 300:
+		return nil
+	case refusesEdge(r.status):
+		return reject(http.StatusBadGateway, reasonGatewayAuth)
+	case r.status == http.StatusServiceUnavailable, forward && r.status >= 400 && r.status < 600:
+		return r.passThrough()
+	case !forward && r.status >= 400 && r.status < 500:
+		var e struct {
+			OK    *bool  `json:"ok"`
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(r.body, &e) == nil && e.OK != nil && !*e.OK {
+			// the gateway's text goes to the public caller and the log
+			if msg := safetext.Line(e.Error); msg != "" {
+				return reject(http.StatusBadRequest, "gateway: "+msg)
 			}
-			b = append(b, ']')
 		}
 	}
-	if len(items) > 1 || dropped > 0 {
-		b = append(b, `,"dispatched":`...)
-		b = strconv.AppendInt(b, int64(len(items)), 10)
+	return reject(http.StatusBadGateway, fmt.Sprintf("gateway error (status %d)", r.status))
+}
+
+// passThrough returns the gateway's own error answer as the sender's.
+func (r gatewayReply) passThrough() *hookError {
+	e := &hookError{status: r.status, reason: fmt.Sprintf("gateway answered %d", r.status)}
+	if json.Valid(r.body) {
+		e.body = r.body
 	}
-	if dropped > 0 {
-		b = append(b, `,"dropped":`...)
-		b = strconv.AppendInt(b, int64(dropped), 10)
+	if s, err := strconv.Atoi(strings.TrimSpace(r.retryAfter)); err == nil && s > 0 {
+		e.retryAfter = time.Duration(s) * time.Second
 	}
-	return append(b, '}')
+	return e
+}
+
+// gatewaySender delivers spooled events with the gateway client.
+type gatewaySender struct{ h *Handler }
+
+// Send implements spool.Sender.
+func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, error) {
+	it := s.h.eventItem(ev)
+	ctx = withTrace(ctx, traceContext{parent: ev.TraceParent, state: ev.TraceState})
+	d := s.h.send(ctx, &it, ev.ClientIP, true)
+	if ctx.Err() == nil { // not the spool closing
+		s.h.recordDelivery(ev.ID, ev.Attempts, d.reply.status, d.err, d.reply.body)
+	}
+	if d.err != nil {
+		return 0, "", d.err
+	}
+	reason := ""
+	if rep := d.reply; rep.status >= 300 {
+		reason = string(rep.body[:min(len(rep.body), 200)])
+	}
+	return d.reply.status, reason, nil
+}
+
+// eventItem is the gateway request of a spooled event: a rendered
+// action goes to {prefix}/{kind} with its id as Idempotency-Key; a
+// forwarded one to its stored path below h's gateway prefix (or, stored
+// without it, to its stored path) with its stored headers.
+func (h *Handler) eventItem(ev *spool.Event) prepared {
+	kind := kindAgent
+	if ev.Kind == spool.KindWake {
+		kind = kindWake
+	}
+	g := gatewayRequest{kind: kind, body: ev.Body, idemKey: ev.ID}
+	if ev.Header != nil {
+		// a copy: send adds the edge's credential to the map, and a failed
+		// attempt stores ev again
+		g.path, g.header = ev.Path, ev.Header.Clone()
+		if ev.PathBelowPrefix != "" {
+			g.path = h.gateway.prefix + ev.PathBelowPrefix
+		}
+	}
+	return prepared{gatewayRequest: g, eventID: ev.ID, forward: ev.Header != nil}
+}
+
+// sink is where prepared actions go: the gateway now (sync), the spool,
+// or a dry run. It also composes the caller's reply.
+type sink interface {
+	deliver(ctx context.Context, items []prepared, dropped int, ip netip.Addr) (int, []byte, *hookError)
 }

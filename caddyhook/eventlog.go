@@ -13,13 +13,14 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
+	"github.com/caddyhook/caddyhook/internal/lockout"
+	"github.com/caddyhook/caddyhook/internal/safetext"
 )
 
 // EventsConfig configures the handler's event log (on by default, bodies
@@ -80,64 +81,6 @@ type eventRecorder struct {
 	spooled bool   // a 200 means queued, not sent
 }
 
-// unmarshalEvents parses `events off|on` or `events { … }`.
-func (h *Handler) unmarshalEvents(d *caddyfile.Dispenser) error {
-	ec := new(EventsConfig)
-	if d.NextArg() {
-		switch d.Val() {
-		case "off":
-			ec.Disabled = true
-		case "on":
-		default:
-			return d.Errf("events: expected on, off or a block, got %q", d.Val())
-		}
-		if d.NextArg() {
-			return d.ArgErr()
-		}
-	}
-	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		if ec.Disabled {
-			return d.Errf("events: off takes no block")
-		}
-		var err error
-		switch d.Val() {
-		case "bodies":
-			var v string
-			if err = oneArg(d, &v); err == nil {
-				switch v {
-				case "on":
-					ec.Bodies = true
-				case "off":
-					ec.Bodies = false
-				default:
-					err = d.Errf("events: bodies: expected on or off, got %q", v)
-				}
-			}
-		case "max_body":
-			err = sizeArg(d, &ec.MaxBody)
-		case "max_events":
-			err = intArg(d, &ec.MaxEvents)
-		case "max_bytes":
-			err = sizeArg(d, &ec.MaxBytes)
-		case "retain":
-			err = durationArg(d, &ec.Retain)
-		case "max_rejections":
-			err = intArg(d, &ec.MaxRejections)
-		case "dir":
-			err = oneArg(d, &ec.Dir)
-		case "headers":
-			err = listArg(d, &ec.Headers, true)
-		default:
-			err = d.Errf("unrecognized events subdirective '%s'", d.Val())
-		}
-		if err != nil {
-			return err
-		}
-	}
-	h.Events = ec
-	return nil
-}
-
 // bounds converts the config to the log's bounds.
 func (c *EventsConfig) bounds() eventlog.Bounds {
 	return eventlog.Bounds{MaxEvents: c.MaxEvents, MaxBytes: c.MaxBytes, Retain: time.Duration(c.Retain), MaxRejections: c.MaxRejections}
@@ -195,16 +138,15 @@ func (h *Handler) provisionEvents(ctx caddy.Context) error {
 	if srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok && srv != nil {
 		listen = slices.Sorted(slices.Values(srv.Listen))
 	}
-	key := fmt.Sprintf("hooks.events|%q|%q|%q", strings.Join(listen, ","), h.base, dir)
+	key := fmt.Sprintf(eventsPoolPrefix+"%q|%q|%q", strings.Join(listen, ","), h.base, dir)
 	logger := h.logger.Named("events")
-	v, _, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
+	l, _, err := hold(&h.held, key, func() (*eventlog.Log, error) {
 		return eventlog.New(b, eventlog.Options{Dir: dir, OnError: func(err error) { logger.Error("event log", zap.Error(err)) }})
 	})
 	if err != nil {
 		return err
 	}
-	h.poolKeys = append(h.poolKeys, key)
-	rec.log = v.(*eventlog.Log)
+	rec.log = l
 	rec.reg = rec.log.Register(b)
 	if h.ClusterRaw != nil {
 		rec.node, _ = os.Hostname()
@@ -230,7 +172,7 @@ func (h *Handler) recordEvent(ex *exchange, status int, body []byte, herr *hookE
 	if rec == nil {
 		return
 	}
-	key := h.lockout.keyFor(ex.ip)
+	key := h.lockout.KeyOf(ex.ip)
 	client, bits := h.displayAddr(key)
 	if ex.items == nil && herr != nil {
 		hook := ex.sub
@@ -271,7 +213,7 @@ type eventBox struct {
 }
 
 // displayAddr is a lockout key as an address (and its IPv6 grouping).
-func (h *Handler) displayAddr(key addrKey) (netip.Addr, int) {
+func (h *Handler) displayAddr(key lockout.Key) (netip.Addr, int) {
 	ip := netip.AddrFrom16(key).Unmap()
 	if ip.Is6() && h.IPv6Prefix < 128 {
 		return ip, h.IPv6Prefix
@@ -492,7 +434,7 @@ func deliveryError(status int, err error, reply []byte) string {
 		}
 		return reasonGatewayDown
 	}
-	return publicReason(fmt.Sprintf("gateway status %d: %s", status, reply[:min(len(reply), 200)]))
+	return safetext.Line(fmt.Sprintf("gateway status %d: %s", status, reply[:min(len(reply), 200)]))
 }
 
 // recordOperator notes an operator's action on dead letters (retried:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
 	"github.com/caddyhook/caddyhook/internal/natstest"
 )
@@ -191,7 +192,7 @@ func TestEventReplayAcrossDispatchPaths(t *testing.T) {
 			if c.spooled {
 				orig = adm.waitState(orig.ID, eventlog.StateDelivered)
 			}
-			var ans replayAnswer
+			var ans adminapi.Replay
 			adm.call(http.MethodPost, "/hooks/events/"+orig.ID+"/replay", "", http.StatusOK, &ans)
 			if !ans.OK || ans.ReplayOf != orig.ID || ans.ID == orig.ID || ans.ID == "" {
 				t.Fatalf("replay answer %+v", ans)

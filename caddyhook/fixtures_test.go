@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/boundary"
 )
 
 // payloadsDir holds the sample payloads and their mappings.
@@ -69,7 +71,7 @@ func gmailFixtureActions(extra map[string]any) []sentAction {
 		for k, v := range extra {
 			body[k] = v
 		}
-		out[i] = agentSent(sourceEmail, body)
+		out[i] = agentSent(boundary.SourceEmail, body)
 	}
 	return out
 }
@@ -104,7 +106,7 @@ func TestFixtureMappings(t *testing.T) {
 		{
 			name: "github pull_request", path: "github", file: "github-pull_request.json", status: 200,
 			header: githubSigned("pull_request", "0b9a3c10-c6a1-11f0-8e0a-6a1b2c3d4e5f"),
-			want: []sentAction{agentSent(sourceWebhook, map[string]any{"name": "GitHub", "agentId": "main",
+			want: []sentAction{agentSent(boundary.SourceWebhook, map[string]any{"name": "GitHub", "agentId": "main",
 				"sessionKey": "hook:github:octo-org/api#42",
 				"message": "PR #42 opened in octo-org/api by mona: Retry gateway dispatch with backoff\n" +
 					"retry-backoff -> main, 3 commits, +148/-21\nhttps://github.com/octo-org/api/pull/42\n\n" +
@@ -123,7 +125,7 @@ func TestFixtureMappings(t *testing.T) {
 		{
 			name: "github issues", path: "github", file: "github-issues.json", status: 200,
 			header: githubSigned("issues", "2d7c5e32-c6a1-11f0-8c2e-8c3d4e5f6071"),
-			want: []sentAction{agentSent(sourceWebhook, map[string]any{"name": "GitHub", "agentId": "main",
+			want: []sentAction{agentSent(boundary.SourceWebhook, map[string]any{"name": "GitHub", "agentId": "main",
 				"sessionKey": "hook:github:issue:octo-org/api#57",
 				"message": "Issue #57 opened in octo-org/api by hubot: 503 from /v1/orders under load\nLabels: bug, p1\n" +
 					"https://github.com/octo-org/api/issues/57\n\n" +
@@ -133,7 +135,7 @@ func TestFixtureMappings(t *testing.T) {
 		{
 			name: "stripe invoice.payment_failed", path: "stripe", file: "stripe-invoice.payment_failed.json", status: 200,
 			header: func(body string) []string { return stripeHeaders(fixtureStripeSecret, body, time.Now()) },
-			want: []sentAction{agentSent(sourceWebhook, map[string]any{"name": "Stripe", "agentId": "ops",
+			want: []sentAction{agentSent(boundary.SourceWebhook, map[string]any{"name": "Stripe", "agentId": "ops",
 				"sessionKey": "hook:stripe:cus_R4nq8sTyUe2VbX",
 				"message": "Stripe: payment failed for invoice A1B2C3D4-0007 of Customer Ltd <billing@customer.example>: " +
 					"49.00 EUR due, attempt 2, next retry 2026-11-25T10:02:02.000Z\n" +
@@ -144,11 +146,11 @@ func TestFixtureMappings(t *testing.T) {
 			name: "alertmanager alert group", path: "alert", file: "monitoring-alert.json", status: 200,
 			header: func(string) []string { return []string{token} },
 			want: []sentAction{
-				agentSent(sourceWebhook, map[string]any{"name": "Alertmanager", "agentId": "ops", "sessionKey": "hook:alerts",
+				agentSent(boundary.SourceWebhook, map[string]any{"name": "Alertmanager", "agentId": "ops", "sessionKey": "hook:alerts",
 					"deliver": true, "channel": "slack", "to": "#ops",
 					"message": "[firing] HighErrorRate (critical) on api-1:9090 since 2026-11-22T09:41:30Z: api-1 answers 7.3% of requests with 5xx.\n" +
 						"https://prometheus.example.com/graph?g0.expr=job%3Aerror_ratio%3Arate5m+%3E+0.05"}),
-				agentSent(sourceWebhook, map[string]any{"name": "Alertmanager", "agentId": "ops", "sessionKey": "hook:alerts",
+				agentSent(boundary.SourceWebhook, map[string]any{"name": "Alertmanager", "agentId": "ops", "sessionKey": "hook:alerts",
 					"deliver": true, "channel": "slack", "to": "#ops",
 					"message": "[firing] HighErrorRate (critical) on api-2:9090 since 2026-11-22T09:42:00Z: api-2 answers 5.8% of requests with 5xx.\n" +
 						"https://prometheus.example.com/graph?g0.expr=job%3Aerror_ratio%3Arate5m+%3E+0.05"}),

@@ -12,8 +12,8 @@ import (
 // sent it, for a gateway that resolves it with its own hooks config: a
 // /wake or /agent request in forward mode, or a hook of a forward mapping.
 type forwardReq struct {
-	name string // the hook name as the edge routed it: wake, agent or the hook path
-	kind Kind   // the spool lane: wake for /wake, agent for the rest
+	name string     // the hook name as the edge routed it: wake, agent or the hook path
+	kind actionKind // the spool lane: wake for /wake, agent for the rest
 	// path is the gateway path and query: the gateway prefix, the
 	// sender's path below the base as the gateway reads it, and the query
 	// as sent (forwardTarget).
@@ -36,7 +36,7 @@ const reasonNotForwardable = "hook path cannot be forwarded as sent"
 
 // newForward is the forward plan of ex: its gateway path and the headers
 // that cross.
-func (h *Handler) newForward(ex *exchange, kind Kind) (forwardReq, *hookError) {
+func (h *Handler) newForward(ex *exchange, kind actionKind) (forwardReq, *hookError) {
 	path, ok := h.forwardTarget(ex)
 	if !ok {
 		return forwardReq{}, reject(http.StatusNotFound, reasonNotForwardable)
@@ -50,7 +50,7 @@ func (h *Handler) newForward(ex *exchange, kind Kind) (forwardReq, *hookError) {
 
 // forwardBuiltin is the forward plan of a validated /wake or /agent
 // request.
-func (h *Handler) forwardBuiltin(ex *exchange, a *Action) (forwardReq, *hookError) {
+func (h *Handler) forwardBuiltin(ex *exchange, a *action) (forwardReq, *hookError) {
 	f, herr := h.newForward(ex, a.Kind)
 	f.mode, f.wait, f.timeoutSeconds = a.Mode, a.Wait, a.TimeoutSeconds
 	return f, herr
@@ -85,9 +85,9 @@ func (h *Handler) forwardTarget(ex *exchange) (string, bool) {
 	q := ex.r.URL.RawQuery
 	switch {
 	case q == "" && rest == "/"+routeWake:
-		return h.gateway.paths[KindWake], true // no allocation on the common paths
+		return h.gateway.paths[kindWake], true // no allocation on the common paths
 	case q == "" && rest == "/"+routeAgent:
-		return h.gateway.paths[KindAgent], true
+		return h.gateway.paths[kindAgent], true
 	case q == "":
 		return h.gateway.prefix + rest, true
 	}

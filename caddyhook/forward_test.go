@@ -195,7 +195,7 @@ func TestForwardOutcome(t *testing.T) {
 		{"down", gatewayReply{}, errBodyTooLarge, 502, "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			herr := tc.rep.forwardOutcome(tc.err)
+			herr := answer(tc.rep, tc.err, true)
 			if tc.status == 0 {
 				if herr != nil {
 					t.Fatalf("refused: %+v", herr)
@@ -218,7 +218,7 @@ func TestForwardOutcome(t *testing.T) {
 }
 
 func TestComposeWakeReply(t *testing.T) {
-	wakes := []prepared{{gatewayRequest: gatewayRequest{kind: KindWake}, mode: "now"}, {gatewayRequest: gatewayRequest{kind: KindWake}, mode: "now"}}
+	wakes := []prepared{{gatewayRequest: gatewayRequest{kind: kindWake}, mode: "now"}, {gatewayRequest: gatewayRequest{kind: kindWake}, mode: "now"}}
 	for _, tc := range []struct {
 		outcome string
 		want    string

@@ -3,7 +3,6 @@ package caddyhook
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +10,12 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
 )
 
 // maxGatewayReply bounds how much of a gateway reply is read.
@@ -58,8 +60,8 @@ type gatewayClient struct {
 	// waitTimeout bounds a request that waits for the run to complete.
 	waitTimeout time.Duration
 	forwardIP   bool
-	urls        [KindAgent + 1]*url.URL // by Kind; parsed once, never modified
-	paths       [KindAgent + 1]string   // their paths
+	urls        [kindAgent + 1]*url.URL // by Kind; parsed once, never modified
+	paths       [kindAgent + 1]string   // their paths
 	transport   *http.Transport
 }
 
@@ -84,7 +86,7 @@ func newGatewayClient(addr gatewayAddr, prefix, token string, timeout time.Durat
 		c.auth = "Bearer " + token
 		c.authValue = []string{c.auth}
 	}
-	for _, k := range []Kind{KindWake, KindAgent} {
+	for _, k := range []actionKind{kindWake, kindAgent} {
 		c.paths[k] = c.prefix + "/" + k.String()
 		c.urls[k] = &url.URL{Scheme: "http", Host: "gateway", Path: c.paths[k]}
 	}
@@ -111,7 +113,7 @@ var errGatewayTimeout = errors.New("gateway timeout")
 // gatewayRequest is one request to the gateway: a rendered action (sent
 // to {prefix}/{kind}) or a forwarded request (sent to path with header).
 type gatewayRequest struct {
-	kind Kind
+	kind actionKind
 	path string // forwarded: the gateway path and query; "" = by kind
 	// header, for a forwarded request, is what crosses to the gateway
 	// (crossingHeaders: the sender's Host under "Host", its Idempotency-Key
@@ -232,87 +234,36 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// Reasons for gateway failures.
-const (
-	reasonGatewayTimeout = "gateway timeout: the run may have started; retry with the same Idempotency-Key so that it does not run twice"
-	reasonGatewayDown    = "gateway unreachable"
-	// reasonGatewayAuth answers a gateway refusal of the edge itself
-	// (401, 403, 407, 429). The sender learns nothing of the edge's
-	// configuration; the operator gets the detail in the log (see
-	// gatewayFailure).
-	reasonGatewayAuth = "gateway unavailable"
-)
+// gatewayProbeTimeout bounds the start-up reachability check (the gateway
+// is a Unix socket or a loopback address: it answers at once or never).
+const gatewayProbeTimeout = time.Second
 
-// refusesEdge reports a gateway status that concerns the edge's own
-// credentials or address, not the sender's request: a wrong
-// gateway_token, forwarded headers the gateway does not trust, or the
-// gateway's own lockout of the edge.
-func refusesEdge(status int) bool {
-	switch status {
-	case http.StatusUnauthorized, http.StatusForbidden, http.StatusProxyAuthRequired, http.StatusTooManyRequests:
-		return true
+// checkGateway warns, at provision (so also under `caddy validate`), when
+// nothing accepts connections at the gateway address: otherwise a missing
+// socket stays invisible until the first request gets a 502. It never
+// fails the config: the gateway may well start after Caddy. Only a
+// handler inside an HTTP server is checked (a dry run is not).
+func (h *Handler) checkGateway(ctx caddy.Context) {
+	if _, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); !ok {
+		return
 	}
-	return false
+	conn, err := net.DialTimeout(h.gateway.addr.network, h.gateway.addr.address, gatewayProbeTimeout)
+	if err == nil {
+		_ = conn.Close()
+		return
+	}
+	then := "requests will get 502 until it is up"
+	if h.Spool != nil {
+		then = "accepted events wait in the spool until it is up"
+	}
+	h.logger.Warn("gateway not reachable at start; "+then,
+		zap.String("gateway", h.gateway.addr.String()), zap.Error(err))
 }
 
-// outcome turns a gateway reply or error into what the caller gets:
-// 2xx passes through, a 503 passes through with its Retry-After, a
-// refusal of the edge itself (refusesEdge) is a 502, another 4xx with
-// {"ok":false,"error":…} is a 400 "gateway: …", other answers 502, a
-// timeout 504. No text names an option of the edge's configuration.
-func (r gatewayReply) outcome(err error) *hookError {
-	switch {
-	case errors.Is(err, errGatewayTimeout):
-		return reject(http.StatusGatewayTimeout, reasonGatewayTimeout)
-	case err != nil:
-		return reject(http.StatusBadGateway, reasonGatewayDown)
-	case r.status >= 200 && r.status < 300:
-		return nil
-	case r.status == http.StatusServiceUnavailable:
-		return r.passThrough()
-	case refusesEdge(r.status):
-		return reject(http.StatusBadGateway, reasonGatewayAuth)
-	case r.status >= 400 && r.status < 500:
-		var e struct {
-			OK    *bool  `json:"ok"`
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(r.body, &e) == nil && e.OK != nil && !*e.OK {
-			// the gateway's text goes to the public caller and the log
-			if msg := publicReason(e.Error); msg != "" {
-				return reject(http.StatusBadRequest, "gateway: "+msg)
-			}
-		}
+// String formats the address as configured: unix//path.sock or host:port.
+func (a gatewayAddr) String() string {
+	if a.network == "unix" {
+		return "unix/" + a.address
 	}
-	return reject(http.StatusBadGateway, fmt.Sprintf("gateway error (status %d)", r.status))
-}
-
-// forwardOutcome is outcome for a forwarded request: the gateway answers
-// the sender, so every reply passes through as it is (status, JSON body,
-// Retry-After), except the ones that concern the edge's own credentials
-// (401, 403, 407, 429) and redirects, which are a 502.
-func (r gatewayReply) forwardOutcome(err error) *hookError {
-	switch {
-	case err != nil:
-		return r.outcome(err)
-	case r.status >= 200 && r.status < 300:
-		return nil
-	case refusesEdge(r.status):
-		return reject(http.StatusBadGateway, reasonGatewayAuth)
-	case r.status >= 400 && r.status < 600:
-		return r.passThrough()
-	}
-	return reject(http.StatusBadGateway, fmt.Sprintf("gateway error (status %d)", r.status))
-}
-
-// passThrough returns the gateway's own error answer as the caller's.
-func (r gatewayReply) passThrough() *hookError {
-	e := &hookError{status: r.status, reason: fmt.Sprintf("gateway answered %d", r.status)}
-	if json.Valid(r.body) {
-		e.body = r.body
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(r.retryAfter)); err == nil && s > 0 {
-		e.retryAfter = time.Duration(s) * time.Second
-	}
-	return e
+	return a.address
 }

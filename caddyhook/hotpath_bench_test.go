@@ -45,7 +45,7 @@ func BenchmarkGatewaySend(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			g := gatewayRequest{kind: KindWake, body: body, idemKey: "6f1b1c39-5b0e-4c1a-9d55-2f3f0e1c6a7b"}
+			g := gatewayRequest{kind: kindWake, body: body, idemKey: "6f1b1c39-5b0e-4c1a-9d55-2f3f0e1c6a7b"}
 			rep, err := c.send(context.Background(), &g, "")
 			if err != nil || rep.status != http.StatusOK {
 				b.Errorf("send: %d, %v", rep.status, err)
@@ -81,7 +81,7 @@ func BenchmarkObserveRequest(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			h.metrics.observeRequest(routeWake, http.StatusOK)
-			h.metrics.observeDispatch(KindWake, "ok", time.Millisecond)
+			h.metrics.observeDispatch(kindWake, "ok", time.Millisecond)
 		}
 	})
 }

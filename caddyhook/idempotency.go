@@ -2,181 +2,147 @@ package caddyhook
 
 import (
 	"context"
-	"hash/maphash"
-	"sync"
+	"errors"
+	"net/http"
+	"strings"
 	"time"
+
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	"github.com/caddyhook/caddyhook/internal/idempotency"
+	"go.uber.org/zap"
 )
+
+// provisionIdempotency loads (or creates) the idempotency cache of this
+// handler's identity and TTL.
+func (h *Handler) provisionIdempotency(identity string) error {
+	ttl := time.Duration(h.IdempotencyTTL)
+	key := idempotencyPoolPrefix + identity + "|" + ttl.String()
+	c, _, err := hold(&h.held, key, func() (*idempotency.Cache, error) { return idempotency.New(ttl), nil })
+	h.idem = c
+	return err
+}
+
+// dispatchOnce dispatches the plan of a request with idempotency key key
+// (seeds are its event ids) unless the key was answered already: a
+// replay gets the first reply, from this node's cache or, with a
+// cluster, from any node's; a concurrent duplicate waits for the first
+// request (here) or is refused 409 (on another node). A failed dispatch
+// is forgotten, so that the sender's retry dispatches again.
+func (h *Handler) dispatchOnce(ex *exchange, p plan, key string, seeds []string) (int, []byte, *hookError) {
+	cacheKey := key + "\x00" + strings.Join(seeds, ",")
+	cached, claim, err := h.idem.Claim(ex.r.Context(), cacheKey, ex.now)
+	if err != nil {
+		return 0, nil, reject(http.StatusServiceUnavailable, "request cancelled")
+	}
+	if claim == nil {
+		return cached.Status, cached.Body, nil
+	}
+	first, ccl, herr := h.clusterClaim(ex.r.Context(), cacheKey)
+	switch {
+	case herr != nil:
+		h.idem.Settle(claim, idempotency.Reply{}, false, time.Now())
+		return 0, nil, herr
+	case first != nil: // answered on another node (or before a restart)
+		h.idem.Settle(claim, idempotency.Reply{Status: first.Status, Body: first.Body}, true, time.Now())
+		return first.Status, first.Body, nil
+	}
+	status, body, herr := h.dispatch(ex.r.Context(), ex, p, key, seeds)
+	h.settleClusterClaim(ccl, status, body, herr == nil)
+	h.idem.Settle(claim, idempotency.Reply{Status: status, Body: body}, herr == nil, time.Now())
+	return status, body, herr
+}
+
+// idempotencyKey returns the request's idempotency key as the gateway
+// reads it: the first of the Idempotency-Key header, the configured
+// idempotency_headers and the idempotencyKey field that is, trimmed,
+// non-empty and at most 256 characters (a longer one is ignored, not
+// refused); else a signed provider's delivery id.
+func (h *Handler) idempotencyKey(ex *exchange) string {
+	for _, name := range h.idemHeaders {
+		if v, ok := ex.r.Header[name]; ok {
+			if key := usableIdemKey(strings.Join(v, ", ")); key != "" {
+				return key
+			}
+		}
+	}
+	if s, ok := ex.payload["idempotencyKey"].(string); ok {
+		if key := usableIdemKey(s); key != "" {
+			return key
+		}
+	}
+	return ex.deliveryID
+}
 
 // maxIdempotencyKeyLen bounds the Idempotency-Key header and field.
 const maxIdempotencyKeyLen = 256
 
-const (
-	idemShards        = 64
-	idemEntriesPerShd = 1024    // 65,536 keys in all
-	idemBytesPerShard = 1 << 19 // 32 MiB of keys and replies in all
-)
-
-// idemReply is what a replay gets back.
-type idemReply struct {
-	status int
-	body   []byte
-}
-
-// idemEntry is one key: pending while its first request dispatches, then
-// holding the reply until it expires.
-type idemEntry struct {
-	done    chan struct{}
-	reply   idemReply
-	ok      bool
-	expires int64
-	size    int
-}
-
-// idemSlot is one position of a shard's insertion-order ring.
-type idemSlot struct {
-	key string
-	e   *idemEntry
-}
-
-// idemShard is one lock's worth of entries with FIFO eviction.
-type idemShard struct {
-	mu    sync.Mutex
-	m     map[string]*idemEntry
-	order []idemSlot // insertion order ring
-	head  int
-	bytes int
-}
-
-// idemCache remembers the replies of requests that carried an idempotency
-// key so that a replay within ttl gets the first reply without a second
-// dispatch. Memory is bounded by entry count and bytes per shard.
-type idemCache struct {
-	ttl    time.Duration
-	seed   maphash.Seed
-	shards [idemShards]idemShard
-}
-
-// newIdemCache returns an empty cache.
-func newIdemCache(ttl time.Duration) *idemCache {
-	c := &idemCache{ttl: ttl, seed: maphash.MakeSeed()}
-	for i := range c.shards {
-		c.shards[i].m = make(map[string]*idemEntry)
-		c.shards[i].order = make([]idemSlot, idemEntriesPerShd)
+// usableIdemKey trims s and returns it when it is 1–256 UTF-16 code
+// units long (the gateway's measure), else "".
+func usableIdemKey(s string) string {
+	s = jsTrim(s)
+	if len(s) <= maxIdempotencyKeyLen {
+		return s
 	}
-	return c
-}
-
-// entries counts the keys held (pending or answered), for the admin API.
-func (c *idemCache) entries() int {
+	if len(s) > 4*maxIdempotencyKeyLen {
+		return ""
+	}
 	n := 0
-	for i := range c.shards {
-		sh := &c.shards[i]
-		sh.mu.Lock()
-		n += len(sh.m)
-		sh.mu.Unlock()
+	for _, r := range s {
+		if n++; r > 0xFFFF {
+			n++
+		}
 	}
-	return n
+	if n > maxIdempotencyKeyLen {
+		return ""
+	}
+	return s
 }
 
-func (c *idemCache) shard(key string) *idemShard {
-	return &c.shards[maphash.String(c.seed, key)%idemShards]
+// clusterClaim resolves an idempotency key cluster-wide after the local
+// cache made this request its key's leader on this node. It returns the
+// first reply of the key (a replay, from any node), or the claim to
+// settle after the dispatch (nil when the cluster cannot be asked: the
+// local cache alone answers then), or the 409 for a key whose first
+// request is still being dispatched elsewhere.
+func (h *Handler) clusterClaim(ctx context.Context, key string) (*cluster.Reply, *cluster.Claim, *hookError) {
+	if h.cluster == nil {
+		return nil, nil, nil
+	}
+	rep, cl, err := h.cluster.idem.Acquire(ctx, key)
+	switch {
+	case err == nil:
+		return rep, cl, nil
+	case errors.Is(err, cluster.ErrBusy):
+		return nil, nil, &hookError{status: http.StatusConflict, reason: "a request with this idempotency key is still being processed; retry later",
+			retryAfter: clusterBusyRetryAfter}
+	case ctx.Err() != nil:
+		return nil, nil, reject(http.StatusServiceUnavailable, "request cancelled")
+	}
+	h.clusterLog("cluster idempotency unavailable; this node's own cache answers", err)
+	return nil, nil, nil
 }
 
-// idemClaim is the leader's hold on a key, ended by settle.
-type idemClaim struct {
-	key string
-	e   *idemEntry
-}
-
-// claim returns the reply cached for key (cached=true), or makes the caller
-// the leader that must dispatch and then settle the returned claim.
-// Concurrent callers with the same key wait for the leader; if the leader
-// fails they compete again.
-func (c *idemCache) claim(ctx context.Context, key string, now time.Time) (idemReply, *idemClaim, error) {
-	sh := c.shard(key)
-	for {
-		sh.mu.Lock()
-		e := sh.m[key]
-		if e != nil && e.ok && now.UnixNano() >= e.expires {
-			sh.remove(key, e)
-			e = nil
-		}
-		if e == nil {
-			e = &idemEntry{done: make(chan struct{}), size: len(key)}
-			sh.insert(key, e)
-			sh.mu.Unlock()
-			return idemReply{}, &idemClaim{key: key, e: e}, nil
-		}
-		sh.mu.Unlock()
-		select {
-		case <-e.done:
-			if e.ok {
-				return e.reply, nil, nil
-			}
-		case <-ctx.Done():
-			return idemReply{}, nil, ctx.Err()
-		}
+// clusterLog writes a warning about the cluster, within the gateway log
+// budget (a flood of requests while the cluster is down logs little).
+func (h *Handler) clusterLog(msg string, err error) {
+	if ok, suppressed := h.gatewayLogs.allow(time.Now()); ok {
+		h.logger.Warn(msg, zap.Error(err), zap.Uint64("suppressed", suppressed))
 	}
 }
 
-// settle ends a leader's claim: a successful reply is kept for ttl, a
-// failed one is forgotten so the sender's retry dispatches again.
-func (c *idemCache) settle(cl *idemClaim, reply idemReply, ok bool, now time.Time) {
-	sh := c.shard(cl.key)
-	e := cl.e
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.m[cl.key] != e {
-		return // evicted meanwhile; remove already released the followers
-	}
-	if !ok {
-		sh.remove(cl.key, e)
+// settleClusterClaim stores the first reply of a claimed key (or gives
+// the key up after a failed dispatch, so that a retry dispatches again).
+func (h *Handler) settleClusterClaim(cl *cluster.Claim, status int, body []byte, ok bool) {
+	if cl == nil {
 		return
 	}
-	e.reply = idemReply{status: reply.status, body: append([]byte(nil), reply.body...)}
-	e.expires = now.Add(c.ttl).UnixNano()
-	e.size += len(reply.body)
-	sh.bytes += len(reply.body)
-	e.ok = true
-	close(e.done)
-	sh.evictOverBudget()
-}
-
-// insert adds e under key, evicting the oldest entries past the bounds.
-func (sh *idemShard) insert(key string, e *idemEntry) {
-	if old := sh.order[sh.head]; old.e != nil {
-		sh.remove(old.key, old.e)
+	var err error
+	if ok {
+		err = cl.Settle(status, body)
+	} else {
+		err = cl.Release()
 	}
-	sh.order[sh.head] = idemSlot{key, e}
-	sh.head = (sh.head + 1) % len(sh.order)
-	sh.m[key] = e
-	sh.bytes += e.size
-	sh.evictOverBudget()
-}
-
-// evictOverBudget drops the oldest entries while the shard is over its byte budget.
-func (sh *idemShard) evictOverBudget() {
-	for i := 0; sh.bytes > idemBytesPerShard && i < len(sh.order); i++ {
-		at := (sh.head + i) % len(sh.order)
-		if s := sh.order[at]; s.e != nil {
-			sh.remove(s.key, s.e)
-			sh.order[at] = idemSlot{}
-		}
+	if err != nil {
+		h.clusterLog("cluster idempotency: storing the outcome failed; the key's claim lapses by itself", err)
 	}
 }
-
-// remove deletes key if it still maps to e. Removing a pending entry
-// releases its followers, who then compete for the key again.
-func (sh *idemShard) remove(key string, e *idemEntry) {
-	if sh.m[key] != e {
-		return
-	}
-	sh.bytes -= e.size
-	delete(sh.m, key)
-	if !e.ok {
-		close(e.done)
-	}
-}
-
-// Destruct satisfies caddy.Destructor for the usage pool.
-func (c *idemCache) Destruct() error { return nil }

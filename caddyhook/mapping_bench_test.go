@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/caddyhook/caddyhook/internal/boundary"
 	"github.com/caddyhook/caddyhook/internal/devgw"
 )
 
@@ -59,7 +60,7 @@ func TestMappedVsAgentBenchParity(t *testing.T) {
 	if len(got) != 2 || got[0].canonical() != got[1].canonical() {
 		t.Fatalf("mapped and plain requests differ:\n%s", describeSent(got))
 	}
-	want := agentSent(sourceWebhook, map[string]any{"name": "CI api", "sessionKey": "hook:ci:api",
+	want := agentSent(boundary.SourceWebhook, map[string]any{"name": "CI api", "sessionKey": "hook:ci:api",
 		"message": "Build 1234 failed on main: TestCheckout timed out after 30s. Please investigate."})
 	matchSent(t, got[:1], []sentAction{want})
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/caddyhook/caddyhook/internal/boundary"
 	"github.com/caddyhook/caddyhook/internal/devgw"
 )
 
@@ -24,8 +25,8 @@ type sentAction struct {
 	RunID string         `json:"-"`
 }
 
-// wrappedMessage parses the external-content wrapper of wrapExternal.
-var wrappedMessage = regexp.MustCompile(`(?s)\A` + regexp.QuoteMeta(securityNotice) +
+// wrappedMessage parses the external-content wrapper of boundary.Wrap.
+var wrappedMessage = regexp.MustCompile(`(?s)\A` + regexp.QuoteMeta(boundary.Notice) +
 	`\n\n<<<EXTERNAL_UNTRUSTED_CONTENT id="([0-9a-f]{16})">>>\nSource: (\w+)\n---\n(.*)\n<<<END_EXTERNAL_UNTRUSTED_CONTENT id="([0-9a-f]{16})">>>\z`)
 
 // unwrapMessage returns the source and content of a wrapped message; ok is

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/caddyhook/caddyhook/internal/boundary"
 )
 
 // TestIntegrationGmailPreset posts the Gmail push fixture to a real server
@@ -55,7 +57,7 @@ func TestIntegrationCustomMapping(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("status %d (%s)", r.status, r.body)
 	}
-	want := []sentAction{agentSent(sourceWebhook, map[string]any{"name": "Buildkite", "agentId": "ops", "sessionKey": "hook:deploy:api",
+	want := []sentAction{agentSent(boundary.SourceWebhook, map[string]any{"name": "Buildkite", "agentId": "ops", "sessionKey": "hook:deploy:api",
 		"deliver": false, "message": "Deploy of api failed on deploy (env prod) after 12 min\nhttps://buildkite.com/acme/api/builds/981"})}
 	runIDs := matchSent(t, sentActions(t, in.gw.Received(), true), want)
 	if want := map[string]any{"ok": true, "runId": runIDs[0]}; !reflect.DeepEqual(r.json(t), want) {

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/caddyhook/caddyhook/internal/boundary"
 )
 
 // TestMappingReplies checks every reply shape of a mapped hook: the
@@ -109,7 +111,7 @@ func TestMappingFanoutCap(t *testing.T) {
 	for i := range msgs {
 		msgs[i] = fmt.Sprintf(`{"id":"m%03d","from":"sender%d@example.com","subject":"subject %d","snippet":"snippet %d"}`, i, i, i, i)
 		if i < dispatched {
-			want[i] = agentSent(sourceEmail, map[string]any{"name": "Gmail", "wakeMode": "now",
+			want[i] = agentSent(boundary.SourceEmail, map[string]any{"name": "Gmail", "wakeMode": "now",
 				"sessionKey": fmt.Sprintf("hook:gmail:m%03d", i),
 				"message":    fmt.Sprintf("New email from sender%d@example.com\nSubject: subject %d\nsnippet %d", i, i, i)})
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddyhook/caddyhook/internal/tmpl"
+	"github.com/caddyhook/caddyhook/internal/boundary"
 )
 
 // TestMappingProvisionErrors checks the mapping config errors other than
@@ -150,7 +150,7 @@ func TestMappingReferenceJSON(t *testing.T) {
 		body string
 		want []sentAction
 	}{
-		{"x", `{"text":"hi"}`, []sentAction{agentSent(sourceWebhook, map[string]any{"message": "x says hi", "sessionKey": "hook:ref"})}},
+		{"x", `{"text":"hi"}`, []sentAction{agentSent(boundary.SourceWebhook, map[string]any{"message": "x says hi", "sessionKey": "hook:ref"})}},
 		{"ci", `{"source":"jenkins","build":{"number":7,"status":"FAILURE"}}`, []sentAction{wakeSent("build 7: FAILURE", "next-heartbeat")}},
 		{"mail", `{"messages":[{"id":"a","from":"x@y"},{"id":"b","from":"z@w"}]}`, []sentAction{
 			// no delivery: channel and to are neither checked nor sent
@@ -159,7 +159,7 @@ func TestMappingReferenceJSON(t *testing.T) {
 			{Kind: "agent", Body: map[string]any{"message": "From z@w", "name": "Mail", "agentId": "ops", "sessionKey": "hook:mail:b",
 				"deliver": false, "model": "openai/gpt-5", "thinking": "low", "timeoutSeconds": float64(90)}},
 		}},
-		{"snake", `{}`, []sentAction{agentSent(sourceWebhook, map[string]any{"message": "snake", "sessionKey": "hook:ref"})}},
+		{"snake", `{}`, []sentAction{agentSent(boundary.SourceWebhook, map[string]any{"message": "snake", "sessionKey": "hook:ref"})}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
@@ -170,45 +170,5 @@ func TestMappingReferenceJSON(t *testing.T) {
 	}
 	if w := postHook(t, h, "camel", `{}`); w.Code != http.StatusNotFound {
 		t.Fatalf("camel path of a mapping with match_path: %d, want 404", w.Code)
-	}
-}
-
-// TestCaddyfileNewlines checks that \n in a Caddyfile template becomes a
-// newline in literal text only, never inside a placeholder, and that the
-// result compiles.
-func TestCaddyfileNewlines(t *testing.T) {
-	tests := []struct {
-		in, want string
-	}{
-		{`plain`, `plain`},
-		{`a\nb`, "a\nb"},
-		{`\n\n`, "\n\n"},
-		{`a\\nb`, "a\\\nb"},
-		{`{{a}}\n{{b}}`, "{{a}}\n{{b}}"},
-		{`x{{ cel: path.split("\n")[0] }}\ny`, "x{{ cel: path.split(\"\\n\")[0] }}\ny"},
-		{`{{ cel: '}}\n' + path }}\n`, "{{ cel: '}}\\n' + path }}\n"},
-		{`{{ cel: "a\"}}\n" + path }}\n`, "{{ cel: \"a\\\"}}\\n\" + path }}\n"},
-		{`{{ cel: {"k": {"v": "\n"}}["k"]["v"] }}\n`, "{{ cel: {\"k\": {\"v\": \"\\n\"}}[\"k\"][\"v\"] }}\n"},
-		{"{{\n  cel: \"\\n\" }}\\n", "{{\n  cel: \"\\n\" }}\n"},
-		{`{{cel:path}}\n`, "{{cel:path}}\n"},
-		{`{{ text }}\n{{ unterminated \n`, "{{ text }}\n{{ unterminated \\n"},
-	}
-	env, err := tmpl.NewEnv(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range tests {
-		t.Run(tc.in, func(t *testing.T) {
-			got := caddyfileNewlines(tc.in)
-			if got != tc.want {
-				t.Fatalf("caddyfileNewlines(%q) = %q, want %q", tc.in, got, tc.want)
-			}
-			if strings.Contains(tc.in, "unterminated") {
-				return
-			}
-			if _, err := tmpl.Compile(got, env); err != nil {
-				t.Fatalf("result %q does not compile: %v", got, err)
-			}
-		})
 	}
 }

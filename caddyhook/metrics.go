@@ -4,9 +4,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/promreg"
 )
 
@@ -21,21 +21,15 @@ type hookMetrics struct {
 	forwardedUnparsed prometheus.Counter
 }
 
-// metricsPoolKey holds the collectors in the usage pool.
-const metricsPoolKey = "hooks.metrics"
-
 // provisionMetrics takes the collectors from the usage pool, so that the
 // counters keep counting across config reloads (each config has its own
 // registry), and registers them on this config's registry.
 func (h *Handler) provisionMetrics(reg prometheus.Registerer) error {
-	v, _, err := sharedPool.LoadOrNew(metricsPoolKey, func() (caddy.Destructor, error) {
-		return newHookMetrics(), nil
-	})
+	m, _, err := hold(&h.held, metricsPoolKey, func() (*hookMetrics, error) { return newHookMetrics(), nil })
 	if err != nil {
 		return err
 	}
-	h.poolKeys = append(h.poolKeys, metricsPoolKey)
-	h.metrics = v.(*hookMetrics)
+	h.metrics = m
 	return h.metrics.register(reg)
 }
 
@@ -85,7 +79,7 @@ func (*hookMetrics) Destruct() error { return nil }
 // lockout tables, each table once.
 func activeLockouts() float64 {
 	now := time.Now()
-	seen := map[*lockoutTable]bool{}
+	seen := map[*lockout.Table]bool{}
 	n := 0
 	for _, lh := range liveHandlers() {
 		if t := lh.h.lockout; !seen[t] {
@@ -102,7 +96,7 @@ func (m *hookMetrics) observeRequest(route string, status int) {
 }
 
 // observeDispatch records one gateway hand-off.
-func (m *hookMetrics) observeDispatch(kind Kind, outcome string, d time.Duration) {
+func (m *hookMetrics) observeDispatch(kind actionKind, outcome string, d time.Duration) {
 	m.dispatch.WithLabelValues(kind.String(), outcome).Observe(d.Seconds())
 }
 

@@ -13,6 +13,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/idempotency"
+	"github.com/caddyhook/caddyhook/internal/listenguard"
+	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/secret"
 )
 
@@ -30,7 +33,6 @@ const (
 	defaultAuthFailures   = 20
 	defaultAuthWindow     = time.Minute
 	defaultIPv6Prefix     = 64
-	defaultLockoutSlots   = 1 << 21
 	defaultIdempotencyTTL = 10 * time.Minute
 	minTokenLength        = 32
 )
@@ -46,6 +48,120 @@ type AuthFailures struct {
 // authenticates, validates and routes `POST {path}/wake`, `{path}/agent`
 // and mapped `{path}/<name>` requests, then dispatches the resulting
 // actions to a local agent gateway.
+//
+// # Placeholders
+//
+// The handler sets these on every request it answers, for the handlers
+// and logs around it (log_append, intercept's handle_response, response
+// header directives, …); they never carry a token or payload content:
+//
+//	{http.hooks.route}    wake, agent, the id of the mapping that answered,
+//	                      mapped (a custom hook name no mapping took),
+//	                      challenge (a provider's URL verification) or none
+//	                      (refused before routing)
+//	{http.hooks.mapping}  the id of the mapping that answered; empty for
+//	                      wake, agent and requests no mapping took
+//	{http.hooks.status}   the status the handler answered with
+//	{http.hooks.reason}   why the request was refused, as the rejection log
+//	                      line says it; empty on success
+//
+// # Events
+//
+// hooks_lockout is emitted on the events app (when the config has one)
+// each time an address is locked out; its data: "address", "until"
+// (RFC 3339, UTC), "until_unix" and "path" (the handler's base path).
+//
+// # Caddyfile
+//
+//	hooks [<path>] {
+//	    path                         <base path>
+//	    token                        <hook token>...   (repeatable: several are accepted)
+//	    token_headers                <header>...
+//	    gateway                      unix//<socket> | <loopback host:port>
+//	    gateway_token                <token>
+//	    gateway_prefix               <path>
+//	    gateway_timeout              <duration>
+//	    gateway_wait_timeout         <duration>
+//	    mode                         render|forward
+//	    wrap                         edge|gateway
+//	    idempotency_headers          <header>...
+//	    gateway_forward_client_ip    [true|false]
+//	    max_body                     <size>
+//	    auth_failures                <count> [<window>]
+//	    lockout                      <duration>
+//	    unauthenticated_bodies       [<max> [<timeout>]] [{ per_address <n> }]
+//	    body_timeout                 <duration>
+//	    lockout_table_size           <entries>
+//	    ipv6_prefix                  <bits>
+//	    idempotency_ttl              <duration>
+//	    agents                       <id>...
+//	    allowed_agent_ids            [<id>...]
+//	    default_session_key          <key>
+//	    allow_request_session_key    [true|false]
+//	    allowed_session_key_prefixes <prefix>...
+//	    allowed_models               <model>...
+//	    channels                     <channel>...
+//	    presets                      <preset>...       (gmail)
+//	    cel_cost_limit               <n>
+//	    transforms_root              <dir>
+//	    transforms_dir               <dir>
+//	    transform_timeout            <duration>
+//	    transform_max_memory         <size>
+//	    enabled                      true|false
+//	    mapping [<id>] {                               (repeatable)
+//	        match_path       <name>
+//	        match_source     <source>
+//	        match_expr       <CEL expression>
+//	        action           agent|wake
+//	        wake_mode        now|next-heartbeat
+//	        name             <template>
+//	        agent_id         <template>
+//	        session_key      <template>
+//	        message_template <template>
+//	        text_template    <template>
+//	        deliver          [true|false]
+//	        channel          <template>
+//	        to               <template>
+//	        model            <template>
+//	        thinking         <template>
+//	        timeout_seconds  <n>
+//	        allow_unsafe_external_content [true|false]
+//	        for_each         <payload key>
+//	        max_body         <size>
+//	        transform        <module> [<export>]   (or a block with module/export)
+//	        verify           <scheme> { secret <s>... tolerance <d> header <h> ... }
+//	        require_token    [true|false]
+//	        forward          [true|false]
+//	    }
+//	    spool <dir> {
+//	        max_bytes     <size>
+//	        max_age       <duration>
+//	        retry_initial <duration>
+//	        retry_max     <duration>
+//	        workers       <n>
+//	        rate          <n>/<interval>
+//	    }
+//	    spool cluster {              (the cluster engine's replicated queue)
+//	        deliver       on|off
+//	        fallback      <dir>|reject
+//	        max_bytes, max_age, retry_initial, retry_max, workers, rate
+//	    }
+//	    cluster <engine> [<url>...] {  (e.g. cluster nats { … }; see the engine)
+//	    }
+//	    events off | on | {           (the event log; on by default)
+//	        bodies         on|off
+//	        max_body       <size>
+//	        max_events     <n>
+//	        max_bytes      <size>
+//	        retain         <duration>
+//	        max_rejections <n>
+//	        dir            <dir>
+//	        headers        <header>...
+//	    }
+//	}
+//
+// In a mapping's templates, \n outside the {{ }} placeholders stands for a
+// newline.
 type Handler struct {
 	// Enabled turns the endpoint on (default true). When false, requests
 	// pass to the next handler untouched.
@@ -179,16 +295,16 @@ type Handler struct {
 	tokenHeaders []string
 	unauth       *unauthReads
 	addrCheck    clientAddressCheck
-	policy       *Policy
-	lockout      *lockoutTable
-	idem         *idemCache
+	policy       *policy
+	lockout      *lockout.Table
+	idem         *idempotency.Cache
 	gateway      *gatewayClient
 	sink         sink
 	metrics      *hookMetrics
 	logger       *zap.Logger
 	access       *accessLog
 	events       *lockoutEvents
-	poolKeys     []string  // what this handler holds in sharedPool
+	held         poolHold  // what this handler holds in sharedPool
 	spoolReg     *spoolReg // its sender's registration with the spool
 	fallbackReg  *spoolReg // the cluster fallback spool's drain registration
 
@@ -293,7 +409,11 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	h.provisionForwardHeaders()
-	if err := h.provisionShared(h.handlerIdentity(ctx, addr, gwToken)); err != nil {
+	identity := h.handlerIdentity(ctx, addr, gwToken)
+	if err := h.provisionLockout(identity); err != nil {
+		return err
+	}
+	if err := h.provisionIdempotency(identity); err != nil {
 		return err
 	}
 	if err := h.provisionMetrics(ctx.GetMetricsRegistry()); err != nil {
@@ -312,7 +432,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionEvents(ctx); err != nil {
 		return err
 	}
-	if err := h.guardListeners(ctx); err != nil {
+	if err := listenguard.Guard(ctx); err != nil {
 		return err
 	}
 	h.registerAdmin(ctx)
@@ -371,7 +491,7 @@ func (h *Handler) fillDefaults() {
 		h.IPv6Prefix = defaultIPv6Prefix
 	}
 	if h.LockoutTableSize == 0 {
-		h.LockoutTableSize = defaultLockoutSlots
+		h.LockoutTableSize = lockout.DefaultSlots
 	}
 	if h.IdempotencyTTL == 0 {
 		h.IdempotencyTTL = caddy.Duration(defaultIdempotencyTTL)
@@ -440,16 +560,16 @@ func (h *Handler) Validate() error {
 		return fmt.Errorf("gateway_wait_timeout: %s must not be shorter than gateway_timeout (%s)", time.Duration(h.GatewayWaitTimeout), time.Duration(h.GatewayTimeout))
 	case af.Count < 0 || af.Window < 0:
 		return fmt.Errorf("auth_failures: count and window must be positive")
-	case af.Count > maxLockoutFailures:
-		return fmt.Errorf("auth_failures: count %d must be at most %d", af.Count, maxLockoutFailures)
+	case af.Count > lockout.MaxCount:
+		return fmt.Errorf("auth_failures: count %d must be at most %d", af.Count, lockout.MaxCount)
 	case time.Duration(af.Window) < time.Second || time.Duration(af.Window) > 24*time.Hour:
 		return fmt.Errorf("auth_failures: window %s must be between 1s and 24h", time.Duration(af.Window))
 	case h.Lockout < 0 || time.Duration(h.Lockout) > 24*time.Hour:
 		return fmt.Errorf("lockout: must be between 0 and 24h")
 	case h.IPv6Prefix < 16 || h.IPv6Prefix > 128:
 		return fmt.Errorf("ipv6_prefix: %d must be between 16 and 128", h.IPv6Prefix)
-	case h.LockoutTableSize < lockoutShards*lockoutWays || h.LockoutTableSize > maxLockoutSlots:
-		return fmt.Errorf("lockout_table_size: %d must be between %d and %d", h.LockoutTableSize, lockoutShards*lockoutWays, maxLockoutSlots)
+	case h.LockoutTableSize < lockout.MinSlots || h.LockoutTableSize > lockout.MaxSlots:
+		return fmt.Errorf("lockout_table_size: %d must be between %d and %d", h.LockoutTableSize, lockout.MinSlots, lockout.MaxSlots)
 	case h.IdempotencyTTL < 0:
 		return fmt.Errorf("idempotency_ttl: must be positive")
 	}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
 
+	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
@@ -200,7 +204,7 @@ func TestProvisionDefaults(t *testing.T) {
 		{"gateway network", h.gateway.addr, gatewayAddr{"unix", "/tmp/caddyhook-unit-none.sock"}},
 		{"gateway prefix", h.gateway.prefix, "/hooks"},
 		{"gateway auth", h.gateway.auth, "Bearer " + utGatewayToken},
-		{"lockout policy", h.lockout.policy, lockoutPolicy{maxFailures: 20, window: time.Minute, lockFor: time.Minute, v6Bits: 64, slots: 1 << 21}},
+		{"lockout policy", h.lockout.Policy(), lockout.Policy{MaxFailures: 20, Window: time.Minute, LockFor: time.Minute, V6Bits: 64, Slots: 1 << 21}},
 		{"unauthenticated_bodies", *h.UnauthenticatedBodies, UnauthenticatedBodies{Max: 256, Timeout: caddy.Duration(10 * time.Second), PerAddress: 8}},
 		{"body_timeout", h.BodyTimeout, caddy.Duration(time.Minute)},
 		{"token headers", fmt.Sprint(h.tokenHeaders), "[X-Service-Token]"},
@@ -252,8 +256,8 @@ func TestProvisionAccepts(t *testing.T) {
 		}},
 		{"ipv6_prefix bounds", func(h *Handler) { h.IPv6Prefix = 128 }, nil},
 		{"lockout option", func(h *Handler) { h.Lockout = caddy.Duration(5 * time.Minute) }, func(t *testing.T, h *Handler) {
-			if h.lockout.policy.lockFor != 5*time.Minute {
-				t.Errorf("lockFor = %v", h.lockout.policy.lockFor)
+			if h.lockout.Policy().LockFor != 5*time.Minute {
+				t.Errorf("lockFor = %v", h.lockout.Policy().LockFor)
 			}
 		}},
 		{"auth_failures partial", func(h *Handler) { h.AuthFailures = &AuthFailures{Count: 5} }, func(t *testing.T, h *Handler) {
@@ -347,11 +351,52 @@ func TestRetryAfterSeconds(t *testing.T) {
 		{time.Second + time.Nanosecond, "2"},
 		{1500 * time.Millisecond, "2"},
 		{49*time.Second + time.Millisecond, "50"},
+		{51600 * time.Millisecond, "52"},
+		{59900 * time.Millisecond, "60"},
 		{time.Minute, "60"},
 		{time.Hour, "3600"},
 	} {
 		if got := retryAfterSeconds(tc.d); got != tc.want {
 			t.Errorf("retryAfterSeconds(%v) = %s, want %s", tc.d, got, tc.want)
+		}
+	}
+}
+
+// TestCleanupReleasesThePool: a handler that takes every kind of shared
+// state (lockout table, idempotency cache, metrics, transform cache,
+// spool, event log, admin registration) holds each through one helper,
+// and Cleanup gives every one back: the values only it used leave the
+// pool.
+func TestCleanupReleasesThePool(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "t.js"), []byte(`export default function () { return null }`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := newTestHandler(t, nil, func(h *Handler) {
+		h.TransformsRoot = root
+		h.Mappings = []Mapping{{ID: "m", MatchPath: "m", Transform: &TransformRef{Module: "t.js"}}}
+		h.Spool = &SpoolConfig{Dir: t.TempDir()}
+		h.Events = &EventsConfig{Dir: t.TempDir()}
+	})
+	keys := slices.Clone(h.held.keys)
+	for _, prefix := range []string{lockoutPoolPrefix, idempotencyPoolPrefix, metricsPoolKey, transformsPoolKey, spoolPoolPrefix, eventsPoolPrefix, adminPoolPrefix} {
+		if !slices.ContainsFunc(keys, func(k string) bool { return strings.HasPrefix(k, prefix) }) {
+			t.Errorf("the handler holds nothing under %s: %q", prefix, keys)
+		}
+	}
+	if err := h.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.held.keys) != 0 {
+		t.Fatalf("still held after Cleanup: %q", h.held.keys)
+	}
+	for _, k := range keys {
+		switch {
+		case k == metricsPoolKey, k == transformsPoolKey:
+			continue // process-wide: other tests' handlers may hold them
+		}
+		if _, ok := sharedPool.References(k); ok {
+			t.Errorf("%s is still in the pool after Cleanup", k)
 		}
 	}
 }

@@ -94,7 +94,7 @@ func TestRequestParity(t *testing.T) {
 			p := mustPolicy(t, pc)
 			f := payload(t, tc.body)
 			var (
-				a   Action
+				a   action
 				err error
 			)
 			if tc.sub == "wake" {

@@ -2,6 +2,7 @@ package caddyhook
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -25,10 +26,10 @@ const (
 	errPersistentNeedsPrefs fieldError = "allowed_session_key_prefixes is required when direct hook sessionMode is persistent"
 )
 
-// Policy is the compiled routing policy: which agents, session keys,
+// policy is the compiled routing policy: which agents, session keys,
 // models and channels an action may use. It is immutable after
 // newPolicy and shared by all requests.
-type Policy struct {
+type policy struct {
 	agents       []string            // known agent ids, first is the default
 	allowedAgent map[string]struct{} // nil: any agent
 	allowKey     bool
@@ -58,8 +59,8 @@ type policyConfig struct {
 
 // newPolicy compiles and checks a policy configuration. Errors name the
 // offending field.
-func newPolicy(c policyConfig) (*Policy, error) {
-	p := &Policy{allowKey: c.AllowRequestSessionKey, defaultKey: jsTrim(c.DefaultSessionKey), forward: c.Forward}
+func newPolicy(c policyConfig) (*policy, error) {
+	p := &policy{allowKey: c.AllowRequestSessionKey, defaultKey: jsTrim(c.DefaultSessionKey), forward: c.Forward}
 	if strings.ContainsAny(p.defaultKey, "{}") {
 		// sent with every run: a {file.*} or {env.*} expanded here would
 		// hand a file or a secret to the gateway and the model
@@ -72,12 +73,14 @@ func newPolicy(c policyConfig) (*Policy, error) {
 		}
 		p.agents = append(p.agents, id)
 	}
-	if c.AllowedAgentIDsSet && !slices.ContainsFunc(c.AllowedAgentIDs, func(s string) bool { return jsTrim(s) == "*" }) {
-		p.allowedAgent = make(map[string]struct{}, len(c.AllowedAgentIDs))
+	if c.AllowedAgentIDsSet {
+		allowed := make(map[string]struct{}, len(c.AllowedAgentIDs))
 		for _, a := range c.AllowedAgentIDs {
-			if jsTrim(a) != "" {
-				p.allowedAgent[normalizeAgentID(a)] = struct{}{}
-			}
+			allowed[allowedAgentEntry(a)] = struct{}{}
+		}
+		if _, anyAgent := allowed["*"]; !anyAgent {
+			delete(allowed, "")
+			p.allowedAgent = allowed
 		}
 	}
 	for _, pre := range c.AllowedSessionKeyPrefixes {
@@ -144,6 +147,16 @@ func strictAgentID(raw string) (string, bool) {
 	return id, id != ""
 }
 
+// allowedAgentEntry is an allowed_agent_ids entry as the policy reads
+// it: "" when blank (ignored), "*" for any agent, else the normalised id.
+func allowedAgentEntry(raw string) string {
+	switch s := jsTrim(raw); s {
+	case "", "*":
+		return s
+	}
+	return normalizeAgentID(raw)
+}
+
 // normalizeAgentID is strictAgentID with the gateway's fallback to its
 // default agent id, "main".
 func normalizeAgentID(id string) string {
@@ -154,7 +167,7 @@ func normalizeAgentID(id string) string {
 }
 
 // prefixOK reports whether key starts with an allowed prefix, ignoring case.
-func (p *Policy) prefixOK(key string) bool {
+func (p *policy) prefixOK(key string) bool {
 	for _, pre := range p.prefixes {
 		if len(key) >= len(pre) && strings.EqualFold(key[:len(pre)], pre) {
 			return true
@@ -168,7 +181,7 @@ func (p *Policy) prefixOK(key string) bool {
 const referenceDefaultAgent = "main"
 
 // defaultAgent returns the effective agent of a request without agentId.
-func (p *Policy) defaultAgent() string {
+func (p *policy) defaultAgent() string {
 	if len(p.agents) == 0 {
 		return referenceDefaultAgent
 	}
@@ -178,11 +191,11 @@ func (p *Policy) defaultAgent() string {
 // Apply resolves a's agent and session key and checks every routing rule
 // in the gateway's order. It returns a precise reason on the first
 // violation.
-func (p *Policy) Apply(a *Action) error {
+func (p *policy) Apply(a *action) error {
 	if err := p.resolveAgent(a); err != nil {
 		return err
 	}
-	if a.Kind == KindWake {
+	if a.Kind == kindWake {
 		if a.SessionKey == "" {
 			return nil // a wake without a key goes to the main session
 		}
@@ -213,7 +226,7 @@ const maxEchoedAgentID = 100
 // an empty allowlist refuses every request). The body carries the
 // effective id when it is known: always with an agent list, else only
 // when the caller named one.
-func (p *Policy) resolveAgent(a *Action) error {
+func (p *policy) resolveAgent(a *action) error {
 	explicit := ""
 	if a.AgentID != "" {
 		id, ok := strictAgentID(a.AgentID)
@@ -246,7 +259,7 @@ func (p *Policy) resolveAgent(a *Action) error {
 	switch {
 	case explicit != "":
 		a.AgentID = explicit
-	case len(p.agents) > 0 && a.Kind == KindAgent:
+	case len(p.agents) > 0 && a.Kind == kindAgent:
 		a.AgentID = eff
 	default:
 		a.AgentID = ""
@@ -257,7 +270,7 @@ func (p *Policy) resolveAgent(a *Action) error {
 // resolveSessionKey checks an explicit key or picks the default one; in
 // render mode it generates hook:<uuid> when there is neither. keySource
 // stays keyNone for an assigned default or generated key.
-func (p *Policy) resolveSessionKey(a *Action) error {
+func (p *policy) resolveSessionKey(a *action) error {
 	if a.SessionKey != "" {
 		return p.checkSessionKey(a)
 	}
@@ -270,12 +283,118 @@ func (p *Policy) resolveSessionKey(a *Action) error {
 
 // checkSessionKey applies the request-key switch and the prefixes to an
 // explicit session key.
-func (p *Policy) checkSessionKey(a *Action) error {
+func (p *policy) checkSessionKey(a *action) error {
 	switch {
 	case a.keySource == keyRequest && !p.allowKey:
 		return errSessionKeyDisabled
 	case len(p.prefixes) > 0 && !p.prefixOK(a.SessionKey):
 		return p.errPrefix
+	}
+	return nil
+}
+
+// decodeAgent builds an agent action from a request or mapping object,
+// applying the gateway's field rules in its order (a delivery channel
+// must be one of p's channels). The routing policy is checked later by
+// Apply.
+func (p *policy) decodeAgent(f fields) (action, error) {
+	a := action{Kind: kindAgent, Name: "Hook", WakeMode: modeNow, Deliver: true}
+	if raw, present := f["waitForCompletion"]; present {
+		b, ok := raw.(bool)
+		if !ok {
+			return a, errWaitType
+		}
+		a.Wait, a.set = b, a.set|setWait
+	}
+	a.Message, _ = f.str("message")
+	if a.Message == "" {
+		return a, errMessageRequired
+	}
+	if err := p.applyAgentOptions(&a, f); err != nil {
+		return a, err
+	}
+	if m, present := f.optional("model"); present {
+		if m == "" {
+			return a, errModelRequired
+		}
+		a.Model, a.set = m, a.set|setModel
+	}
+	if s, _ := f.str("thinking"); s != "" {
+		a.Thinking, a.set = s, a.set|setThinking
+	}
+	if n, ok := f["timeoutSeconds"].(float64); ok && n > 0 && !math.IsInf(n, 0) {
+		a.TimeoutSeconds, a.set = int64(math.Min(math.Floor(n), math.MaxInt32)), a.set|setTimeout
+	}
+	return a, nil
+}
+
+// applyAgentOptions sets the optional routing and delivery fields present
+// in f, refusing malformed ones as the gateway does.
+func (p *policy) applyAgentOptions(a *action, f fields) error {
+	if s, _ := f.str("name"); s != "" {
+		a.Name, a.set = s, a.set|setName
+	}
+	if id, present := f.optional("agentId"); present {
+		if id == "" {
+			return errAgentIDType
+		}
+		a.AgentID, a.set = id, a.set|setAgentID
+	}
+	if s, ok := f["wakeMode"].(string); ok {
+		a.WakeMode, a.set = normalizeMode(s), a.set|setWakeMode
+	}
+	if s, _ := f.str("sessionKey"); s != "" {
+		a.SessionKey, a.set, a.keySource = s, a.set|setSessionKey, keyRequest
+	}
+	if raw, present := f["sessionMode"]; present {
+		s, _ := raw.(string)
+		if s != sessionIsolated && s != sessionPersistent {
+			return errSessionMode
+		}
+		a.SessionMode, a.set = s, a.set|setSessionMode
+	}
+	return p.applyDelivery(a, f)
+}
+
+// applyDelivery applies the gateway's delivery rules: any deliver value
+// but false delivers; only then are channel (omitted = last, else one of
+// p's channels), to and accountId read and checked.
+func (p *policy) applyDelivery(a *action, f fields) error {
+	if b, ok := f["deliver"].(bool); ok {
+		a.Deliver, a.set = b, a.set|setDeliver
+	}
+	if !a.Deliver {
+		return nil
+	}
+	rawChannel, hasChannel := f["channel"]
+	to, hasTo := f.optional("to")
+	account, hasAccount := f.optional("accountId")
+	if hasChannel {
+		// present but not a usable name (null, a number, "") is refused
+		// with the channel list, as the gateway does
+		s, _ := rawChannel.(string)
+		a.Channel, a.set = strings.ToLower(jsTrim(s)), a.set|setChannel
+		if _, ok := p.channels[a.Channel]; !ok {
+			return p.errChannel
+		}
+	}
+	switch {
+	case !hasChannel && !hasTo && !hasAccount:
+		return nil
+	case hasTo && to == "":
+		return errToType
+	case hasAccount && account == "":
+		return errAccountIDType
+	case hasAccount && (!hasChannel || to == ""):
+		return errAccountIDNeedsRoute
+	case !hasChannel || to == "":
+		return errChannelWithTo
+	case a.Channel == channelLast:
+		return errChannelConcrete
+	}
+	a.To, a.set = to, a.set|setTo
+	if hasAccount {
+		a.AccountID, a.set = account, a.set|setAccountID
 	}
 	return nil
 }

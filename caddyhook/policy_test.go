@@ -9,7 +9,7 @@ import (
 )
 
 // mustPolicy compiles pc or fails the test.
-func mustPolicy(t testing.TB, pc policyConfig) *Policy {
+func mustPolicy(t testing.TB, pc policyConfig) *policy {
 	t.Helper()
 	p, err := newPolicy(pc)
 	if err != nil {
@@ -65,7 +65,7 @@ type policyCase struct {
 	name    string
 	pc      policyConfig
 	in      string
-	prep    func(*Action) // adjusts the decoded action (e.g. a mapping's key source)
+	prep    func(*action) // adjusts the decoded action (e.g. a mapping's key source)
 	wantErr string
 	agentID string // resolved agentId ("" = not sent)
 	key     string // resolved sessionKey; "generated" = hook:<uuid>
@@ -146,7 +146,7 @@ func TestPolicySessionKeys(t *testing.T) {
 	const disabled = "sessionKey is disabled for externally supplied hook payload values; set allow_request_session_key to enable"
 	allow := policyConfig{AllowRequestSessionKey: true}
 	prefixed := policyConfig{AllowRequestSessionKey: true, AllowedSessionKeyPrefixes: []string{"hook:", "Agent:"}}
-	operator := func(a *Action) { a.keySource = keyOperator }
+	operator := func(a *action) { a.keySource = keyOperator }
 	runPolicyCases(t, []policyCase{
 		{name: "request key disabled by default", pc: policyConfig{}, in: `{"message":"m","sessionKey":"hook:x"}`, wantErr: disabled},
 		{name: "blank request key is no key", pc: policyConfig{}, in: `{"message":"m","sessionKey":"  "}`, key: "generated"},

@@ -34,6 +34,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/nats-io/nkeys"
 
+	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/devgw"
 	"github.com/caddyhook/caddyhook/internal/natstest"
 )
@@ -352,13 +353,13 @@ func dispatches(path, body string, noToken bool, hdr func(key string) []string) 
 }
 
 // adminStatus is an observation of GET /hooks/.
-func adminStatus(f func(handlerStatus) any) func(e *reloadEnv) string {
+func adminStatus(f func(adminapi.HandlerStatus) any) func(e *reloadEnv) string {
 	return func(e *reloadEnv) string { return fmt.Sprint(f(e.admin.status(""))) }
 }
 
 // spoolSetting is an observation of the spool in GET /hooks/.
-func spoolSetting(f func(*spoolSummary) any) func(e *reloadEnv) string {
-	return adminStatus(func(st handlerStatus) any {
+func spoolSetting(f func(*adminapi.Spool) any) func(e *reloadEnv) string {
+	return adminStatus(func(st adminapi.HandlerStatus) any {
 		if st.Spool == nil {
 			return "no spool"
 		}
@@ -369,7 +370,7 @@ func spoolSetting(f func(*spoolSummary) any) func(e *reloadEnv) string {
 // clusterSetting is an observation of the cluster engine's connection
 // settings in GET /hooks/.
 func clusterSetting(name string) func(e *reloadEnv) string {
-	return adminStatus(func(st handlerStatus) any {
+	return adminStatus(func(st adminapi.HandlerStatus) any {
 		if st.Cluster == nil {
 			return "no cluster"
 		}
@@ -472,8 +473,8 @@ func natsBlockAt(url string, lines ...string) string {
 }
 
 // eventsSetting is an observation of the event log's settings in GET /hooks/.
-func eventsSetting(f func(*eventsSummary) any) func(e *reloadEnv) string {
-	return adminStatus(func(st handlerStatus) any {
+func eventsSetting(f func(*adminapi.Events) any) func(e *reloadEnv) string {
+	return adminStatus(func(st adminapi.HandlerStatus) any {
 		if st.Events == nil {
 			return "events off"
 		}
@@ -544,19 +545,19 @@ var reloadRows = []reloadRow{
 			return fmt.Sprintf("%d, locked over an hour: %t", r.status, s > 3600)
 		}},
 	{option: "hooks.unauthenticated_bodies", before: "unauthenticated_bodies 256 10s", after: "unauthenticated_bodies 8 2s",
-		observe: adminStatus(func(st handlerStatus) any {
+		observe: adminStatus(func(st adminapi.HandlerStatus) any {
 			return fmt.Sprint(st.Settings.UnauthenticatedBodies, " ", st.Settings.UnauthenticatedTimeoutSecond)
 		})},
 	{option: "unauthenticated_bodies.per_address", before: "unauthenticated_bodies {\n\tper_address 8\n}",
 		after:   "unauthenticated_bodies {\n\tper_address 2\n}",
-		observe: adminStatus(func(st handlerStatus) any { return st.Settings.UnauthenticatedPerAddress })},
+		observe: adminStatus(func(st adminapi.HandlerStatus) any { return st.Settings.UnauthenticatedPerAddress })},
 	{option: "hooks.body_timeout", before: "body_timeout 10s", after: "body_timeout 100ms", observe: slowBody},
 	{option: "hooks.ipv6_prefix", before: "auth_failures 1\nipv6_prefix 64", after: "auth_failures 1\nipv6_prefix 48",
 		observe: func(e *reloadEnv) string {
 			e.n++
 			net := fmt.Sprintf("2001:db8:%x:", e.n)
 			e.do(http.MethodPost, "/hooks/wake", `{}`, "X-Forwarded-For: "+net+"7::1", "Authorization: Bearer "+rtAltHookToken)
-			var locks []lockoutJSON
+			var locks []adminapi.Lockout
 			e.admin.call(http.MethodGet, "/hooks/lockouts", "", http.StatusOK, &locks)
 			for _, l := range locks {
 				if strings.HasPrefix(l.Address, net) {
@@ -567,9 +568,9 @@ var reloadRows = []reloadRow{
 			return fmt.Sprintf("not listed: %+v", locks)
 		}},
 	{option: "hooks.lockout_table_size", before: "lockout_table_size 65536", after: "lockout_table_size 131072",
-		observe: adminStatus(func(st handlerStatus) any { return st.Settings.LockoutTableSize })},
+		observe: adminStatus(func(st adminapi.HandlerStatus) any { return st.Settings.LockoutTableSize })},
 	{option: "hooks.idempotency_ttl", before: "idempotency_ttl 10m", after: "idempotency_ttl 1m",
-		observe: adminStatus(func(st handlerStatus) any { return st.Settings.IdempotencyTTLSeconds })},
+		observe: adminStatus(func(st adminapi.HandlerStatus) any { return st.Settings.IdempotencyTTLSeconds })},
 	{option: "hooks.agents", before: "", after: "agents main ops",
 		observe: func(e *reloadEnv) string {
 			return e.sent(e.gw, func() result { return e.send("/hooks/agent", `{"message":"m","agentId":"ghost"}`, false) },
@@ -608,11 +609,11 @@ var reloadRows = []reloadRow{
 	{option: "hooks.transform_max_memory", before: "transform_max_memory 8MiB\n" + mappingM("transform big.js"),
 		after: "transform_max_memory 1MiB\n" + mappingM("transform big.js"), observe: statusOf("/hooks/m", `{}`)},
 	{option: "hooks.spool", before: "", after: "spool @DIR@/spool",
-		observe: spoolSetting(func(s *spoolSummary) any { return "a spool" })},
+		observe: spoolSetting(func(s *adminapi.Spool) any { return "a spool" })},
 	{option: "hooks.enabled", before: "enabled true", after: "enabled false",
 		observe: func(e *reloadEnv) string { return e.send("/hooks/wake", `{"text":"t"}`, false).body }},
 	{option: "hooks.cluster", before: "", after: natsBlock(),
-		observe: adminStatus(func(st handlerStatus) any {
+		observe: adminStatus(func(st adminapi.HandlerStatus) any {
 			if st.Cluster == nil {
 				return "no cluster"
 			}
@@ -621,20 +622,20 @@ var reloadRows = []reloadRow{
 
 	// spool { … }
 	{option: "spool.max_bytes", before: spoolBlock("max_bytes 1GiB"), after: spoolBlock("max_bytes 10MiB"),
-		observe: spoolSetting(func(s *spoolSummary) any { return s.MaxBytes })},
+		observe: spoolSetting(func(s *adminapi.Spool) any { return s.MaxBytes })},
 	{option: "spool.max_age", before: spoolBlock("max_age 72h"), after: spoolBlock("max_age 1h"),
-		observe: spoolSetting(func(s *spoolSummary) any { return s.MaxAgeSeconds })},
+		observe: spoolSetting(func(s *adminapi.Spool) any { return s.MaxAgeSeconds })},
 	{option: "spool.retry_initial", before: spoolBlock("retry_initial 1s"), after: spoolBlock("retry_initial 2s"),
-		observe: spoolSetting(func(s *spoolSummary) any { return s.RetryInitialSeconds })},
+		observe: spoolSetting(func(s *adminapi.Spool) any { return s.RetryInitialSeconds })},
 	{option: "spool.retry_max", before: spoolBlock("retry_max 5m"), after: spoolBlock("retry_max 10m"),
-		observe: spoolSetting(func(s *spoolSummary) any { return s.RetryMaxSeconds })},
+		observe: spoolSetting(func(s *adminapi.Spool) any { return s.RetryMaxSeconds })},
 	{option: "spool.workers", before: spoolBlock("workers 4"), after: spoolBlock("workers 6"),
-		observe: spoolSetting(func(s *spoolSummary) any { return s.Workers })},
+		observe: spoolSetting(func(s *adminapi.Spool) any { return s.Workers })},
 	{option: "spool.rate", before: spoolBlock("workers 4"), after: spoolBlock("rate 5/s"),
-		observe: spoolSetting(func(s *spoolSummary) any { return s.Rate })},
+		observe: spoolSetting(func(s *adminapi.Spool) any { return s.Rate })},
 	{option: "spool.deliver", before: natsBlockAt("@NATSUP@") + "\nspool cluster {\n\tdeliver on\n\tfallback reject\n}",
 		after:   natsBlockAt("@NATSUP@") + "\nspool cluster {\n\tdeliver off\n\tfallback reject\n}",
-		observe: spoolSetting(func(s *spoolSummary) any { return fmt.Sprint("delivering ", s.Delivering) })},
+		observe: spoolSetting(func(s *adminapi.Spool) any { return fmt.Sprint("delivering ", s.Delivering) })},
 	{option: "spool.fallback", before: natsBlock() + "\nspool cluster {\n\tfallback reject\n}",
 		after:   natsBlock() + "\nspool cluster {\n\tfallback @DIR@/fallback\n}",
 		observe: statusOf("/hooks/agent", `{"message":"m"}`)},
@@ -671,23 +672,23 @@ var reloadRows = []reloadRow{
 		observe: clusterSetting("duplicate_window")},
 
 	// events { … }
-	{option: "hooks.events", before: "", after: "events off", observe: eventsSetting(func(*eventsSummary) any { return "events on" })},
+	{option: "hooks.events", before: "", after: "events off", observe: eventsSetting(func(*adminapi.Events) any { return "events on" })},
 	{option: "events.bodies", before: eventsBlock("bodies off"), after: eventsBlock("bodies on"),
-		observe: eventsSetting(func(s *eventsSummary) any { return s.Bodies })},
+		observe: eventsSetting(func(s *adminapi.Events) any { return s.Bodies })},
 	{option: "events.max_body", before: eventsBlock("max_body 64KiB"), after: eventsBlock("max_body 32KiB"),
-		observe: eventsSetting(func(s *eventsSummary) any { return s.MaxBody })},
+		observe: eventsSetting(func(s *adminapi.Events) any { return s.MaxBody })},
 	{option: "events.max_events", before: eventsBlock("max_events 10000"), after: eventsBlock("max_events 500"),
-		observe: eventsSetting(func(s *eventsSummary) any { return s.MaxEvents })},
+		observe: eventsSetting(func(s *adminapi.Events) any { return s.MaxEvents })},
 	{option: "events.max_bytes", before: eventsBlock("max_bytes 16MiB"), after: eventsBlock("max_bytes 8MiB"),
-		observe: eventsSetting(func(s *eventsSummary) any { return s.MaxBytes })},
+		observe: eventsSetting(func(s *adminapi.Events) any { return s.MaxBytes })},
 	{option: "events.retain", before: eventsBlock("retain 24h"), after: eventsBlock("retain 1h"),
-		observe: eventsSetting(func(s *eventsSummary) any { return s.RetainSeconds })},
+		observe: eventsSetting(func(s *adminapi.Events) any { return s.RetainSeconds })},
 	{option: "events.max_rejections", before: eventsBlock("max_rejections 10000"), after: eventsBlock("max_rejections 100"),
-		observe: eventsSetting(func(s *eventsSummary) any { return s.MaxRejections })},
+		observe: eventsSetting(func(s *adminapi.Events) any { return s.MaxRejections })},
 	{option: "events.dir", before: eventsBlock("dir @DIR@/ev1"), after: eventsBlock("dir @DIR@/ev2"),
-		observe: eventsSetting(func(s *eventsSummary) any { return filepath.Base(s.Dir) })},
+		observe: eventsSetting(func(s *adminapi.Events) any { return filepath.Base(s.Dir) })},
 	{option: "events.headers", before: eventsBlock("headers X-One"), after: eventsBlock("headers X-Two"),
-		observe: eventsSetting(func(s *eventsSummary) any { return s.Headers })},
+		observe: eventsSetting(func(s *adminapi.Events) any { return s.Headers })},
 
 	// hooks_console { … } (a directive of its own, in the site)
 	{option: "hooks_console.insecure_no_auth", site: true, before: "handle_path /ops/* {\n\t\thooks_console\n\t}",

@@ -114,3 +114,51 @@ func plainBody(status int) []byte {
 
 // appendJSONString appends s quoted as JSON.stringify quotes it.
 func appendJSONString(dst []byte, s string) []byte { return jsonenc.AppendString(dst, s) }
+
+// composeReply builds the reply for several actions (or for spooled ones):
+// {"ok":true,"runId":<first>,"runIds":[…],"dispatched":N[,"dropped":M]}
+// for agent actions; for wakes the gateway's shape,
+// {"ok":true,"mode":…[,"eventOutcome":…]}, where eventOutcome is the first
+// "queued" outcome of the gateway's replies, else the first one.
+func composeReply(items []prepared, runIDs []string, eventOutcome string, dropped int) []byte {
+	b := make([]byte, 0, 64+len(runIDs)*40)
+	b = append(b, `{"ok":true`...)
+	if len(items) > 0 && items[0].kind == kindWake {
+		b = append(b, `,"mode":`...)
+		b = appendJSONString(b, items[0].mode)
+		if eventOutcome != "" {
+			b = append(b, `,"eventOutcome":`...)
+			b = appendJSONString(b, eventOutcome)
+		}
+		return append(b, '}')
+	}
+	if len(runIDs) > 0 {
+		b = append(b, `,"runId":`...)
+		b = appendJSONString(b, runIDs[0])
+		if len(items) > 1 || dropped > 0 {
+			b = append(b, `,"runIds":[`...)
+			for i, id := range runIDs {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, id)
+			}
+			b = append(b, ']')
+		}
+	}
+	if len(items) > 1 || dropped > 0 {
+		b = append(b, `,"dispatched":`...)
+		b = strconv.AppendInt(b, int64(len(items)), 10)
+	}
+	if dropped > 0 {
+		b = append(b, `,"dropped":`...)
+		b = strconv.AppendInt(b, int64(dropped), 10)
+	}
+	return append(b, '}')
+}
+
+// challengeReply is the answer to a signed Slack url_verification request.
+func challengeReply(challenge string) []byte {
+	b := append([]byte(`{"challenge":`), appendJSONString(nil, challenge)...)
+	return append(b, '}')
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
+	"github.com/caddyhook/caddyhook/internal/importcmd"
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
@@ -63,10 +64,10 @@ func TestProvisionFailsOnEmptySecrets(t *testing.T) {
 // whose gateway token variable is not set fails naming the variable,
 // where it used to say the config is valid.
 func TestImportedConfigMissingTokenFailsValidate(t *testing.T) {
-	t.Setenv(hookTokenEnv, utHookToken)
-	unsetEnv(t, gatewayTokenEnv)
+	t.Setenv(importcmd.HookTokenEnv, utHookToken)
+	unsetEnv(t, importcmd.GatewayTokenEnv)
 	var out, notes bytes.Buffer
-	if err := runImport(&out, &notes, filepath.Join("testdata", "import", "gmail.json5"), importOptions{mode: modeForwardName}); err != nil {
+	if err := runImport(&out, &notes, filepath.Join("testdata", "import", "gmail.json5"), importcmd.Options{Mode: importcmd.ModeForward}); err != nil {
 		t.Fatal(err)
 	}
 	cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt(out.Bytes(), map[string]any{"filename": "Caddyfile"})
@@ -78,7 +79,7 @@ func TestImportedConfigMissingTokenFailsValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = caddy.Validate(&cfg)
-	want := "gateway_token: {env." + gatewayTokenEnv + "} is empty: " + gatewayTokenEnv + " is not set in Caddy's environment"
+	want := "gateway_token: {env." + importcmd.GatewayTokenEnv + "} is empty: " + importcmd.GatewayTokenEnv + " is not set in Caddy's environment"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("validate: %v, want %q", err, want)
 	}

@@ -8,13 +8,10 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
@@ -168,7 +165,7 @@ func decodePayload(ex *exchange) *hookError {
 // (fwd.name is not empty); its actions, if any, are the decoded /wake or
 // /agent request, checked by the policy but not dispatched.
 type plan struct {
-	actions []Action
+	actions []action
 	dropped int
 	skip    bool
 	fwd     forwardReq
@@ -193,7 +190,7 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 		}
 	}
 	if p.fwd.name != "" && len(p.actions) == 1 {
-		if a := &p.actions[0]; a.Kind == KindAgent && a.keySource == keyNone && a.SessionKey != "" {
+		if a := &p.actions[0]; a.Kind == kindAgent && a.keySource == keyNone && a.SessionKey != "" {
 			// the edge's own default_session_key, as the last member: it
 			// wins over a sessionKey the policy read as none (null, "",
 			// blank), which the gateway would otherwise read last; the
@@ -207,27 +204,7 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 	if key == "" {
 		return h.dispatch(ex.r.Context(), ex, p, "", nil)
 	}
-	cacheKey := key + "\x00" + strings.Join(seeds, ",")
-	cached, claim, err := h.idem.claim(ex.r.Context(), cacheKey, ex.now)
-	if err != nil {
-		return 0, nil, reject(http.StatusServiceUnavailable, "request cancelled")
-	}
-	if claim == nil {
-		return cached.status, cached.body, nil
-	}
-	first, ccl, herr := h.clusterClaim(ex.r.Context(), cacheKey)
-	switch {
-	case herr != nil:
-		h.idem.settle(claim, idemReply{}, false, time.Now())
-		return 0, nil, herr
-	case first != nil: // answered on another node (or before a restart)
-		h.idem.settle(claim, idemReply{status: first.Status, body: first.Body}, true, time.Now())
-		return first.Status, first.Body, nil
-	}
-	status, body, herr := h.dispatch(ex.r.Context(), ex, p, key, seeds)
-	h.settleClusterClaim(ccl, status, body, herr == nil)
-	h.idem.settle(claim, idemReply{status: status, body: body}, herr == nil, time.Now())
-	return status, body, herr
+	return h.dispatchOnce(ex, p, key, seeds)
 }
 
 // waits reports whether p asks the gateway to answer when the run ends.
@@ -241,49 +218,6 @@ func (h *Handler) waits(p plan) bool {
 		}
 	}
 	return false
-}
-
-// idempotencyKey returns the request's idempotency key as the gateway
-// reads it: the first of the Idempotency-Key header, the configured
-// idempotency_headers and the idempotencyKey field that is, trimmed,
-// non-empty and at most 256 characters (a longer one is ignored, not
-// refused); else a signed provider's delivery id.
-func (h *Handler) idempotencyKey(ex *exchange) string {
-	for _, name := range h.idemHeaders {
-		if v, ok := ex.r.Header[name]; ok {
-			if key := usableIdemKey(strings.Join(v, ", ")); key != "" {
-				return key
-			}
-		}
-	}
-	if s, ok := ex.payload["idempotencyKey"].(string); ok {
-		if key := usableIdemKey(s); key != "" {
-			return key
-		}
-	}
-	return ex.deliveryID
-}
-
-// usableIdemKey trims s and returns it when it is 1–256 UTF-16 code
-// units long (the gateway's measure), else "".
-func usableIdemKey(s string) string {
-	s = jsTrim(s)
-	if len(s) <= maxIdempotencyKeyLen {
-		return s
-	}
-	if len(s) > 4*maxIdempotencyKeyLen {
-		return ""
-	}
-	n := 0
-	for _, r := range s {
-		if n++; r > 0xFFFF {
-			n++
-		}
-	}
-	if n > maxIdempotencyKeyLen {
-		return ""
-	}
-	return s
 }
 
 // dispatch prepares the gateway requests and hands them to the sink.
@@ -307,45 +241,6 @@ func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, key string
 	}
 	ex.items = items
 	return h.sink.deliver(ctx, items, p.dropped, ex.ip)
-}
-
-// sink is where prepared actions go: the gateway now (sync), the spool,
-// or a dry run. It also composes the caller's reply.
-type sink interface {
-	deliver(ctx context.Context, items []prepared, dropped int, ip netip.Addr) (int, []byte, *hookError)
-}
-
-// logRejection writes one line per rejection: status, reason, client
-// address and route; never a token or payload content. Lockout 429s are
-// logged at debug so a locked attacker cannot flood the log, and at most
-// rejectLogsPerSecond lines a second are written, the next one saying how
-// many were left out.
-func (h *Handler) logRejection(ex *exchange, herr *hookError) {
-	lvl := zapcore.InfoLevel
-	if herr.status == http.StatusTooManyRequests {
-		lvl = zapcore.DebugLevel
-	}
-	if !h.logger.Core().Enabled(lvl) {
-		return
-	}
-	ok, suppressed := h.rejectLogs.allow(ex.now)
-	if !ok {
-		return // before Check: a suppressed line costs two atomic adds
-	}
-	ce := h.logger.Check(lvl, "hook request rejected")
-	if ce == nil {
-		return
-	}
-	fields := []zap.Field{
-		zap.Int("status", herr.status),
-		zap.String("reason", herr.reason),
-		zap.String("client_ip", ex.ip.String()),
-		zap.String("route", ex.route),
-	}
-	if suppressed > 0 {
-		fields = append(fields, zap.Uint64("suppressed", suppressed))
-	}
-	ce.Write(fields...)
 }
 
 // clientAddr is Caddy's resolved client IP (which honours the server's

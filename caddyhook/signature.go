@@ -97,12 +97,6 @@ func (ex *exchange) eligible(c *compiledMapping) bool {
 	return slices.Contains(ex.verified, c.verifier) && (!c.needToken || ex.tokenOK)
 }
 
-// challengeReply is the answer to a signed Slack url_verification request.
-func challengeReply(challenge string) []byte {
-	b := append([]byte(`{"challenge":`), appendJSONString(nil, challenge)...)
-	return append(b, '}')
-}
-
 // signatureHeaders lists the headers of every verify block, once each.
 func (h *Handler) signatureHeaders() []string {
 	var names []string

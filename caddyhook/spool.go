@@ -7,13 +7,10 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
@@ -81,20 +78,6 @@ func (c *SpoolConfig) rate() (spool.Rate, error) {
 	return r, nil
 }
 
-// rateArg reads one <count>/<interval> rate such as 5/s or 100/1m.
-func rateArg(d *caddyfile.Dispenser, dst **SpoolRate) error {
-	var s string
-	if err := oneArg(d, &s); err != nil {
-		return err
-	}
-	r, err := spool.ParseRate(s)
-	if err != nil {
-		return d.Errf("spool: %v", err)
-	}
-	*dst = &SpoolRate{Count: r.Count, Interval: caddy.Duration(r.Interval)}
-	return nil
-}
-
 // spoolRetryAfter is what a client is told to wait when the spool is full.
 const spoolRetryAfter = 30 * time.Second
 
@@ -143,8 +126,7 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 // openSpoolShare opens (or shares, across a reload) the local spool of
 // sc.Dir and registers its metrics.
 func (h *Handler) openSpoolShare(ctx caddy.Context, sc spool.Config) (*spoolShare, error) {
-	key := spoolPoolPrefix + sc.Dir
-	v, _, err := sharedPool.LoadOrNew(key, func() (caddy.Destructor, error) {
+	share, _, err := hold(&h.held, spoolPoolPrefix+sc.Dir, func() (*spoolShare, error) {
 		st, err := openSpool(sc, h.logger.Named("spool"))
 		if err != nil {
 			return nil, err
@@ -157,106 +139,10 @@ func (h *Handler) openSpoolShare(ctx caddy.Context, sc spool.Config) (*spoolShar
 		}
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	h.poolKeys = append(h.poolKeys, key)
-	share := v.(*spoolShare)
 	if err := spool.RegisterMetrics(ctx.GetMetricsRegistry(), share.store); err != nil {
 		return nil, fmt.Errorf("spool metrics: %w", err)
 	}
 	return share, nil
-}
-
-// spoolShare is a spool in sharedPool with the senders of the handlers
-// that use it, oldest first. Only the oldest delivers: during a reload
-// that is the running config's, and when the new config is refused, its
-// registration goes away without the spool ever having used it. When the
-// old config is cleaned up, the next one takes over the delivery.
-type spoolShare struct {
-	store  *spool.Store   // the local spool (nil for the cluster queue)
-	target deliveryTarget // where the delivering registration goes: store or the cluster queue
-
-	mu   sync.Mutex
-	regs []*spoolReg
-}
-
-// spoolReg is one handler's registration with a spoolShare: its sender,
-// its delivery rate and its config's spool settings.
-type spoolReg struct {
-	share    *spoolShare
-	sender   spool.Sender
-	rate     spool.Rate
-	settings *spool.Config   // a local spool's settings (nil: the cluster queue's are the engine's)
-	config   <-chan struct{} // Done of the registering config's context: tells configs apart
-}
-
-// deliveryTarget is what a spoolShare hands its delivering sender to.
-type deliveryTarget interface {
-	SetSender(spool.Sender)
-	SetRate(spool.Rate)
-}
-
-// newSpoolShare shares a local spool.
-func newSpoolShare(st *spool.Store) *spoolShare { return &spoolShare{store: st, target: st} }
-
-// activate makes r the registration the spool delivers with, under its
-// config's settings: the spool outlives a reload, and this is where the
-// new config's max_bytes, max_age, retries and workers take over from the
-// old one's (a refused config never gets here).
-func (r *spoolReg) activate() {
-	if r.share.store != nil && r.settings != nil {
-		r.share.store.Reconfigure(*r.settings)
-	}
-	r.share.target.SetSender(r.sender)
-	r.share.target.SetRate(r.rate)
-}
-
-// register adds snd (delivering at rate, under settings) as the newest
-// sender. A second handler of the same config (same config context) is
-// refused: its events would be delivered through the first one's gateway.
-func (p *spoolShare) register(snd spool.Sender, rate spool.Rate, settings *spool.Config, config <-chan struct{}) (*spoolReg, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, r := range p.regs {
-		if r.config == config {
-			return nil, errors.New("already used by another hooks handler of this config; give each handler its own spool directory")
-		}
-	}
-	r := &spoolReg{share: p, sender: snd, rate: rate, settings: settings, config: config}
-	p.regs = append(p.regs, r)
-	if len(p.regs) == 1 {
-		r.activate()
-	}
-	return r, nil
-}
-
-// release removes the registration; when it was the delivering one, the
-// next oldest takes over (or delivery pauses until one registers).
-func (r *spoolReg) release() {
-	p := r.share
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	i := slices.Index(p.regs, r)
-	if i < 0 {
-		return
-	}
-	p.regs = slices.Delete(p.regs, i, i+1)
-	if i != 0 {
-		return
-	}
-	if len(p.regs) > 0 {
-		p.regs[0].activate()
-	} else {
-		p.target.SetSender(nil)
-	}
-}
-
-// Destruct closes the spool (stops the cluster queue's delivery here)
-// when its last user is gone.
-func (p *spoolShare) Destruct() error {
-	if p.store == nil {
-		p.target.SetSender(nil)
-		return nil
-	}
-	return p.store.Close()
 }
 
 // openSpool opens the spool; a corrupt spool.db is moved aside and its
@@ -272,59 +158,6 @@ func openSpool(sc spool.Config, logger *zap.Logger) (*spool.Store, error) {
 			zap.Int("skipped", sv.Skipped))
 	}
 	return st, err
-}
-
-// gatewaySender delivers spooled events with the gateway client.
-type gatewaySender struct{ h *Handler }
-
-// Send implements spool.Sender.
-func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, error) {
-	g := s.h.eventRequest(ev)
-	start := time.Now()
-	ctx = withTrace(ctx, traceContext{parent: ev.TraceParent, state: ev.TraceState})
-	rep, err := s.h.gateway.send(ctx, &g, ev.ClientIP)
-	if ctx.Err() == nil { // not the spool closing
-		s.h.gatewayFailure(g.kind, ev.ID, rep.status, err)
-		s.h.recordDelivery(ev.ID, ev.Attempts, rep.status, err, rep.body)
-	}
-	herr := rep.outcome(err)
-	if g.header != nil {
-		herr = rep.forwardOutcome(err)
-	}
-	outcome := "ok"
-	if herr != nil {
-		outcome = fmt.Sprint(herr.status)
-	}
-	s.h.metrics.observeDispatch(g.kind, outcome, time.Since(start))
-	if err != nil {
-		return 0, "", err
-	}
-	reason := ""
-	if rep.status >= 300 {
-		reason = string(rep.body[:min(len(rep.body), 200)])
-	}
-	return rep.status, reason, nil
-}
-
-// eventRequest is the gateway request of a spooled event: a rendered
-// action goes to {prefix}/{kind} with its id as Idempotency-Key; a
-// forwarded one to its stored path below h's gateway prefix (or, stored
-// without it, to its stored path) with its stored headers.
-func (h *Handler) eventRequest(ev *spool.Event) gatewayRequest {
-	kind := KindAgent
-	if ev.Kind == spool.KindWake {
-		kind = KindWake
-	}
-	g := gatewayRequest{kind: kind, body: ev.Body, idemKey: ev.ID}
-	if ev.Header != nil {
-		// a copy: send adds the edge's credential to the map, and a failed
-		// attempt stores ev again
-		g.path, g.header = ev.Path, ev.Header.Clone()
-		if ev.PathBelowPrefix != "" {
-			g.path = h.gateway.prefix + ev.PathBelowPrefix
-		}
-	}
-	return g
 }
 
 // spoolSink answers once the actions are stored (on disk, or in the
@@ -371,7 +204,7 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 	tc := traceFrom(ctx)
 	for i := range items {
 		kind := spool.KindAgent
-		if items[i].kind == KindWake {
+		if items[i].kind == kindWake {
 			kind = spool.KindWake
 		}
 		evs[i] = &spool.Event{ID: items[i].eventID, Kind: kind, Path: s.h.gateway.prefix + "/" + items[i].kind.String(),

@@ -7,18 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
-
 	"github.com/caddyhook/caddyhook/internal/tmpl"
 	"github.com/caddyhook/caddyhook/internal/transform"
 )
 
-// transformsPoolKey names the process-wide transform cache in sharedPool:
+// transformCache is the pooled transform.Cache (transformsPoolKey):
 // compiled modules survive a config reload and are recompiled only when
 // their files changed.
-const transformsPoolKey = "hooks.transforms"
-
-// transformCache is the pooled transform.Cache.
 type transformCache struct{ *transform.Cache }
 
 // Destruct implements caddy.Destructor; compiled programs are garbage
@@ -77,15 +72,11 @@ func (s *transformSet) open() error {
 	}
 	s.dir = dir
 	s.opts.Root = dir
-	v, _, err := sharedPool.LoadOrNew(transformsPoolKey, func() (caddy.Destructor, error) {
+	c, _, err := hold(&s.h.held, transformsPoolKey, func() (transformCache, error) {
 		return transformCache{transform.NewCache()}, nil
 	})
-	if err != nil {
-		return err
-	}
-	s.h.poolKeys = append(s.h.poolKeys, transformsPoolKey)
-	s.cache = v.(transformCache).Cache
-	return nil
+	s.cache = c.Cache
+	return err
 }
 
 // configDir is the directory of the config file Caddy was started with

@@ -60,9 +60,6 @@ func (h *histogram) merge(o *histogram) {
 	h.max = max(h.max, o.max)
 }
 
-// count returns the number of recorded latencies.
-func (h *histogram) count() uint64 { return h.n }
-
 // quantile returns the latency below which a fraction q (0..1) of the
 // recorded ones fall: the midpoint of the bucket holding that rank,
 // capped at the largest value recorded. It is 0 for an empty histogram.

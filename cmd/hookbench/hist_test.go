@@ -87,3 +87,6 @@ func TestHistogramMerge(t *testing.T) {
 		t.Fatal("merging two histograms differs from recording into one")
 	}
 }
+
+// count returns the number of recorded latencies.
+func (h *histogram) count() uint64 { return h.n }

@@ -60,15 +60,6 @@ func NewEnv(costLimit uint64) (*Env, error) {
 	return &Env{env: env, costLimit: costLimit, maxOutput: maxOutput, timeout: timeout}, nil
 }
 
-// CostLimit reports the per-evaluation cost limit in force.
-func (e *Env) CostLimit() uint64 { return e.costLimit }
-
-// MaxOutput reports the per-evaluation output bound in bytes.
-func (e *Env) MaxOutput() int { return e.maxOutput }
-
-// Timeout reports the per-evaluation wall-time bound.
-func (e *Env) Timeout() time.Duration { return e.timeout }
-
 // program is a planned CEL expression with its environment's bounds.
 type program struct {
 	prg       cel.Program
@@ -188,6 +179,3 @@ func (x *Expr) Match(v *Vars) (bool, error) {
 	}
 	return bool(b), nil
 }
-
-// Source returns the expression as compiled.
-func (x *Expr) Source() string { return x.src }

@@ -84,10 +84,3 @@ func compile(file, export string, opts Options, w *watchdog) (*Program, error) {
 func refuseSourceMapFile(string) ([]byte, error) {
 	return nil, errors.New("source map files are not loaded")
 }
-
-// File returns the real path of the compiled module.
-func (p *Program) File() string { return p.file }
-
-// Export returns the export name the program was compiled for ("" means
-// the default selection).
-func (p *Program) Export() string { return p.export }

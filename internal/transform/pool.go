@@ -28,13 +28,6 @@ func newPool(n int) *pool {
 	return &pool{slots: make(chan struct{}, n)}
 }
 
-// zombieCount reports how many abandoned calls are still running.
-func (p *pool) zombieCount() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.zombies
-}
-
 // task is one Run: the pool slot it holds and the signal that the
 // supervisor gave up waiting for it.
 type task struct {

@@ -18,7 +18,7 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/natstest"
-	"github.com/caddyhook/caddyhook/internal/promreg"
+	"github.com/caddyhook/caddyhook/internal/promtest"
 )
 
 // otherKey is a signing key no test node holds.
@@ -51,7 +51,7 @@ func rejectedOf(t *testing.T, m *cluster.Metrics, kind string) float64 {
 	if err := m.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	v, _ := promreg.Value(reg, "caddy_hooks_cluster_rejected_total", "kind", kind)
+	v, _ := promtest.Value(reg, "caddy_hooks_cluster_rejected_total", "kind", kind)
 	return v
 }
 

@@ -1,0 +1,373 @@
+package caddyhook
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/internal/secret"
+	"github.com/caddyhook/caddyhook/internal/tmpl"
+	"github.com/caddyhook/caddyhook/internal/verify"
+)
+
+// compiledMapping is a Mapping parsed and checked at provision; the
+// request path only evaluates it.
+type compiledMapping struct {
+	id   string
+	path string // trimmed; "" = any
+	// gwPath is a forward mapping's path percent-encoded, as the gateway
+	// compares its match.path with the hook name it reads (café as
+	// caf%C3%A9).
+	gwPath    string
+	source    string
+	expr      *tmpl.Expr
+	kind      actionKind
+	wakeMode  string // "" when not set
+	name      *tmpl.Template
+	agentID   *tmpl.Template
+	key       *tmpl.Template
+	message   *tmpl.Template
+	text      *tmpl.Template
+	channel   *tmpl.Template
+	to        *tmpl.Template
+	model     *tmpl.Template
+	thinking  *tmpl.Template
+	deliver   *bool
+	timeout   int
+	unsafe    bool
+	forEach   string
+	maxBody   int64 // as configured; 0 = the handler's max_body
+	bodyLimit int64 // effective
+	transform *mappingTransform
+	verifier  *verify.Verifier
+	needToken bool // the hook token is required (no verify, or require_token)
+	// forward: the hook's request is forwarded as sent (forward mapping or
+	// a preset in forward mode).
+	forward bool
+	// policy decodes the rendered fields with the gateway's rules.
+	policy *policy
+	// readsHeaders and readsQuery say whether an expression, template or
+	// transform of the mapping can see the request headers or the query.
+	readsHeaders bool
+	readsQuery   bool
+	// nfields is the number of fields render can produce: a map of that
+	// size hint stays small.
+	nfields int
+}
+
+// templated reports whether a field template has placeholders.
+func templated(t *tmpl.Template) bool { return t != nil && !t.IsStatic() }
+
+// compileMapping parses one mapping. n is its 1-based position (for the
+// default id); errors name the mapping.
+func (h *Handler) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMapping, error) {
+	c := &compiledMapping{id: strings.TrimSpace(m.ID), path: strings.Trim(strings.TrimSpace(m.MatchPath), "/"),
+		source: strings.TrimSpace(m.MatchSource), deliver: m.Deliver, timeout: m.TimeoutSeconds,
+		unsafe: m.AllowUnsafeExternalContent, forEach: strings.TrimSpace(m.ForEach), maxBody: m.MaxBody, policy: h.policy}
+	if c.id == "" {
+		c.id = fmt.Sprintf("mapping-%d", n)
+	}
+	fail := func(field string, err error) error { return fmt.Errorf("mapping %s: %s: %w", c.id, field, err) }
+	if m.Forward {
+		return c, compileForward(c, m, env, fail)
+	}
+	switch strings.TrimSpace(m.Action) {
+	case "", "agent":
+		c.kind = kindAgent
+	case "wake":
+		c.kind = kindWake
+	default:
+		return nil, fail("action", fmt.Errorf("%q must be agent or wake", m.Action))
+	}
+	switch wm := strings.TrimSpace(m.WakeMode); wm {
+	case "", modeNow, modeNextHeartbeat:
+		c.wakeMode = wm
+	default:
+		return nil, fail("wake_mode", fmt.Errorf("%q must be now or next-heartbeat", m.WakeMode))
+	}
+	if c.path == routeWake || c.path == routeAgent {
+		return nil, fail("match_path", fmt.Errorf("%q is a built-in hook and cannot be mapped", c.path))
+	}
+	if m.TimeoutSeconds < 0 {
+		return nil, fail("timeout_seconds", fmt.Errorf("must be positive"))
+	}
+	if m.MaxBody < 0 || m.MaxBody > maxMappingBody {
+		return nil, fail("max_body", fmt.Errorf("must be between 1 byte and 64 MiB"))
+	}
+	if c.forEach != "" && (strings.ContainsAny(c.forEach, ".[]") || blockedKey(c.forEach)) {
+		return nil, fail("for_each", fmt.Errorf("%q must be a top-level payload key", c.forEach))
+	}
+	if m.MatchExpr != "" {
+		x, err := env.CompileBool(m.MatchExpr)
+		if err != nil {
+			return nil, fail("match_expr", err)
+		}
+		c.expr = x
+	}
+	for _, f := range []struct {
+		field string
+		src   string
+		dst   **tmpl.Template
+	}{
+		{"name", m.Name, &c.name}, {"agent_id", m.AgentID, &c.agentID}, {"session_key", m.SessionKey, &c.key},
+		{"message_template", m.MessageTemplate, &c.message}, {"text_template", m.TextTemplate, &c.text},
+		{"channel", m.Channel, &c.channel}, {"to", m.To, &c.to}, {"model", m.Model, &c.model},
+		{"thinking", m.Thinking, &c.thinking},
+	} {
+		if f.src == "" {
+			continue
+		}
+		t, err := tmpl.Compile(f.src, env)
+		if err != nil {
+			return nil, fail(f.field, err)
+		}
+		*f.dst = t
+		c.nfields++
+	}
+	if c.wakeMode != "" {
+		c.nfields += 2 // wakeMode and mode
+	}
+	if c.deliver != nil {
+		c.nfields++
+	}
+	if c.timeout > 0 {
+		c.nfields++
+	}
+	c.readsHeaders, c.readsQuery = m.Transform != nil, m.Transform != nil
+	for _, src := range []string{m.MatchExpr, m.Name, m.AgentID, m.SessionKey, m.MessageTemplate, m.TextTemplate,
+		m.Channel, m.To, m.Model, m.Thinking} {
+		// both the reference grammar (headers.x) and CEL (headers["x"])
+		// name the variables literally
+		c.readsHeaders = c.readsHeaders || strings.Contains(src, varHeaders)
+		c.readsQuery = c.readsQuery || strings.Contains(src, varQuery)
+	}
+	if m.Transform == nil {
+		switch {
+		case c.kind == kindAgent && c.message == nil:
+			return nil, fail("message_template", fmt.Errorf("required for an agent mapping without a transform"))
+		case c.kind == kindWake && c.text == nil:
+			return nil, fail("text_template", fmt.Errorf("required for a wake mapping without a transform"))
+		}
+	}
+	return c, nil
+}
+
+// compileForward checks and compiles a forward mapping: its match
+// conditions and limits; every field that would shape an action is
+// refused (the gateway's own mapping shapes it).
+func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(string, error) error) error {
+	c.forward = true
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{
+		{"action", m.Action != ""}, {"wake_mode", m.WakeMode != ""}, {"name", m.Name != ""},
+		{"agent_id", m.AgentID != ""}, {"session_key", m.SessionKey != ""},
+		{"message_template", m.MessageTemplate != ""}, {"text_template", m.TextTemplate != ""},
+		{"channel", m.Channel != ""}, {"to", m.To != ""}, {"model", m.Model != ""}, {"thinking", m.Thinking != ""},
+		{"deliver", m.Deliver != nil}, {"timeout_seconds", m.TimeoutSeconds != 0},
+		{"allow_unsafe_external_content", m.AllowUnsafeExternalContent}, {"for_each", m.ForEach != ""},
+		{"transform", m.Transform != nil},
+	} {
+		if f.set {
+			return fail(f.field, fmt.Errorf("not allowed with forward (the gateway's own mapping shapes the forwarded hook); use match_path, match_source, match_expr, max_body, verify or require_token"))
+		}
+	}
+	switch {
+	case c.path == "":
+		// like the gateway's mapping without match.path: every hook name
+		// (that the edge can forward as is; see answers)
+	case c.path == routeWake || c.path == routeAgent:
+		return fail("match_path", fmt.Errorf("%q is a built-in hook and cannot be mapped", c.path))
+	case !forwardableMatchPath(c.path):
+		return fail("match_path", fmt.Errorf("%q is not a plain hook path", c.path))
+	case m.MaxBody < 0 || m.MaxBody > 64<<20:
+		return fail("max_body", fmt.Errorf("must be between 1 byte and 64 MiB"))
+	}
+	c.gwPath = strings.TrimPrefix((&url.URL{Path: "/" + c.path}).EscapedPath(), "/")
+	if m.MatchExpr != "" {
+		x, err := env.CompileBool(m.MatchExpr)
+		if err != nil {
+			return fail("match_expr", err)
+		}
+		c.expr = x
+		c.readsHeaders = strings.Contains(m.MatchExpr, varHeaders)
+		c.readsQuery = strings.Contains(m.MatchExpr, varQuery)
+	}
+	return nil
+}
+
+// forwardableMatchPath reports whether a forward mapping can answer the
+// hook name p. Names are compared decoded (as the request path is) and
+// escaped again on the way to the gateway, so p may hold any printable
+// character but ? and #, in segments that are not empty, . or ..
+func forwardableMatchPath(p string) bool {
+	if !utf8.ValidString(p) || strings.ContainsAny(p, "?#") || strings.ContainsFunc(p, unicode.IsControl) {
+		return false
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+// blockedKey reports the keys templates never resolve.
+func blockedKey(k string) bool {
+	return k == "__proto__" || k == "prototype" || k == "constructor"
+}
+
+// Variable names templates and CEL expressions use for the request
+// headers and query.
+const (
+	varHeaders = "headers"
+	varQuery   = "query"
+)
+
+// maxMappingBody is the largest body limit a mapping may ask for.
+const maxMappingBody = 64 << 20
+
+// provisionMappings compiles the configured mappings and then the presets
+// (in that order: first match wins), their verifiers and transforms, and
+// derives the body limit of each hook name.
+func (h *Handler) provisionMappings(repl *caddy.Replacer) error {
+	presets, err := presetMappings(h.Presets)
+	if err != nil {
+		return err
+	}
+	if h.forward {
+		// the gateway runs its own presets: forward their hooks
+		for i, p := range presets {
+			presets[i] = Mapping{ID: p.ID, MatchPath: p.MatchPath, MaxBody: p.MaxBody, Forward: true}
+		}
+	}
+	all := append(slices.Clone(h.Mappings), presets...)
+	h.verifyPaths = map[string]bool{}
+	h.pathLimits = map[string]int64{}
+	h.anyPathLimit = h.MaxBody
+	if len(all) == 0 {
+		return nil
+	}
+	env, err := tmpl.NewEnv(h.CELCostLimit)
+	if err != nil {
+		return fmt.Errorf("mappings: %w", err)
+	}
+	transforms, err := h.transformSetup()
+	if err != nil {
+		return err
+	}
+	ids := make(map[string]bool, len(all))
+	for i := range all {
+		m := &all[i]
+		c, err := h.compileMapping(m, i+1, env)
+		if err != nil {
+			return err
+		}
+		if ids[c.id] {
+			return fmt.Errorf("mapping %s: id: used by an earlier mapping", c.id)
+		}
+		ids[c.id] = true
+		if err := h.checkMappingKey(c); err != nil {
+			return err
+		}
+		if err := h.attachVerifier(c, m, repl); err != nil {
+			return err
+		}
+		if m.Transform != nil {
+			if c.transform, err = transforms.compile(c.id, m.Transform); err != nil {
+				return err
+			}
+		}
+		c.bodyLimit = h.MaxBody
+		if c.maxBody > 0 {
+			c.bodyLimit = c.maxBody
+		}
+		if c.path == "" {
+			h.anyPathLimit = max(h.anyPathLimit, c.bodyLimit)
+		} else {
+			h.pathLimits[c.path] = max(h.pathLimits[c.path], c.bodyLimit)
+		}
+		if by := shadowedBy(h.mappings, c); by != "" {
+			h.logger.Warn("mapping can never match: an earlier mapping answers every request it would",
+				zap.String("mapping", c.id), zap.String("shadowed_by", by))
+		}
+		h.mappings = append(h.mappings, c)
+	}
+	return nil
+}
+
+// checkMappingKey applies the provision-time session key rules: a
+// templated key is request-supplied, so it needs allow_request_session_key
+// and allowed_session_key_prefixes; a static key must fit the prefixes.
+func (h *Handler) checkMappingKey(c *compiledMapping) error {
+	switch {
+	case c.key == nil:
+		return nil
+	case templated(c.key) && len(h.policy.prefixes) == 0:
+		return fmt.Errorf("mapping %s: session_key: a templated session key needs allowed_session_key_prefixes", c.id)
+	case templated(c.key) && !h.AllowRequestSessionKey:
+		return fmt.Errorf("mapping %s: session_key: a templated session key counts as request-supplied; set allow_request_session_key", c.id)
+	case !templated(c.key) && len(h.policy.prefixes) > 0 && !h.policy.prefixOK(strings.TrimSpace(c.key.Source())):
+		return fmt.Errorf("mapping %s: session_key: %q does not start with one of allowed_session_key_prefixes", c.id, c.key.Source())
+	}
+	return nil
+}
+
+// attachVerifier builds c's signature verifier. Placeholders are expanded
+// in the secrets only.
+func (h *Handler) attachVerifier(c *compiledMapping, m *Mapping, repl *caddy.Replacer) error {
+	if m.Verify == nil {
+		if m.RequireToken {
+			return fmt.Errorf("mapping %s: require_token: only meaningful with verify (a mapping without verify always requires the token)", c.id)
+		}
+		return nil
+	}
+	for i, s := range m.Verify.Secrets {
+		if _, err := secret.Required(fmt.Sprintf("mapping %s: verify secret %d", c.id, i+1), s); err != nil {
+			return err
+		}
+	}
+	v, err := newVerifier(*m.Verify, func(s string) string { return repl.ReplaceKnown(s, "") })
+	if err != nil {
+		return fmt.Errorf("mapping %s: %w", c.id, err)
+	}
+	c.verifier, c.needToken = v, m.RequireToken
+	if c.path == "" {
+		h.verifyAny = true
+	} else {
+		h.verifyPaths[c.path] = true
+	}
+	return nil
+}
+
+// shadowedBy names an earlier mapping that answers every request c would
+// (same or any path, no further condition, same credentials), or "".
+func shadowedBy(earlier []*compiledMapping, c *compiledMapping) string {
+	for _, e := range earlier {
+		if e.expr == nil && e.source == "" && (e.path == "" || e.path == c.path) &&
+			e.verifier == nil && c.verifier == nil {
+			return e.id
+		}
+	}
+	return ""
+}
+
+// bodyLimit is the read bound for a hook name: the largest that any
+// mapping that could answer it allows (the matched mapping's own limit is
+// checked after matching).
+func (h *Handler) bodyLimit(sub string) int64 {
+	if sub == routeWake || sub == routeAgent {
+		return h.MaxBody
+	}
+	if l, ok := h.pathLimits[sub]; ok {
+		return max(l, h.anyPathLimit)
+	}
+	return h.anyPathLimit
+}

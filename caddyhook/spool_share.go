@@ -1,0 +1,103 @@
+package caddyhook
+
+import (
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
+)
+
+// spoolShare is a spool in sharedPool with the senders of the handlers
+// that use it, oldest first. Only the oldest delivers: during a reload
+// that is the running config's, and when the new config is refused, its
+// registration goes away without the spool ever having used it. When the
+// old config is cleaned up, the next one takes over the delivery.
+type spoolShare struct {
+	store  *spool.Store   // the local spool (nil for the cluster queue)
+	target deliveryTarget // where the delivering registration goes: store or the cluster queue
+
+	mu   sync.Mutex
+	regs []*spoolReg
+}
+
+// spoolReg is one handler's registration with a spoolShare: its sender,
+// its delivery rate and its config's spool settings.
+type spoolReg struct {
+	share    *spoolShare
+	sender   spool.Sender
+	rate     spool.Rate
+	settings *spool.Config   // a local spool's settings (nil: the cluster queue's are the engine's)
+	config   <-chan struct{} // Done of the registering config's context: tells configs apart
+}
+
+// deliveryTarget is what a spoolShare hands its delivering sender to.
+type deliveryTarget interface {
+	SetSender(spool.Sender)
+	SetRate(spool.Rate)
+}
+
+// newSpoolShare shares a local spool.
+func newSpoolShare(st *spool.Store) *spoolShare { return &spoolShare{store: st, target: st} }
+
+// activate makes r the registration the spool delivers with, under its
+// config's settings: the spool outlives a reload, and this is where the
+// new config's max_bytes, max_age, retries and workers take over from the
+// old one's (a refused config never gets here).
+func (r *spoolReg) activate() {
+	if r.share.store != nil && r.settings != nil {
+		r.share.store.Reconfigure(*r.settings)
+	}
+	r.share.target.SetSender(r.sender)
+	r.share.target.SetRate(r.rate)
+}
+
+// register adds snd (delivering at rate, under settings) as the newest
+// sender. A second handler of the same config (same config context) is
+// refused: its events would be delivered through the first one's gateway.
+func (p *spoolShare) register(snd spool.Sender, rate spool.Rate, settings *spool.Config, config <-chan struct{}) (*spoolReg, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range p.regs {
+		if r.config == config {
+			return nil, errors.New("already used by another hooks handler of this config; give each handler its own spool directory")
+		}
+	}
+	r := &spoolReg{share: p, sender: snd, rate: rate, settings: settings, config: config}
+	p.regs = append(p.regs, r)
+	if len(p.regs) == 1 {
+		r.activate()
+	}
+	return r, nil
+}
+
+// release removes the registration; when it was the delivering one, the
+// next oldest takes over (or delivery pauses until one registers).
+func (r *spoolReg) release() {
+	p := r.share
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := slices.Index(p.regs, r)
+	if i < 0 {
+		return
+	}
+	p.regs = slices.Delete(p.regs, i, i+1)
+	if i != 0 {
+		return
+	}
+	if len(p.regs) > 0 {
+		p.regs[0].activate()
+	} else {
+		p.target.SetSender(nil)
+	}
+}
+
+// Destruct closes the spool (stops the cluster queue's delivery here)
+// when its last user is gone.
+func (p *spoolShare) Destruct() error {
+	if p.store == nil {
+		p.target.SetSender(nil)
+		return nil
+	}
+	return p.store.Close()
+}

@@ -1,0 +1,15 @@
+//go:build !linux
+
+package listenguard
+
+// procRoot is unused outside Linux: there is no /proc to read.
+const procRoot = ""
+
+// readListeners reports that the listeners cannot be read here.
+func readListeners(string) (map[uint64]bool, []procListener, bool) { return nil, nil, false }
+
+// socketOwner is never called outside Linux.
+func socketOwner(string, uint64) string { return "another process" }
+
+// stillListening is never called outside Linux.
+func stillListening(string, uint64) bool { return false }
