@@ -114,25 +114,32 @@ func (*NATS) CaddyModule() caddy.ModuleInfo {
 
 // Provision expands placeholders and validates the settings.
 func (n *NATS) Provision(ctx caddy.Context) error {
-	n.logger = ctx.Logger()
-	if err := n.Config.validate(); err != nil {
-		return err
-	}
-	n.Config.warn(n.logger)
-	return nil
+	return n.setup(ctx.Logger())
 }
 
-// New returns an engine with cfg outside a Caddy config (tools, tests).
+// New returns an engine with cfg outside a Caddy config, for a Go
+// program that uses the engine without Caddy (the package's tests do);
+// a nil logger logs nothing.
 func New(cfg Config, logger *zap.Logger) (*NATS, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	n := &NATS{Config: cfg, logger: logger}
-	if err := n.Config.validate(); err != nil {
+	n := &NATS{Config: cfg}
+	if err := n.setup(logger); err != nil {
 		return nil, err
 	}
-	n.Config.warn(logger)
 	return n, nil
+}
+
+// setup validates the settings (filling defaults) and warns about risky
+// ones: what Provision and New share.
+func (n *NATS) setup(logger *zap.Logger) error {
+	n.logger = logger
+	if err := n.Config.validate(); err != nil {
+		return err
+	}
+	n.Config.warn(logger)
+	return nil
 }
 
 // validate fills defaults and refuses bad values, naming the field.
