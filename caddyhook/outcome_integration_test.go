@@ -29,7 +29,9 @@ func (c *clusterNodes) clusterEvent(t *testing.T, node int, id string) eventlog.
 func (c *clusterNodes) waitClusterState(t *testing.T, node int, id, state string) eventlog.Dispatch {
 	t.Helper()
 	var ev eventlog.EventJSON
-	waitFor(t, func() string { return fmt.Sprintf("node %d: event %s is %q, want %q (%+v)", node, id, ev.State, state, ev.Dispatch) },
+	waitFor(t, func() string {
+		return fmt.Sprintf("node %d: event %s is %q, want %q (%+v)", node, id, ev.State, state, ev.Dispatch)
+	},
 		func() bool { ev = c.clusterEvent(t, node, id); return ev.State == state })
 	return ev.Dispatch[0]
 }
@@ -126,7 +128,7 @@ func TestClusterForgedOutcomeChangesNothing(t *testing.T) {
 	badRunID := strings.Replace(forged, `"run_id":"forged"`, `"run_id":"a\nb"`, 1)
 	msgs := [][]byte{
 		[]byte(forged), // not sealed
-		append([]byte(forged), make([]byte, cluster.TagSize)...), // a made-up tag
+		append([]byte(forged), make([]byte, cluster.TagSize)...),      // a made-up tag
 		sealed(forged + strings.Repeat(" ", cluster.MaxOutcomeBytes)), // too large (sealed even)
 		sealed(badState),
 		sealed(badRunID),

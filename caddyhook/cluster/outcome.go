@@ -21,10 +21,12 @@ const TopicOutcome = "outcome"
 
 // Bounds of an outcome message.
 const (
-	// MaxOutcomeBytes bounds one message (before its seal).
-	MaxOutcomeBytes = 16 << 10
+	// MaxOutcomeBytes bounds one message (before its seal): room for
+	// MaxOutcomeItems outcomes whose every field is at its bound and
+	// escaped.
+	MaxOutcomeBytes = 64 << 10
 	// MaxOutcomeItems bounds the outcomes of one message.
-	MaxOutcomeItems = 64
+	MaxOutcomeItems = 16
 	// MaxRunID bounds a run id carried.
 	MaxRunID = 128
 	// maxOutcomeError bounds an error line carried (safetext.Line's
