@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/devgw"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
@@ -160,4 +162,62 @@ func TestClusterForgedOutcomeChangesNothing(t *testing.T) {
 	if n := clusterRejected(t, cluster.RejectedOutcome) - before; n != float64(len(msgs)) {
 		t.Errorf("rejected outcomes: %v, want %d", n, len(msgs))
 	}
+}
+
+// outcomeSubs counts the subscriptions on the outcome subject that the
+// NATS server holds.
+func outcomeSubs(t *testing.T, s *natstest.Server) int {
+	t.Helper()
+	cz, err := s.Connz(&server.ConnzOptions{Subscriptions: true, Limit: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ci := range cz.Conns {
+		for _, sub := range ci.Subs {
+			if sub == "hooks.hooks.outcome" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// TestClusterOutcomeSubscriptionFollowsReload (issue 22 follow-up): a
+// handler's subscription to the outcomes lives from its Provision to its
+// Cleanup: a reload leaves one per handler (not the old one too, which
+// would apply every outcome twice), `events off` none, and a reload back
+// one that applies outcomes again.
+func TestClusterOutcomeSubscriptionFollowsReload(t *testing.T) {
+	hooks := func(extra string) func(int, string) string {
+		return func(_ int, url string) string {
+			return clusterLines(url) + "\nspool cluster {\n deliver off\n fallback reject\n}\n" + extra
+		}
+	}
+	c := startClusterNodes(t, 2, hooks(""))
+	c.waitUp(t)
+	want := func(n int) {
+		t.Helper()
+		waitFor(t, func() string { return fmt.Sprintf("%d outcome subscriptions, want %d", outcomeSubs(t, c.nats), n) },
+			func() bool { return outcomeSubs(t, c.nats) == n })
+	}
+	want(2)
+	for _, extra := range []string{"events {\n max_events 500\n}", "events {\n max_events 600\n}"} {
+		if err := c.reload(t, hooks(extra)); err != nil {
+			t.Fatal(err)
+		}
+		want(2)
+	}
+	if err := c.reload(t, hooks("events off")); err != nil {
+		t.Fatal(err)
+	}
+	want(0)
+	if err := c.reload(t, hooks("")); err != nil {
+		t.Fatal(err)
+	}
+	want(2)
+	id := runIDOf(t, c.nodes[0].post("/hooks/agent", `{"message":"dropped elsewhere"}`))
+	c.waitClusterState(t, 0, id, eventlog.StateQueued)
+	c.handler(t, 1).recordOperator([]string{id}, eventlog.StateDropped)
+	c.waitClusterState(t, 0, id, eventlog.StateDropped)
 }
