@@ -38,6 +38,21 @@ func (c *clusterNodes) waitClusterState(t *testing.T, node int, id, state string
 	return ev.Dispatch[0]
 }
 
+// startEdgesAndDeliverer starts n cluster nodes (connected) of which the
+// last one, with the spool lines deliver, delivers to gw and the others
+// are edges with deliver off; all with fallback reject.
+func startEdgesAndDeliverer(t *testing.T, n int, gw *testGateway, deliver string) *clusterNodes {
+	t.Helper()
+	c := startClusterNodes(t, n, func(i int, url string) string {
+		if i == n-1 {
+			return "gateway unix/" + gw.sock + "\n" + clusterLines(url) + "\nspool cluster {\n fallback reject\n " + deliver + "\n}"
+		}
+		return clusterLines(url) + "\nspool cluster {\n deliver off\n fallback reject\n}"
+	})
+	c.waitUp(t)
+	return c
+}
+
 // TestClusterEventOutcomeReachesAcceptingNode (issue 22 follow-up): with
 // `spool cluster`, the edge that accepts an event (deliver off) shows
 // what became of it although another node delivers it: delivered with the
@@ -47,13 +62,7 @@ func (c *clusterNodes) waitClusterState(t *testing.T, node int, id, state string
 // "queued": the outcome is recorded only in the delivering node's log.)
 func TestClusterEventOutcomeReachesAcceptingNode(t *testing.T) {
 	gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
-	c := startClusterNodes(t, 3, func(i int, url string) string {
-		if i == 2 {
-			return "gateway unix/" + gw.sock + "\n" + clusterLines(url) + "\nspool cluster {\n fallback reject\n retry_initial 50ms\n retry_max 200ms\n}"
-		}
-		return clusterLines(url) + "\nspool cluster {\n deliver off\n fallback reject\n}"
-	})
-	c.waitUp(t)
+	c := startEdgesAndDeliverer(t, 3, gw, "retry_initial 50ms\n retry_max 200ms")
 	deliverer := c.handler(t, 2).cluster.backend.Node()
 	runIDAt := func(id string) string {
 		for _, r := range gw.Received() {
