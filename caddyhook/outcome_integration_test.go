@@ -230,3 +230,48 @@ func TestClusterOutcomeSubscriptionFollowsReload(t *testing.T) {
 	c.handler(t, 1).recordOperator([]string{id}, eventlog.StateDropped)
 	c.waitClusterState(t, 0, id, eventlog.StateDropped)
 }
+
+// TestClusterFallbackEventOutcome (issue 22 follow-up, with the fallback
+// spool and the wake lane): an edge's events accepted into its fallback
+// spool while NATS is down, a wake and an agent run, are moved into the
+// queue when it is back and delivered by the delivery node; the edge's
+// event log shows them delivered by it.
+func TestClusterFallbackEventOutcome(t *testing.T) {
+	gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
+	dir := t.TempDir()
+	c := startClusterNodes(t, 2, func(i int, url string) string {
+		if i == 1 {
+			return "gateway unix/" + gw.sock + "\n" + clusterLines(url) + "\nspool cluster {\n fallback reject\n}"
+		}
+		return clusterLines(url) + "\nspool cluster {\n deliver off\n fallback " + dir + "\n}"
+	})
+	c.waitUp(t)
+	deliverer := c.handler(t, 1).cluster.backend.Node()
+	c.nats.Stop()
+	h0 := c.handler(t, 0)
+	waitFor(t, func() string { return "node 0 sees NATS down" }, func() bool { return !h0.cluster.backend.Up() })
+	if r := c.nodes[0].post("/hooks/wake", `{"text":"while NATS is down"}`); r.status != http.StatusOK {
+		t.Fatalf("wake into the fallback spool: %d %s", r.status, r.body)
+	}
+	ids := []string{runIDOf(t, c.nodes[0].post("/hooks/agent", `{"message":"while NATS is down"}`))}
+	for _, e := range h0.evrec.log.List(eventlog.Filter{Hook: "wake", Limit: 1}).Entries {
+		if ev, ok := e.(eventlog.EventJSON); ok {
+			ids = append(ids, ev.ID)
+		}
+	}
+	if len(ids) != 2 {
+		t.Fatalf("node 0's event log has no wake event")
+	}
+	for _, id := range ids {
+		c.waitClusterState(t, 0, id, eventlog.StateQueued)
+	}
+	c.nats.Restart(t)
+	for _, p := range c.proxies {
+		p.SetTarget(c.nats.Addr())
+	}
+	for _, id := range ids {
+		if d := c.waitClusterState(t, 0, id, eventlog.StateDelivered); d.GatewayStatus != http.StatusOK || d.Node != deliverer {
+			t.Errorf("event %s on node 0: %+v; want delivered by %s with gateway status 200", id, d, deliverer)
+		}
+	}
+}
