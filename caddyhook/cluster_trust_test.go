@@ -241,13 +241,7 @@ func TestClusterTrustForgedLockout(t *testing.T) {
 // counted, and a real event is delivered.
 func TestClusterTrustInjectedAgentRun(t *testing.T) {
 	gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
-	c := startClusterNodes(t, 2, func(i int, url string) string {
-		if i == 1 {
-			return "gateway unix/" + gw.sock + "\n" + clusterLines(url) + "\nspool cluster {\n fallback reject\n}"
-		}
-		return clusterLines(url) + "\nspool cluster {\n deliver off\n fallback reject\n}"
-	})
-	c.waitUp(t)
+	c := startEdgesAndDeliverer(t, 2, gw, "")
 	_, js := natstest.PlainClient(t, c.nats.URL())
 	m := nats.NewMsg("hooks.hooks.queue.agent")
 	for k, v := range map[string]string{"Hooks-Id": "injected-run", "Hooks-Kind": "agent", "Hooks-Path": "/hooks/agent",

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
 	"github.com/caddyhook/caddyhook/internal/lockout"
@@ -79,6 +79,9 @@ type eventRecorder struct {
 	allow   map[string]bool
 	node    string // this node's name, for cluster deliveries
 	spooled bool   // a 200 means queued, not sent
+	// stopOutcomes ends the subscription to the other nodes' outcomes
+	// (cluster engines that carry them; see outcome.go).
+	stopOutcomes func()
 }
 
 // bounds converts the config to the log's bounds.
@@ -148,17 +151,23 @@ func (h *Handler) provisionEvents(ctx caddy.Context) error {
 	}
 	rec.log = l
 	rec.reg = rec.log.Register(b)
-	if h.ClusterRaw != nil {
-		rec.node, _ = os.Hostname()
-	}
+	rec.node = h.nodeName()
 	rec.spooled = h.Spool != nil
 	h.evrec = rec
-	return nil
+	return h.subscribeOutcomes()
 }
 
-// releaseEvents gives back the handler's registration (its bounds).
+// releaseEvents ends the outcome subscription and gives back the
+// handler's registration (its bounds).
 func (h *Handler) releaseEvents() {
-	if h.evrec != nil && h.evrec.reg != nil {
+	if h.evrec == nil {
+		return
+	}
+	if h.evrec.stopOutcomes != nil {
+		h.evrec.stopOutcomes()
+		h.evrec.stopOutcomes = nil
+	}
+	if h.evrec.reg != nil {
 		h.evrec.reg.Release()
 		h.evrec.reg = nil
 	}
@@ -404,26 +413,19 @@ func headerHolds(h http.Header, s string) bool {
 
 // recordDelivery is the callback for dispatch outcomes: a delivery
 // attempt of the spooled event id (its attempts so far) got status, err
-// and the gateway's reply body.
+// and the gateway's reply body. It is noted in this node's event log
+// and, in a cluster, published to the other nodes (see noteOutcomes).
 func (h *Handler) recordDelivery(id string, attempts, status int, err error, reply []byte) {
-	rec := h.evrec
-	if rec == nil {
-		return
+	o := cluster.Outcome{ID: id, Attempts: attempts + 1, GatewayStatus: status}
+	switch spool.Classify(status, err) {
+	case spool.OutcomeDone:
+		o.State, o.RunID = eventlog.StateDelivered, runID(reply)
+	case spool.OutcomeDead:
+		o.State, o.Error = eventlog.StateDead, deliveryError(status, err, reply)
+	default:
+		o.State, o.Error = eventlog.StateRetrying, deliveryError(status, err, reply)
 	}
-	out := spool.Classify(status, err)
-	rec.log.Update(id, func(d *eventlog.Dispatch) bool {
-		d.Attempts, d.GatewayStatus, d.Updated, d.Node = attempts+1, status, time.Now(), rec.node
-		switch out {
-		case spool.OutcomeDone:
-			d.State, d.Error = eventlog.StateDelivered, ""
-			d.RunID = runID(reply)
-		case spool.OutcomeDead:
-			d.State, d.Error = eventlog.StateDead, deliveryError(status, err, reply)
-		default:
-			d.State, d.Error = eventlog.StateRetrying, deliveryError(status, err, reply)
-		}
-		return true
-	})
+	h.noteOutcomes([]cluster.Outcome{o})
 }
 
 // deliveryError is a failed attempt's reason, fit for the console.
@@ -438,15 +440,16 @@ func deliveryError(status int, err error, reply []byte) string {
 }
 
 // recordOperator notes an operator's action on dead letters (retried:
-// queued again; dropped) in their events.
+// queued again; dropped) in their events, here and, in a cluster, on the
+// other nodes.
 func (h *Handler) recordOperator(ids []string, state string) {
-	if h.evrec == nil {
-		return
-	}
-	for _, id := range ids {
-		h.evrec.log.Update(id, func(d *eventlog.Dispatch) bool {
-			d.State, d.Updated = state, time.Now()
-			return true
-		})
+	for len(ids) > 0 {
+		n := min(len(ids), cluster.MaxOutcomeItems)
+		batch := make([]cluster.Outcome, n)
+		for i, id := range ids[:n] {
+			batch[i] = cluster.Outcome{ID: id, State: state}
+		}
+		h.noteOutcomes(batch)
+		ids = ids[n:]
 	}
 }

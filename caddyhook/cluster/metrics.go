@@ -65,7 +65,7 @@ func newMetrics() *Metrics {
 		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "cluster_rejected_total",
-			Help: "Records read from the cluster engine and dropped because they were not sealed with the cluster's signing key, by kind (queue, dead_letter, idempotency, lock, failures, members).",
+			Help: "Records read from the cluster engine and dropped because they were not sealed with the cluster's signing key, by kind (queue, dead_letter, idempotency, lock, failures, members, outcome).",
 		}, []string{"kind"}),
 		heldReqs: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "cluster_lockout_held_total",
@@ -184,6 +184,7 @@ const (
 	RejectedLock        = "lock"
 	RejectedFailures    = "failures"
 	RejectedMembers     = "members"
+	RejectedOutcome     = "outcome"
 )
 
 // Rejected counts one record of kind that an engine read and dropped

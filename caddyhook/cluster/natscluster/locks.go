@@ -25,8 +25,11 @@ func (h *handle) topicSubject(topic string) (subject, seal, rejected string, err
 		return "", "", "", fmt.Errorf("cluster nats: topic %q: want dot-separated words of a-z and 0-9", topic)
 	}
 	subject = h.n.auth[:len(h.n.auth)-len("auth")] + topic
-	if topic == cluster.TopicLockout || strings.HasPrefix(topic, cluster.TopicLockout+".") {
+	switch {
+	case topic == cluster.TopicLockout || strings.HasPrefix(topic, cluster.TopicLockout+"."):
 		return subject, sealFailures, cluster.RejectedFailures, nil
+	case topic == cluster.TopicOutcome:
+		return subject, sealOutcome, cluster.RejectedOutcome, nil
 	}
 	return subject, sealMembers, cluster.RejectedMembers, nil
 }
@@ -46,11 +49,22 @@ func (h *handle) Broadcast(topic string, msg []byte) error {
 // Subscribe implements cluster.Backend; the subscription survives
 // reconnections. A broadcast that does not open is dropped.
 func (h *handle) Subscribe(topic string, fn func(msg []byte)) (func(), error) {
+	return h.subscribe(topic, 0, fn)
+}
+
+// subscribe is Subscribe with a bound on the sealed message's length
+// (0: none): a longer one is dropped and counted before its seal is
+// checked.
+func (h *handle) subscribe(topic string, maxLen int, fn func(msg []byte)) (func(), error) {
 	subject, seal, rejected, err := h.topicSubject(topic)
 	if err != nil {
 		return nil, err
 	}
 	sub, err := h.nc.Subscribe(subject, func(m *nats.Msg) {
+		if maxLen > 0 && len(m.Data) > maxLen {
+			h.reject(rejected, zap.String("subject", m.Subject), zap.Int("bytes", len(m.Data)))
+			return
+		}
 		msg, ok := h.open(m.Data, seal, subject)
 		if !ok {
 			h.reject(rejected, zap.String("subject", m.Subject))

@@ -29,6 +29,7 @@ const (
 	sealFailures = "failures"
 	sealMembers  = "members"
 	sealLease    = "lease"
+	sealOutcome  = "outcome"
 )
 
 // signingKeyExample is how the README and the errors suggest setting the key.
