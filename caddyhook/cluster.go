@@ -280,6 +280,9 @@ func (h heldSender) HeldSince(from time.Time) time.Duration {
 	return h.t.pauses.HeldSince(from, time.Now())
 }
 
+// Expired implements spool.Expirer for the node's sender.
+func (h heldSender) Expired(ev *spool.Event) { spool.TellExpired(h.Sender, ev) }
+
 // setWorkers sets the delivery goroutines of the next SetSender.
 func (t *queueTarget) setWorkers(n int) {
 	t.mu.Lock()

@@ -195,6 +195,10 @@ func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, 
 	return d.reply.status, reason, nil
 }
 
+// Expired implements spool.Expirer: the event log says the event is dead
+// (here and, in a cluster, on the node that accepted it).
+func (s gatewaySender) Expired(ev *spool.Event) { s.h.recordExpired(ev.ID, ev.Attempts) }
+
 // eventItem is the gateway request of a spooled event: a rendered
 // action goes to {prefix}/{kind} with its id as Idempotency-Key; a
 // forwarded one to its stored path below h's gateway prefix (or, stored

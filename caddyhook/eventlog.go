@@ -428,6 +428,12 @@ func (h *Handler) recordDelivery(id string, attempts, status int, err error, rep
 	h.noteOutcomes([]cluster.Outcome{o})
 }
 
+// recordExpired notes that the spooled event id went to the dead letters
+// past max_age after attempts attempts.
+func (h *Handler) recordExpired(id string, attempts int) {
+	h.noteOutcomes([]cluster.Outcome{{ID: id, Attempts: attempts, State: eventlog.StateDead, Error: spool.ReasonExpired}})
+}
+
 // deliveryError is a failed attempt's reason, fit for the console.
 func deliveryError(status int, err error, reply []byte) string {
 	if err != nil {

@@ -172,6 +172,9 @@ func (c countingSender) HeldSince(from time.Time) time.Duration {
 	return 0
 }
 
+// Expired implements spool.Expirer for the sender it counts for.
+func (c countingSender) Expired(ev *spool.Event) { spool.TellExpired(c.Sender, ev) }
+
 // drainSender moves the fallback's events into the queue: each publish is
 // one "delivery" of the local spool, retried with its backoff while the
 // engine is unreachable.

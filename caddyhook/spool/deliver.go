@@ -26,6 +26,21 @@ type Holder interface {
 	HeldSince(from time.Time) time.Duration
 }
 
+// Expirer is a Sender that is told when an event it would have delivered
+// went to the dead letters past max_age (with the reason ReasonExpired),
+// so that what it reported of the event (e.g. an event log's "retrying")
+// does not stay its last word.
+type Expirer interface {
+	Expired(ev *Event)
+}
+
+// TellExpired tells snd, when it is an Expirer, that ev expired.
+func TellExpired(snd Sender, ev *Event) {
+	if x, ok := snd.(Expirer); ok {
+		x.Expired(ev)
+	}
+}
+
 // senderBox lets an interface value live in an atomic.Pointer.
 type senderBox struct{ Sender }
 
@@ -238,6 +253,9 @@ func (s *Store) deliver(l lane, sig chan struct{}, it *item) {
 	s.mu.Unlock()
 	if expired {
 		s.bury(sig, it, ev, 0, reasonExpired)
+		if box := s.sender.Load(); box != nil {
+			TellExpired(box.Sender, ev)
+		}
 		return
 	}
 	box := s.sender.Load()

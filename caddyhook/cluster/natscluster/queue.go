@@ -537,6 +537,9 @@ func (q *queue) expired(m jetstream.Msg, meta *jetstream.MsgMetadata, ev *spool.
 		return false
 	}
 	q.bury(m, meta, ev, 0, spool.ReasonExpired)
+	if box := q.sender.Load(); box != nil {
+		spool.TellExpired(box.Sender, ev)
+	}
 	return true
 }
 
