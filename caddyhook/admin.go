@@ -15,7 +15,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/lockout"
 )
@@ -138,27 +138,6 @@ func serveAPI(w http.ResponseWriter, r *http.Request, sub string) error {
 	return rt.serve(w, r, lh, arg)
 }
 
-// eventsStatus summarises h's event log (nil with events off).
-func eventsStatus(h *Handler) *adminapi.Events {
-	rec := h.evrec
-	if rec == nil {
-		return nil
-	}
-	b := rec.log.Bounds()
-	es := &adminapi.Events{Bodies: rec.bodies, MaxBody: rec.maxBody, MaxEvents: b.MaxEvents, MaxBytes: b.MaxBytes,
-		RetainSeconds: b.Retain.Seconds(), MaxRejections: b.MaxRejections}
-	if h.Events != nil {
-		es.Dir = h.Events.Dir
-	}
-	for name := range rec.allow {
-		if !slices.Contains(defaultEventHeaders, name) {
-			es.Headers = append(es.Headers, name)
-		}
-	}
-	slices.Sort(es.Headers)
-	return es
-}
-
 // serveStatus answers GET /hooks/ for every handler, or the ?path one.
 func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ string) error {
 	all := liveHandlers()
@@ -172,24 +151,25 @@ func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ strin
 	out := make([]adminapi.HandlerStatus, 0, len(all))
 	now := time.Now()
 	for _, lh := range all {
-		st := adminapi.HandlerStatus{Path: lh.h.base, Server: lh.server,
-			ActiveLockouts: lh.h.lockout.Active(now), IdempotencyEntries: lh.h.idem.Len(),
-			Settings: adminapi.Settings{UnauthenticatedBodies: cap(lh.h.unauth.slots), UnauthenticatedTimeoutSecond: lh.h.unauth.timeout.Seconds(),
-				UnauthenticatedPerAddress: int(lh.h.unauth.perAddr.max),
-				LockoutTableSize:          lh.h.lockout.Capacity(), IdempotencyTTLSeconds: lh.h.idem.TTL().Seconds()}}
-		st.Events = eventsStatus(lh.h)
-		if cs := lh.h.cluster; cs != nil {
-			st.Cluster = &adminapi.Cluster{Name: cs.name, Up: cs.backend.Up()}
-			if d, ok := cs.backend.(cluster.Describer); ok {
-				st.Cluster.Settings = d.Settings()
-			}
+		v := lh.view
+		slots, timeout, perAddr := v.bodies.settings()
+		st := adminapi.HandlerStatus{Path: v.base, Server: lh.server,
+			ActiveLockouts: v.lockout.Active(now), IdempotencyEntries: v.idem.Len(),
+			Settings: adminapi.Settings{UnauthenticatedBodies: slots, UnauthenticatedTimeoutSecond: timeout.Seconds(),
+				UnauthenticatedPerAddress: perAddr,
+				LockoutTableSize:          v.lockout.Capacity(), IdempotencyTTLSeconds: v.idem.TTL().Seconds()}}
+		if v.events != nil {
+			st.Events = v.events.status()
 		}
-		if lh.h.spoolOps != nil {
+		if v.cluster != nil {
+			st.Cluster = v.cluster.status()
+		}
+		if v.spool != nil {
 			// a spool whose counters cannot be read (the cluster queue
 			// while NATS is down) is reported with its error; the other
 			// handlers and this one's local state are still answered
-			s, err := lh.h.spoolOps.Status()
-			st.Spool = adminapi.SpoolOf(lh.h.spoolDir, s, err)
+			s, err := v.spool.Status()
+			st.Spool = adminapi.SpoolOf(v.spoolDir, s, err)
 		}
 		out = append(out, st)
 	}
@@ -207,7 +187,7 @@ func serveLockouts(w http.ResponseWriter, r *http.Request, lh *liveHandler, _ st
 		}
 		limit = n
 	}
-	locks := lh.h.lockout.Locks(time.Now(), limit)
+	locks := lh.view.lockout.Locks(time.Now(), limit)
 	slices.SortFunc(locks, func(a, b lockout.Lock) int {
 		if c := a.Until.Compare(b.Until); c != 0 {
 			return c
@@ -232,16 +212,16 @@ func serveLift(w http.ResponseWriter, _ *http.Request, lh *liveHandler, arg stri
 		}
 		ip = p.Addr()
 	}
-	if !lh.h.lockout.Lift(ip, time.Now()) {
+	if !lh.view.lockout.Lift(ip, time.Now()) {
 		return apiError(http.StatusNotFound, "%s is not locked out", ip)
 	}
-	lh.h.logger.Info("lockout lifted through the admin API", zap.String("client_ip", ip.String()))
+	lh.view.logger.Info("lockout lifted through the admin API", zap.String("client_ip", ip.String()))
 	return writeAdminJSON(w, map[string]string{"lifted": ip.String()})
 }
 
 // liveHandler is a hooks handler of the running config.
 type liveHandler struct {
-	h      *Handler
+	view   *adminView
 	server string // the http server (site listener) it belongs to
 }
 
@@ -253,7 +233,7 @@ func selectHandler(r *http.Request) (*liveHandler, error) {
 	all := liveHandlers()
 	var match []liveHandler
 	for _, lh := range all {
-		if (path == "" || lh.h.base == path) && (server == "" || lh.server == server) {
+		if (path == "" || lh.view.base == path) && (server == "" || lh.server == server) {
 			match = append(match, lh)
 		}
 	}
@@ -274,7 +254,7 @@ func selectHandler(r *http.Request) (*liveHandler, error) {
 func handlerChoices(hs []liveHandler) string {
 	names := make([]string, len(hs))
 	for i, lh := range hs {
-		names[i] = "path=" + lh.h.base
+		names[i] = "path=" + lh.view.base
 		if lh.server != "" {
 			names[i] += " server=" + lh.server
 		}
@@ -282,22 +262,30 @@ func handlerChoices(hs []liveHandler) string {
 	return strings.Join(names, ", ")
 }
 
-// adminEntry is a provisioned handler's registration with the admin API,
-// held in the usage pool from Provision to Cleanup.
-type adminEntry struct {
-	h      *Handler
-	server *caddyhttp.Server // the server whose routes hold h (nil outside the http app)
+// adminView is what the admin API sees of a provisioned handler: its
+// base path and the concerns its routes read and operate. The handler
+// registers it from Provision to Cleanup (registerAdmin).
+type adminView struct {
+	base     string
+	server   *caddyhttp.Server // the server whose routes hold the handler (nil outside the http app)
+	lockout  *lockoutGuard
+	idem     *idempotencyCheck
+	bodies   *bodyReads
+	cluster  *clusterState // nil without a cluster engine
+	spool    spool.Ops     // nil without a spool
+	spoolDir string        // its directory, or cluster:<namespace>
+	events   *eventRecorder
+	outcomes *outcomeRelay
+	sink     sink // where a replay goes
+	logger   *zap.Logger
 }
 
 // Destruct implements caddy.Destructor; the handler cleans up itself.
-func (*adminEntry) Destruct() error { return nil }
+func (*adminView) Destruct() error { return nil }
 
-// registerAdmin makes h visible to the admin API until its Cleanup.
-func (h *Handler) registerAdmin(ctx caddy.Context) {
-	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
-	_, _, _ = hold(&h.held, fmt.Sprintf(adminPoolPrefix+"%p", h), func() (*adminEntry, error) {
-		return &adminEntry{h: h, server: srv}, nil
-	})
+// registerAdmin makes v visible to the admin API until held is released.
+func registerAdmin(held *poolHold, v *adminView) {
+	_, _, _ = hold(held, fmt.Sprintf(adminPoolPrefix+"%p", v), func() (*adminView, error) { return v, nil })
 }
 
 // liveHandlers returns the registered handlers of the running config,
@@ -308,18 +296,18 @@ func liveHandlers() []liveHandler {
 	servers := runningServers()
 	var out []liveHandler
 	sharedPool.Range(func(_, v any) bool {
-		e, ok := v.(*adminEntry)
+		view, ok := v.(*adminView)
 		if !ok {
 			return true
 		}
-		name, running := servers[e.server]
+		name, running := servers[view.server]
 		if servers == nil || running {
-			out = append(out, liveHandler{h: e.h, server: name})
+			out = append(out, liveHandler{view: view, server: name})
 		}
 		return true
 	})
 	slices.SortFunc(out, func(a, b liveHandler) int {
-		if c := strings.Compare(a.h.base, b.h.base); c != 0 {
+		if c := strings.Compare(a.view.base, b.view.base); c != 0 {
 			return c
 		}
 		return strings.Compare(a.server, b.server)

@@ -58,7 +58,7 @@ func TestScanTarget(t *testing.T) {
 		{target: "/hooks/x?y=" + tok + "x"},
 		{target: "/hooks/wake?&&;#", redacted: ""},
 	} {
-		refuse, redact := h.scanTarget(tc.target)
+		refuse, redact := h.tokens.scanTarget(tc.target)
 		if refuse != tc.refuse || redact != tc.redact {
 			t.Errorf("scanTarget(%q) = %v, %v; want %v, %v", tc.target, refuse, redact, tc.refuse, tc.redact)
 		}
@@ -66,7 +66,7 @@ func TestScanTarget(t *testing.T) {
 		if want == "" {
 			want = tc.target
 		}
-		if got := h.redactTarget(tc.target); got != want {
+		if got := h.tokens.redactTarget(tc.target); got != want {
 			t.Errorf("redactTarget(%q) = %q, want %q", tc.target, got, want)
 		}
 	}
@@ -76,7 +76,7 @@ func TestScanTarget(t *testing.T) {
 func TestScanTargetNoAlloc(t *testing.T) {
 	h := newTestHandler(t, nil, nil)
 	for _, target := range []string{"/hooks/wake", "/hooks/github?a=1&b=2&page=3"} {
-		if n := testing.AllocsPerRun(100, func() { h.scanTarget(target) }); n != 0 {
+		if n := testing.AllocsPerRun(100, func() { h.tokens.scanTarget(target) }); n != 0 {
 			t.Errorf("scanTarget(%q) allocates %v times", target, n)
 		}
 	}
@@ -90,8 +90,8 @@ func FuzzRedactTarget(f *testing.F) {
 	}
 	h := newTestHandler(f, nil, nil)
 	f.Fuzz(func(t *testing.T, target string) {
-		refuse, redact := h.scanTarget(target)
-		out := h.redactTarget(target)
+		refuse, redact := h.tokens.scanTarget(target)
+		out := h.tokens.redactTarget(target)
 		if strings.Contains(out, utHookToken) {
 			t.Fatalf("redactTarget(%q) = %q keeps the token", target, out)
 		}
@@ -246,7 +246,7 @@ func provisionedServer(t *testing.T, server string) *caddyhttp.Server {
 // header, aliases included.
 func TestTemplateHeadersWithoutTokens(t *testing.T) {
 	h := newTestHandler(t, nil, func(h *Handler) { h.TokenHeaders = []string{"x-openclaw-token"} })
-	got := h.templateHeaders(http.Header{"Authorization": {"Bearer t"}, "X-Service-Token": {"t"}, "X-Openclaw-Token": {"t"},
+	got := h.router.templateHeaders(http.Header{"Authorization": {"Bearer t"}, "X-Service-Token": {"t"}, "X-Openclaw-Token": {"t"},
 		"x-openclaw-token": {"t"}, "X-Github-Event": {"push"}})
 	if len(got) != 1 || got["x-github-event"] != "push" {
 		t.Fatalf("template headers %v", got)
@@ -310,7 +310,7 @@ func TestLeftmostRequestCheck(t *testing.T) {
 		}
 	}
 	h := newTestHandler(t, nil, nil)
-	h.addrCheck = clientAddressCheck{server: loose, leftmostUnknown: true}
+	h.addrs = clientAddressCheck{server: loose, leftmostUnknown: true}
 	w := httptest.NewRecorder()
 	h.serveHook(w, req(true), "wake")
 	if w.Code != 500 || !strings.Contains(w.Body.String(), reasonLeftmostForwarded) {
@@ -325,7 +325,7 @@ func TestForwardDropsTokenHeaders(t *testing.T) {
 	r := httptest.NewRequest(http.MethodPost, "/hooks/github", nil)
 	r.Header = http.Header{"X-Hook-Alias": {"t"}, "X-Service-Token": {"t"}, "Authorization": {"Bearer t"},
 		"X-Github-Event": {"push"}}
-	got, herr := h.crossingHeaders(r, "/hooks/github")
+	got, herr := h.forwarder.crossingHeaders(r, "/hooks/github")
 	if herr != nil || len(got) != 2 || got.Get("X-Github-Event") != "push" || got.Get("Host") != "example.com" {
 		t.Fatalf("forwarded headers %v (%v)", got, herr)
 	}
@@ -334,7 +334,7 @@ func TestForwardDropsTokenHeaders(t *testing.T) {
 // TestQueryHasToken: a query parameter named token, in any case, percent-
 // or plus-encoded, is refused (scanTarget, before anything else).
 func TestQueryHasToken(t *testing.T) {
-	h := new(Handler)
+	h := &Handler{tokens: new(tokenChecker)}
 	for _, tc := range []struct {
 		query string
 		want  bool
@@ -360,16 +360,16 @@ func TestQueryHasToken(t *testing.T) {
 		{"t%zzoken=abc", false},
 		{"&&&", false},
 	} {
-		if got, _ := h.scanTarget("/hooks/wake?" + tc.query); got != tc.want {
+		if got, _ := h.tokens.scanTarget("/hooks/wake?" + tc.query); got != tc.want {
 			t.Errorf("scanTarget(/hooks/wake?%s) refuses: %v, want %v", tc.query, got, tc.want)
 		}
 	}
 }
 
 func TestQueryHasTokenNoAlloc(t *testing.T) {
-	h := new(Handler)
+	h := &Handler{tokens: new(tokenChecker)}
 	target := "/hooks/wake?a=1&b=2&page=3&sort=desc&filter=none"
-	if n := testing.AllocsPerRun(100, func() { h.scanTarget(target) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { h.tokens.scanTarget(target) }); n != 0 {
 		t.Fatalf("scanTarget allocates %v times for a plain query", n)
 	}
 }
@@ -410,7 +410,7 @@ func TestPresentedToken(t *testing.T) {
 			for _, v := range tc.alias {
 				h.Add("x-openclaw-token", v)
 			}
-			if got := presentedToken(h, aliases); got != tc.want {
+			if got := (&tokenChecker{headers: aliases}).presented(h); got != tc.want {
 				t.Fatalf("presentedToken = %q, want %q", got, tc.want)
 			}
 		})
@@ -432,12 +432,12 @@ func TestTokenIndex(t *testing.T) {
 		{strings.ToUpper(b), -1},
 		{"1123456789abcdef0123456789abcdef", -1},
 	} {
-		if got := tokenIndex(tc.presented, want); got != tc.index {
+		if got := (&tokenChecker{digests: want}).index(tc.presented); got != tc.index {
 			t.Errorf("tokenIndex(%q) = %d, want %d", tc.presented, got, tc.index)
 		}
 	}
 	empty := []tokenDigest{sha256.Sum256(nil)}
-	if tokenIndex("", empty) != -1 {
+	if (&tokenChecker{digests: empty}).index("") != -1 {
 		t.Error("an empty presented token matched the digest of the empty string")
 	}
 }

@@ -19,7 +19,7 @@ func TestUnauthReadsAllowance(t *testing.T) {
 	h := newTestHandler(t, nil, func(h *Handler) {
 		h.UnauthenticatedBodies = &UnauthenticatedBodies{Max: 4, PerAddress: 2}
 	})
-	u := h.unauth
+	u := h.bodies
 	type step struct {
 		name   string
 		ip     string

@@ -1,6 +1,7 @@
 package caddyhook
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,7 +73,11 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 	case "token_headers":
 		return listArg(d, &h.TokenHeaders, true)
 	case "unauthenticated_bodies":
-		return h.unmarshalUnauthBodies(d)
+		u, err := unmarshalUnauthBodies(d)
+		if err == nil {
+			h.UnauthenticatedBodies = u
+		}
+		return err
 	case "body_timeout":
 		return durationArg(d, &h.BodyTimeout)
 	case "gateway":
@@ -130,13 +135,29 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		h.AllowedAgentIDs = &ids
 		return nil
 	case "auth_failures":
-		return h.unmarshalAuthFailures(d)
+		af, err := unmarshalAuthFailures(d)
+		if err == nil {
+			h.AuthFailures = af
+		}
+		return err
 	case "spool":
-		return h.unmarshalSpool(d)
+		sc, err := unmarshalSpool(d)
+		if err == nil {
+			h.Spool = sc
+		}
+		return err
 	case "events":
-		return h.unmarshalEvents(d)
+		ec, err := unmarshalEvents(d)
+		if err == nil {
+			h.Events = ec
+		}
+		return err
 	case "cluster":
-		return h.unmarshalCluster(d)
+		raw, err := unmarshalCluster(d)
+		if err == nil {
+			h.ClusterRaw = raw
+		}
+		return err
 	case "mapping":
 		m, err := unmarshalMapping(d)
 		if err != nil {
@@ -170,41 +191,39 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 }
 
 // unmarshalAuthFailures parses `auth_failures <count> [<window>]`.
-func (h *Handler) unmarshalAuthFailures(d *caddyfile.Dispenser) error {
+func unmarshalAuthFailures(d *caddyfile.Dispenser) (*AuthFailures, error) {
 	n, w, err := countAndDuration(d, "count", lockout.MaxCount, "window")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	h.AuthFailures = &AuthFailures{Count: n, Window: w}
-	return nil
+	return &AuthFailures{Count: n, Window: w}, nil
 }
 
 // unmarshalUnauthBodies parses
 // `unauthenticated_bodies [<max> [<timeout>]] [{ per_address <n> }]`.
-func (h *Handler) unmarshalUnauthBodies(d *caddyfile.Dispenser) error {
+func unmarshalUnauthBodies(d *caddyfile.Dispenser) (*UnauthenticatedBodies, error) {
 	u := new(UnauthenticatedBodies)
 	if d.CountRemainingArgs() > 0 {
 		var err error
 		if u.Max, u.Timeout, err = countAndDuration(d, "max", 1<<16, "timeout"); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		if d.Val() != "per_address" {
-			return d.Errf("unrecognized unauthenticated_bodies subdirective '%s'", d.Val())
+			return nil, d.Errf("unrecognized unauthenticated_bodies subdirective '%s'", d.Val())
 		}
 		if err := intArg(d, &u.PerAddress); err != nil {
-			return err
+			return nil, err
 		}
 		if u.PerAddress < 1 || u.PerAddress > 1<<16 {
-			return d.Errf("unauthenticated_bodies: per_address %d must be between 1 and 65536", u.PerAddress)
+			return nil, d.Errf("unauthenticated_bodies: per_address %d must be between 1 and 65536", u.PerAddress)
 		}
 	}
 	if u.Max == 0 && u.PerAddress == 0 {
-		return d.Errf("unauthenticated_bodies: expected <max> [<timeout>] or a block with per_address")
+		return nil, d.Errf("unauthenticated_bodies: expected <max> [<timeout>] or a block with per_address")
 	}
-	h.UnauthenticatedBodies = u
-	return nil
+	return u, nil
 }
 
 // countAndDuration reads `<count> [<duration>]` (count from 1 to max,
@@ -231,17 +250,17 @@ func countAndDuration(d *caddyfile.Dispenser, countName string, max int, durName
 }
 
 // unmarshalSpool parses `spool <dir> { ... }`.
-func (h *Handler) unmarshalSpool(d *caddyfile.Dispenser) error {
+func unmarshalSpool(d *caddyfile.Dispenser) (*SpoolConfig, error) {
 	sc := new(SpoolConfig)
 	if !d.NextArg() {
-		return d.Errf("spool: directory required")
+		return nil, d.Errf("spool: directory required")
 	}
 	sc.Dir = d.Val()
 	if sc.Dir == "cluster" { // a directory named so: ./cluster
 		sc.Dir, sc.Cluster = "", true
 	}
 	if d.NextArg() {
-		return d.ArgErr()
+		return nil, d.ArgErr()
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		var err error
@@ -264,11 +283,10 @@ func (h *Handler) unmarshalSpool(d *caddyfile.Dispenser) error {
 			err = d.Errf("unrecognized spool subdirective '%s'", d.Val())
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	h.Spool = sc
-	return nil
+	return sc, nil
 }
 
 // unmarshalClusterSpool parses `deliver on|off` and `fallback <dir>|reject`
@@ -298,21 +316,20 @@ func unmarshalClusterSpool(d *caddyfile.Dispenser, sc *SpoolConfig) error {
 }
 
 // unmarshalCluster parses `cluster <engine> …` into the engine module.
-func (h *Handler) unmarshalCluster(d *caddyfile.Dispenser) error {
+func unmarshalCluster(d *caddyfile.Dispenser) (json.RawMessage, error) {
 	if !d.NextArg() {
-		return d.Errf("cluster: expected an engine name, e.g. cluster nats { … }")
+		return nil, d.Errf("cluster: expected an engine name, e.g. cluster nats { … }")
 	}
 	name := d.Val()
 	unm, err := caddyfile.UnmarshalModule(d, cluster.Namespace+"."+name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	h.ClusterRaw = caddyconfig.JSONModuleObject(unm, "engine", name, nil)
-	return nil
+	return caddyconfig.JSONModuleObject(unm, "engine", name, nil), nil
 }
 
 // unmarshalEvents parses `events off|on` or `events { … }`.
-func (h *Handler) unmarshalEvents(d *caddyfile.Dispenser) error {
+func unmarshalEvents(d *caddyfile.Dispenser) (*EventsConfig, error) {
 	ec := new(EventsConfig)
 	if d.NextArg() {
 		switch d.Val() {
@@ -320,15 +337,15 @@ func (h *Handler) unmarshalEvents(d *caddyfile.Dispenser) error {
 			ec.Disabled = true
 		case "on":
 		default:
-			return d.Errf("events: expected on, off or a block, got %q", d.Val())
+			return nil, d.Errf("events: expected on, off or a block, got %q", d.Val())
 		}
 		if d.NextArg() {
-			return d.ArgErr()
+			return nil, d.ArgErr()
 		}
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		if ec.Disabled {
-			return d.Errf("events: off takes no block")
+			return nil, d.Errf("events: off takes no block")
 		}
 		var err error
 		switch d.Val() {
@@ -362,11 +379,10 @@ func (h *Handler) unmarshalEvents(d *caddyfile.Dispenser) error {
 			err = d.Errf("unrecognized events subdirective '%s'", d.Val())
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	h.Events = ec
-	return nil
+	return ec, nil
 }
 
 // oneArg reads exactly one argument.

@@ -18,7 +18,6 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/devgw"
-	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/natstest"
 	"github.com/caddyhook/caddyhook/internal/promtest"
 )
@@ -125,9 +124,9 @@ func clusterLines(url string) string {
 // handler returns node i's running handler.
 func (c *clusterNodes) handler(t *testing.T, i int) *Handler {
 	t.Helper()
-	for _, lh := range liveHandlers() {
-		if lh.server == c.servers[i] {
-			return lh.h
+	for _, rh := range runningHooks(t) {
+		if rh.server == c.servers[i] {
+			return rh.h
 		}
 	}
 	t.Fatalf("no running handler for node %d (server %s)", i, c.servers[i])
@@ -172,7 +171,9 @@ func gatherClusterMetric(name string, labels ...string) (float64, error) {
 
 // failuresOf reads what t holds for ip now: the failures counted, and
 // whether ip is locked.
-func failuresOf(t *lockout.Table, ip netip.Addr) (uint32, bool) {
+func failuresOf(t interface {
+	Lookup(netip.Addr, time.Time) (uint32, time.Duration)
+}, ip netip.Addr) (uint32, bool) {
 	n, left := t.Lookup(ip, time.Now())
 	return n, left > 0
 }

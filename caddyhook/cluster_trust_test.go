@@ -22,7 +22,6 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/devgw"
-	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/natstest"
 )
 
@@ -65,7 +64,9 @@ func wireV1(kind byte, addr netip.Addr, times ...time.Time) []byte {
 }
 
 // lockLeft is how much longer table keeps ip locked (0: not locked).
-func lockLeft(tbl *lockout.Table, ip netip.Addr) time.Duration {
+func lockLeft(tbl interface {
+	Locked(netip.Addr, time.Time) (time.Duration, bool)
+}, ip netip.Addr) time.Duration {
 	left, _ := tbl.Locked(ip, time.Now())
 	return left
 }

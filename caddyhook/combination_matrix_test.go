@@ -617,9 +617,9 @@ func TestCombinationMatrix(t *testing.T) {
 	in.load(in.caddyfile(testSiteAddress + " {\n\tbind 127.0.0.1\n" + strings.Join(handlers, "") + "\trespond \"no hooks handler here\" 404\n}\n"))
 	host := strings.TrimPrefix(in.base, "http://")
 	handlerAt := func(base string) *Handler {
-		for _, lh := range liveHandlers() {
-			if lh.h.base == base {
-				return lh.h
+		for _, rh := range runningHooks(t) {
+			if rh.h.base == base {
+				return rh.h
 			}
 		}
 		t.Fatalf("no running handler at %s", base)

@@ -39,7 +39,7 @@ func TestTailCommand(t *testing.T) {
 	waitSubscribers := func(n int) {
 		waitFor(t, func() string { return "the tails did not connect" }, func() bool {
 			lh := liveHandlers()
-			return len(lh) == 1 && lh[0].h.evrec.log.Subscribers() >= n
+			return len(lh) == 1 && lh[0].view.events.eventLog().Subscribers() >= n
 		})
 	}
 	plain, stop1 := tail("--count", "3")

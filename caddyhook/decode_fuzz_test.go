@@ -23,8 +23,9 @@ var fuzzPolicy = func() *policy {
 	return p
 }()
 
-// fuzzHandler prepares gateway bodies as a render-mode handler does.
-var fuzzHandler = &Handler{wrapEdge: true, gateway: newGatewayClient(gatewayAddr{}, "/hooks", "", time.Second, false)}
+// fuzzGateway is the gateway a render-mode handler (the edge wraps)
+// prepares gateway bodies for.
+var fuzzGateway = newGatewayClient(gatewayAddr{}, "/hooks", "", time.Second, false)
 
 // gatewayBodyKeys are the only keys a gateway body may carry.
 var gatewayBodyKeys = map[actionKind]map[string]bool{
@@ -110,7 +111,7 @@ func FuzzDecodeRequest(f *testing.F) {
 			return
 		}
 		a.Source = boundary.SourceWebhook
-		p := fuzzHandler.prepare(&a, "")
+		p := prepare(&a, "", true, fuzzGateway)
 		var got map[string]any
 		if err := json.Unmarshal(p.body, &got); err != nil {
 			t.Fatalf("gateway body is not valid JSON: %q: %v", p.body, err)

@@ -47,10 +47,10 @@ func eventsRoute(rest string) (adminRoute, string) {
 
 // events returns the handler's event log, or a 404 when it is off.
 func (lh *liveHandler) events() (*eventlog.Log, error) {
-	if lh.h.evrec == nil {
-		return nil, apiError(http.StatusNotFound, "the hooks handler at %s has its event log off (events off)", lh.h.base)
+	if lh.view.events == nil {
+		return nil, apiError(http.StatusNotFound, "the hooks handler at %s has its event log off (events off)", lh.view.base)
 	}
-	return lh.h.evrec.log, nil
+	return lh.view.events.eventLog(), nil
 }
 
 // eventsFiltered returns the handler's event log and the request's filter.
@@ -84,7 +84,7 @@ func serveEventDetail(w http.ResponseWriter, _ *http.Request, lh *liveHandler, i
 	}
 	ev, _, ok := l.Get(id)
 	if !ok {
-		return apiError(http.StatusNotFound, "no event %q in the log of %s (it may have been evicted)", id, lh.h.base)
+		return apiError(http.StatusNotFound, "no event %q in the log of %s (it may have been evicted)", id, lh.view.base)
 	}
 	return writeAdminJSON(w, ev)
 }
@@ -103,7 +103,7 @@ func serveReplay(w http.ResponseWriter, r *http.Request, lh *liveHandler, id str
 	if _, err := lh.events(); err != nil {
 		return err
 	}
-	ans, err := lh.h.replayEvent(r.Context(), id)
+	ans, err := lh.view.events.replay(r.Context(), id, lh.view.sink)
 	if err != nil {
 		return err
 	}
@@ -207,18 +207,17 @@ func sseMessage(b []byte, typ string, id uint64, v any) []byte {
 	return append(b, "\n\n"...)
 }
 
-// replayEvent dispatches the kept gateway requests of event id again,
-// through the handler's own path (the gateway now, or the spool or the
-// cluster queue when configured), each with a new idempotency key derived
+// replay dispatches the kept gateway requests of event id again,
+// through the handler's own path (snk: the gateway now, or the spool or
+// the cluster queue when configured), each with a new idempotency key derived
 // from the original event's, so that the gateway runs it again. The
 // replay is an event of its own (replay_of names the original), which the
 // answer names.
-func (h *Handler) replayEvent(ctx context.Context, id string) (*adminapi.Replay, error) {
-	rec := h.evrec
+func (rec *eventRecorder) replay(ctx context.Context, id string, snk sink) (*adminapi.Replay, error) {
 	orig, data, ok := rec.log.Get(id)
 	switch {
 	case !ok:
-		return nil, apiError(http.StatusNotFound, "no event %q in the log of %s (it may have been evicted)", id, h.base)
+		return nil, apiError(http.StatusNotFound, "no event %q in the log of %s (it may have been evicted)", id, rec.base)
 	case data == nil:
 		why := orig.ReplayNote
 		if why == "" {
@@ -253,27 +252,27 @@ func (h *Handler) replayEvent(ctx context.Context, id string) (*adminapi.Replay,
 			ip, _ = netip.ParseAddr(k.ClientIP)
 		}
 	}
-	status, body, herr := h.sink.deliver(ctx, items, 0, ip)
+	status, body, herr := snk.deliver(ctx, items, 0, ip)
 	if herr != nil {
 		status = herr.status
 	}
-	e := &eventlog.Event{Time: now, Path: h.base, Hook: orig.Hook, Route: orig.Route, Mapping: orig.Mapping,
+	e := &eventlog.Event{Time: now, Path: rec.base, Hook: orig.Hook, Route: orig.Route, Mapping: orig.Mapping,
 		Auth: "replay", Status: status, IdemKey: items[0].eventID, ReplayOf: orig.ID, Headers: orig.Headers,
 		BodyBytes: orig.BodyBytes, BodyNote: orig.BodyNote, Replay: data, Tracked: rec.spooled}
 	if orig.Body != nil {
 		e.Body = []byte(*orig.Body)
 	}
 	if ip.IsValid() {
-		e.Client, e.ClientBits = h.displayAddr(h.lockout.KeyOf(ip))
+		e.Client, e.ClientBits = rec.lockout.display(rec.lockout.KeyOf(ip))
 	}
 	if herr != nil {
 		e.Reason = herr.reason
 	}
 	e.Latency = time.Since(now)
-	e.Dispatch = h.evrec.outcomes(nil, items, status, body, herr, false, now.Add(e.Latency))
+	e.Dispatch = rec.outcomes(nil, items, status, body, herr, false, now.Add(e.Latency))
 	e.ID = e.Dispatch[0].ID
 	rec.log.Accept(e)
-	h.logger.Info("event replayed through the admin API", zap.String("event", orig.ID), zap.String("replay", e.ID))
+	rec.logger.Info("event replayed through the admin API", zap.String("event", orig.ID), zap.String("replay", e.ID))
 	ans := &adminapi.Replay{ID: e.ID, ReplayOf: orig.ID, Status: status, OK: herr == nil}
 	if herr != nil {
 		ans.Reason = herr.reason

@@ -452,7 +452,7 @@ func TestStreamsEndOnReload(t *testing.T) {
 	go func() { _, _ = io.Copy(io.Discard, resp.Body); resp.Body.Close(); close(siteEnded) }()
 	waitFor(t, func() string { return "the streams did not subscribe" }, func() bool {
 		lh := liveHandlers()
-		return len(lh) == 1 && lh[0].h.evrec.log.Subscribers() == 2
+		return len(lh) == 1 && lh[0].view.events.eventLog().Subscribers() == 2
 	})
 	loaded := make(chan error, 1)
 	go func() { loaded <- in.tryLoad(cf) }()

@@ -265,7 +265,7 @@ func validHeaderValue(v string) bool {
 //
 // The result is a new map whose value slices are the request's (capacity
 // clipped, so appending to one copies it).
-func (h *Handler) crossingHeaders(r *http.Request, target string) (http.Header, *hookError) {
+func (fw *forwarder) crossingHeaders(r *http.Request, target string) (http.Header, *hookError) {
 	src := r.Header
 	var listed map[string]bool // names the Connection header marks hop-by-hop
 	for _, v := range src["Connection"] {
@@ -287,7 +287,7 @@ func (h *Handler) crossingHeaders(r *http.Request, target string) (http.Header, 
 	}
 	for k, v := range src {
 		ck := http.CanonicalHeaderKey(k) // no copy when k is canonical, as the server makes it
-		if classifyHeader(k) != headerCrosses || h.forwardSkip[ck] || listed[ck] || !allValid(v) {
+		if classifyHeader(k) != headerCrosses || fw.skip[ck] || listed[ck] || !allValid(v) {
 			continue
 		}
 		for _, s := range v {
@@ -310,18 +310,4 @@ func allValid(vs []string) bool {
 		}
 	}
 	return true
-}
-
-// provisionForwardHeaders collects the handler's own credential headers,
-// which never cross whatever their names: its token header aliases
-// (x-service-token and token_headers) and its verifiers' signature
-// headers.
-func (h *Handler) provisionForwardHeaders() {
-	h.forwardSkip = map[string]bool{}
-	for _, n := range h.signatureHeaders() {
-		h.forwardSkip[http.CanonicalHeaderKey(n)] = true
-	}
-	for _, n := range h.tokenHeaders {
-		h.forwardSkip[n] = true
-	}
 }

@@ -142,10 +142,10 @@ func TestCrossingHeadersProperty(t *testing.T) {
 			r.Header["Connection"] = []string{"close, " + names[0]}
 			listed[http.CanonicalHeaderKey(names[0])] = true
 		}
-		got, herr := h.crossingHeaders(r, "/hooks/github")
+		got, herr := h.forwarder.crossingHeaders(r, "/hooks/github")
 		size := len("/hooks/github") + len("Host: \r\n") + len(r.Host)
 		for k, vs := range r.Header {
-			if classifyHeader(k) == headerCrosses && !h.forwardSkip[http.CanonicalHeaderKey(k)] && allValid(vs) && !listed[http.CanonicalHeaderKey(k)] {
+			if classifyHeader(k) == headerCrosses && !h.forwarder.skip[http.CanonicalHeaderKey(k)] && allValid(vs) && !listed[http.CanonicalHeaderKey(k)] {
 				for _, v := range vs {
 					size += len(k) + len(v) + len(": \r\n")
 				}
@@ -177,12 +177,12 @@ func TestCrossingHeadersProperty(t *testing.T) {
 					t.Fatalf("%s crossed (it mentions %q)", k, m)
 				}
 			}
-			if c := classifyHeader(k); c != headerCrosses || h.forwardSkip[http.CanonicalHeaderKey(k)] || !allValid(vs) || listed[http.CanonicalHeaderKey(k)] {
+			if c := classifyHeader(k); c != headerCrosses || h.forwarder.skip[http.CanonicalHeaderKey(k)] || !allValid(vs) || listed[http.CanonicalHeaderKey(k)] {
 				t.Fatalf("%s (class %d) crossed", k, c)
 			}
 		}
 		for k, vs := range r.Header {
-			if classifyHeader(k) == headerCrosses && !h.forwardSkip[http.CanonicalHeaderKey(k)] && allValid(vs) && !listed[http.CanonicalHeaderKey(k)] {
+			if classifyHeader(k) == headerCrosses && !h.forwarder.skip[http.CanonicalHeaderKey(k)] && allValid(vs) && !listed[http.CanonicalHeaderKey(k)] {
 				if _, crossed := got[k]; !crossed {
 					t.Fatalf("%s: %q did not cross", k, vs)
 				}
@@ -200,7 +200,7 @@ func TestCrossingHeadersValues(t *testing.T) {
 	h := newTestHandler(t, nil, nil)
 	r := httptest.NewRequest(http.MethodPost, "/hooks/x", nil)
 	r.Header["X-Custom"] = append(make([]string, 0, 4), "a", "b")
-	got, _ := h.crossingHeaders(r, "/hooks/x")
+	got, _ := h.forwarder.crossingHeaders(r, "/hooks/x")
 	v := append(got["X-Custom"], "c")
 	v[0] = "changed"
 	if r.Header["X-Custom"][0] != "a" {

@@ -66,22 +66,22 @@ func TestLogBudgetConcurrent(t *testing.T) {
 	}
 }
 
-// TestLogRejectionIsBounded floods logRejection within one second and
+// TestLogRejectionIsBounded floods the rejection log within one second and
 // checks the lines written, then the suppressed count on the next one.
 func TestLogRejectionIsBounded(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	h := &Handler{logger: zap.New(core), rejectLogs: new(logBudget)}
+	l := &rejectionLog{logger: zap.New(core)}
 	now := time.Unix(1_700_000_000, 0)
 	ex := &exchange{ip: netip.MustParseAddr("192.0.2.7"), now: now, route: "none"}
 	herr := reject(http.StatusUnauthorized, "invalid or missing token")
 	for range 100 {
-		h.logRejection(ex, herr)
+		l.write(ex, herr)
 	}
 	if n := logs.Len(); n != rejectLogsPerSecond {
 		t.Fatalf("%d lines for 100 rejections in one second, want %d", n, rejectLogsPerSecond)
 	}
 	ex.now = now.Add(time.Second)
-	h.logRejection(ex, herr)
+	l.write(ex, herr)
 	last := logs.All()[logs.Len()-1].ContextMap()
 	if last["suppressed"] != uint64(100-rejectLogsPerSecond) || last["status"] != int64(401) {
 		t.Fatalf("next line: %v, want suppressed=%d", last, 100-rejectLogsPerSecond)

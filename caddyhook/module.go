@@ -1,6 +1,8 @@
 package caddyhook
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,10 +15,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
-	"github.com/caddyhook/caddyhook/internal/idempotency"
 	"github.com/caddyhook/caddyhook/internal/listenguard"
 	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/secret"
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 func init() {
@@ -280,51 +282,44 @@ type Handler struct {
 	// chosen by its "engine" key (nats).
 	ClusterRaw json.RawMessage `json:"cluster,omitempty" caddy:"namespace=http.handlers.hooks.cluster inline_key=engine"`
 
+	// What Provision compiles and takes; the request path only reads it.
+	// Each concern owns its state and methods; the Handler composes them
+	// and runs a request through them (serve.go).
 	enabled  bool
-	forward  bool // mode forward
-	wrapEdge bool // the edge wraps untrusted content
+	forward  bool   // mode forward
+	wrapEdge bool   // the edge wraps untrusted content
+	base     string // the base path, cleaned
 	// idemHeaders are the canonical idempotency header names, in order.
 	idemHeaders []string
-	// forwardSkip are the handler's own headers that a forwarded request
-	// leaves out (signature headers, idempotency aliases).
-	forwardSkip map[string]bool
-	base        string
-	tokens      []tokenDigest
-	// tokenHeaders are the canonical names of the headers that carry the
-	// hook token besides Authorization: X-Service-Token and the aliases.
-	tokenHeaders []string
-	unauth       *unauthReads
-	addrCheck    clientAddressCheck
-	policy       *policy
-	lockout      *lockout.Table
-	idem         *idempotency.Cache
-	gateway      *gatewayClient
-	sink         sink
-	metrics      *hookMetrics
-	logger       *zap.Logger
-	access       *accessLog
-	events       *lockoutEvents
-	held         poolHold  // what this handler holds in sharedPool
-	spoolReg     *spoolReg // its sender's registration with the spool
-	fallbackReg  *spoolReg // the cluster fallback spool's drain registration
+	logger      *zap.Logger
 
-	cluster    *clusterState // nil without a cluster engine
-	lockoutKey string        // pool key of the lockout table
+	addrs     clientAddressCheck // the client address, the lockout's key (clientaddr.go)
+	tokens    *tokenChecker      // the hook tokens (tokens.go)
+	lockout   *lockoutGuard      // the lockout accounting (lockout.go)
+	bodies    *bodyReads         // the body reads and their slots (bodyread.go)
+	router    *router            // mappings, signatures, body limits (mapping_compile.go, signature.go, route.go)
+	forwarder *forwarder         // forward mode's requests (forward.go, forward_headers.go)
+	policy    *policy            // agents, session keys, models, channels (policy.go)
+	idem      *idempotencyCheck  // replays answered with the first reply (idempotency.go)
+	gateway   *gatewayClient     // the gateway protocol (gateway.go)
+	// dispatcher sends to the gateway (dispatch.go); sink is where a
+	// request's prepared actions go: the dispatcher now, the spool or
+	// the cluster queue (spool_sink.go, cluster_queue.go).
+	dispatcher *dispatcher
+	sink       sink
+	metrics    *hookMetrics   // metrics.go
+	access     *accessLog     // the access log entry of a request with a token (accesslog.go)
+	rejects    *rejectionLog  // the rejection log lines (log.go)
+	events     *eventRecorder // the event log; nil when off (eventlog.go)
+	outcomes   *outcomeRelay  // dispatch outcomes to the event logs (outcome.go)
+	cluster    *clusterState  // nil without a cluster engine (cluster_engine.go)
 
-	evrec *eventRecorder // the event log; nil when off
-
-	spoolOps spool.Ops // the spool's operations (admin API); nil without a spool
-	spoolDir string    // its directory, for the admin API and the CLI
-
-	mappings     []*compiledMapping
-	verifyAny    bool             // a signing mapping answers every hook name
-	verifyPaths  map[string]bool  // hook names a signing mapping answers
-	pathLimits   map[string]int64 // body read limit per mapped hook name
-	anyPathLimit int64            // body read limit of any other hook name
-	// rejectLogs bounds the rejection log lines per second.
-	rejectLogs *logBudget
-	// gatewayLogs bounds the gateway failure log lines per second.
-	gatewayLogs *logBudget
+	held        poolHold  // what this handler holds in sharedPool
+	identity    string    // handlerIdentity: its lockout table's and idempotency cache's owner
+	spoolReg    *spoolReg // its sender's registration with the spool
+	fallbackReg *spoolReg // the cluster fallback spool's drain registration
+	spoolOps    spool.Ops // the spool's operations (admin API); nil without a spool
+	spoolDir    string    // its directory, for the admin API and the CLI
 }
 
 // CaddyModule returns the Caddy module information. (A pointer receiver:
@@ -348,8 +343,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.logger == nil { // a dry run brings its own
 		h.logger = ctx.Logger()
 	}
-	h.rejectLogs = new(logBudget)
-	h.gatewayLogs = new(logBudget)
+	h.rejects = &rejectionLog{logger: h.logger}
+	gatewayLogs := new(logBudget) // the gateway failures' and the cluster warnings'
 	h.enabled = h.Enabled == nil || *h.Enabled
 	if !h.enabled {
 		return nil
@@ -359,16 +354,17 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.provisionTokens(repl, gwToken); err != nil {
+	if h.tokens, err = newTokenChecker(h.tokenValues(), h.TokenHeaders, repl, gwToken); err != nil {
 		return err
 	}
 	h.warnLiteralSecrets(h.logger)
-	if h.addrCheck, err = checkClientAddressSource(ctx); err != nil {
+	addrs, err := checkClientAddressSource(ctx)
+	if err != nil {
 		return err
 	}
 	h.base = cleanBasePath(h.Path)
 	h.fillDefaults()
-	if err := h.provisionBodyReads(); err != nil {
+	if h.bodies, err = newBodyReads(&h.UnauthenticatedBodies, &h.BodyTimeout); err != nil {
 		return err
 	}
 	if err := h.provisionModes(); err != nil {
@@ -389,7 +385,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.policy, err = newPolicy(pc); err != nil {
 		return err
 	}
-	if err := h.checkClusterSpool(); err != nil {
+	if err := h.Spool.checkCluster(h.ClusterRaw != nil, h.Gateway); err != nil {
 		return err
 	}
 	var addr gatewayAddr
@@ -400,30 +396,45 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.gateway = newGatewayClient(addr, h.GatewayPrefix, gwToken, time.Duration(h.GatewayTimeout), h.GatewayForwardClientIP)
 	if addr.network != "" {
-		h.checkGateway(ctx)
+		h.gateway.probe(ctx, h.logger, h.Spool != nil)
 	}
-	h.gateway.waitTimeout = time.Duration(h.GatewayWaitTimeout)
-	h.sink = syncSink{h}
+	h.gateway.setWaitTimeout(time.Duration(h.GatewayWaitTimeout))
 
-	if err := h.provisionMappings(repl); err != nil {
+	if h.router, err = newRouter(routerConfig{mappings: h.Mappings, presets: h.Presets, maxBody: h.MaxBody,
+		celCostLimit: h.CELCostLimit, base: h.base, forward: h.forward, allowRequestKey: h.AllowRequestSessionKey,
+		policy: h.policy, tokens: h.tokens, repl: repl, logger: h.logger,
+		transforms: newTransformSet(h.TransformsRoot, h.TransformsDir, time.Duration(h.TransformTimeout), h.TransformMaxMemory, &h.held),
+	}); err != nil {
 		return err
 	}
-	h.provisionForwardHeaders()
+	h.forwarder = newForwarder(h.base, h.gateway, h.router.signatureHeaders(), h.tokens.headerNames(), h.Spool != nil)
 	identity := h.handlerIdentity(ctx, addr, gwToken)
-	if err := h.provisionLockout(identity); err != nil {
+	ls := lockoutSettings{count: h.AuthFailures.Count, window: time.Duration(h.AuthFailures.Window),
+		lockFor: time.Duration(h.Lockout), v6bits: h.IPv6Prefix, slots: h.LockoutTableSize}
+	table, tableKey, err := holdLockoutTable(&h.held, identity, ls)
+	if err != nil {
 		return err
 	}
-	if err := h.provisionIdempotency(identity); err != nil {
+	idemCache, err := holdIdempotencyCache(&h.held, identity, time.Duration(h.IdempotencyTTL))
+	if err != nil {
 		return err
 	}
-	if err := h.provisionMetrics(ctx.GetMetricsRegistry()); err != nil {
+	if h.metrics, err = holdMetrics(&h.held, ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	h.access = newAccessLog(ctx, h)
-	h.events = newLockoutEvents(ctx)
+	h.addrs = addrs.counting(h.metrics.forwardedUnparsed, h.logger)
+	h.access = newAccessLog(ctx, h.tokens, h.router.signatureHeaders())
+	h.lockout = newLockoutGuard(table, tableKey, identity, ls, h.base, h.metrics, newLockoutEvents(ctx), h.logger)
 	if err := h.provisionCluster(ctx); err != nil {
 		return err
 	}
+	h.idem = &idempotencyCheck{Cache: idemCache, headers: h.idemHeaders, logs: gatewayLogs, logger: h.logger}
+	if h.cluster != nil {
+		h.idem.cluster = h.cluster.idem
+	}
+	h.outcomes = newOutcomeRelay(h.cluster, h.logger)
+	h.dispatcher = &dispatcher{gateway: h.gateway, metrics: h.metrics, logs: gatewayLogs, logger: h.logger, outcomes: h.outcomes}
+	h.sink = syncSink{h.dispatcher}
 	if h.Spool != nil {
 		if err := h.provisionSpool(ctx); err != nil {
 			return err
@@ -435,8 +446,111 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := listenguard.Guard(ctx); err != nil {
 		return err
 	}
-	h.registerAdmin(ctx)
+	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	registerAdmin(&h.held, &adminView{base: h.base, server: srv, lockout: h.lockout, idem: h.idem, bodies: h.bodies,
+		cluster: h.cluster, spool: h.spoolOps, spoolDir: h.spoolDir, events: h.events, outcomes: h.outcomes,
+		sink: h.sink, logger: h.logger})
 	return nil
+}
+
+// provisionEvents opens (or shares, across a reload) the handler's event
+// log and has the outcome relay apply the outcomes of its events.
+func (h *Handler) provisionEvents(ctx caddy.Context) error {
+	var listen []string
+	if srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok && srv != nil {
+		listen = slices.Sorted(slices.Values(srv.Listen))
+	}
+	rec, err := newEventRecorder(h.Events, eventsSetup{listen: listen, base: h.base, sigHeaders: h.router.signatureHeaders(),
+		spooled: h.Spool != nil, held: &h.held, logger: h.logger, lockout: h.lockout, tokens: h.tokens, idem: h.idem})
+	if err != nil || rec == nil {
+		return err
+	}
+	h.events = rec
+	return h.outcomes.attach(rec.eventLog())
+}
+
+// tokenValues lists the configured token values (placeholders unexpanded).
+func (h *Handler) tokenValues() []string {
+	var out []string
+	if h.Token != "" {
+		out = append(out, h.Token)
+	}
+	return append(out, h.Tokens...)
+}
+
+// warnLiteralSecrets logs, once per provision, every secret written into
+// the config as a literal. One rule for all secrets, in a Caddyfile or
+// JSON: a literal is accepted with this warning, because Caddy keeps the
+// loaded config as it is (the admin endpoint's /config/ and autosave.json
+// show it in clear), while {env.…} and {file.…} keep only the placeholder.
+func (h *Handler) warnLiteralSecrets(logger *zap.Logger) {
+	warn := func(field string) {
+		logger.Warn(secret.LiteralWarning,
+			zap.String("field", field))
+	}
+	for i, raw := range h.tokenValues() {
+		if isLiteralSecret(raw) {
+			if i == 0 {
+				warn("token")
+			} else {
+				warn(fmt.Sprintf("token %d", i+1))
+			}
+		}
+	}
+	if isLiteralSecret(h.GatewayToken) {
+		warn("gateway_token")
+	}
+	for _, m := range h.Mappings {
+		if m.Verify == nil {
+			continue
+		}
+		for j, s := range m.Verify.Secrets {
+			if isLiteralSecret(s) {
+				warn(fmt.Sprintf("mapping %s: verify secret %d", m.ID, j+1))
+			}
+		}
+	}
+}
+
+// isLiteralSecret reports a non-empty secret that holds no placeholder.
+func isLiteralSecret(s string) bool {
+	s = strings.TrimSpace(s)
+	return s != "" && !verify.IsSecretPlaceholder(s) && !secret.HasPlaceholder(s)
+}
+
+// handlerIdentity is everything that makes two hooks handlers different
+// as far as their lockout table and idempotency cache go: the server they
+// belong to (its listener addresses), the base path, the gateway they
+// deliver to (address, prefix, credentials) and the policy that shapes
+// what they send. Two handlers with the same identity would send the same
+// request to the same gateway for the same input, so an idempotent replay
+// answered from either is the answer the other would give; a handler with
+// another gateway or policy gets state of its own. The hook token is left
+// out on purpose, so that rotating it keeps the state.
+//
+// Two sites on one server (told apart only by their host names) with the
+// same base path, gateway and policy do share their state: they guard the
+// same gateway in the same way. Give them different base paths to keep
+// them apart.
+func (h *Handler) handlerIdentity(ctx caddy.Context, gateway gatewayAddr, gatewayToken string) string {
+	var listen []string
+	if srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok && srv != nil {
+		listen = slices.Sorted(slices.Values(srv.Listen))
+	}
+	policy, _ := json.Marshal(struct {
+		Agents                    []string  `json:"a"`
+		AllowedAgentIDs           *[]string `json:"b"`
+		DefaultSessionKey         string    `json:"c"`
+		AllowRequestSessionKey    bool      `json:"d"`
+		AllowedSessionKeyPrefixes []string  `json:"e"`
+		AllowedModels             []string  `json:"f"`
+		Channels                  []string  `json:"g"`
+	}{h.Agents, h.AllowedAgentIDs, h.DefaultSessionKey, h.AllowRequestSessionKey,
+		h.AllowedSessionKeyPrefixes, h.AllowedModels, h.Channels})
+	sum := sha256.Sum256(fmt.Appendf(nil, "%q|%q|%q|%q|%q|%s|%t",
+		strings.Join(listen, ","), h.base, gateway.network+"/"+gateway.address, h.gateway.prefixed(""),
+		gatewayToken, policy, h.GatewayForwardClientIP))
+	return hex.EncodeToString(sum[:12])
 }
 
 // cleanBasePath is the base path without trailing slashes (default
@@ -582,8 +696,16 @@ func (h *Handler) Validate() error {
 // It runs after a failed Provision or Validate too, so that a refused
 // config leaves the running one as it was.
 func (h *Handler) Cleanup() error {
-	h.releaseEvents()
-	h.releaseShared()
+	h.outcomes.release()
+	h.events.release()
+	for _, r := range []**spoolReg{&h.fallbackReg, &h.spoolReg} {
+		if *r != nil {
+			(*r).release()
+			*r = nil
+		}
+	}
+	h.lockout.release()
+	h.held.release()
 	if h.gateway != nil {
 		h.gateway.close()
 	}
@@ -602,16 +724,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	h.serveHook(w, r, sub)
 	return nil
-}
-
-// subPath returns the part of path below base (slashes trimmed) and
-// whether path is under base at all.
-func subPath(path, base string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, base)
-	if !ok || rest != "" && rest[0] != '/' {
-		return "", false
-	}
-	return strings.Trim(rest, "/"), true
 }
 
 // Interface guards

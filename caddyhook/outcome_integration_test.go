@@ -227,7 +227,7 @@ func TestClusterOutcomeSubscriptionFollowsReload(t *testing.T) {
 	want(2)
 	id := runIDOf(t, c.nodes[0].post("/hooks/agent", `{"message":"dropped elsewhere"}`))
 	c.waitClusterState(t, 0, id, eventlog.StateQueued)
-	c.handler(t, 1).recordOperator([]string{id}, eventlog.StateDropped)
+	c.handler(t, 1).outcomes.operator([]string{id}, eventlog.StateDropped)
 	c.waitClusterState(t, 0, id, eventlog.StateDropped)
 }
 
@@ -254,7 +254,7 @@ func TestClusterFallbackEventOutcome(t *testing.T) {
 		t.Fatalf("wake into the fallback spool: %d %s", r.status, r.body)
 	}
 	ids := []string{runIDOf(t, c.nodes[0].post("/hooks/agent", `{"message":"while NATS is down"}`))}
-	for _, e := range h0.evrec.log.List(eventlog.Filter{Hook: "wake", Limit: 1}).Entries {
+	for _, e := range h0.events.log.List(eventlog.Filter{Hook: "wake", Limit: 1}).Entries {
 		if ev, ok := e.(eventlog.EventJSON); ok {
 			ids = append(ids, ev.ID)
 		}

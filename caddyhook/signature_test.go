@@ -354,7 +354,7 @@ func TestSignatureFailureReasons(t *testing.T) {
 			}
 			ex := exchange{r: r, sub: "github", now: time.Now(), body: []byte(body), ip: netip.MustParseAddr("192.0.2.77")}
 			before := counterValue(t, h.metrics.authFailures)
-			herr := h.verifySignature(&ex)
+			herr := h.lockout.count(&ex, h.router.verifySignature(&ex))
 			if herr == nil || herr.status != http.StatusUnauthorized {
 				t.Fatalf("verifySignature = %v, want 401", herr)
 			}

@@ -469,7 +469,7 @@ func TestTransformConfinement(t *testing.T) {
 			case tc.want == "" && err != nil:
 				t.Fatalf("Provision: %v", err)
 			case tc.want == "":
-				if h.mappings[0].transform == nil {
+				if h.router.mappings[0].transform == nil {
 					t.Fatal("no transform compiled")
 				}
 			case err == nil:

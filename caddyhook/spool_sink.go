@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -93,7 +92,7 @@ func (c *SpoolConfig) config() (spool.Config, error) {
 }
 
 // provisionSpool opens (or shares, across a reload) the spool and makes
-// it the handler's sink. The handler's gateway sender is registered with
+// it the handler's sink (spoolSink). The handler's gateway sender is registered with
 // the spool; it delivers once it is the oldest registration, that is once
 // the config that opened the spool before has been cleaned up.
 func (h *Handler) provisionSpool(ctx caddy.Context) error {
@@ -111,23 +110,23 @@ func (h *Handler) provisionSpool(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	share, err := h.openSpoolShare(ctx, sc)
+	share, err := openSpoolShare(ctx, &h.held, sc, h.logger)
 	if err != nil {
 		return err
 	}
-	if h.spoolReg, err = share.register(gatewaySender{h}, rate, &sc, ctx.Done()); err != nil {
+	if h.spoolReg, err = share.register(gatewaySender{h.dispatcher}, rate, &sc, ctx.Done()); err != nil {
 		return fmt.Errorf("spool: %s: %w", sc.Dir, err)
 	}
-	h.sink = spoolSink{h: h, store: localAppender{share.store}}
+	h.sink = spoolSink{gateway: h.gateway, store: localAppender{share.store}, logger: h.logger}
 	h.spoolOps, h.spoolDir = share.store, sc.Dir
 	return nil
 }
 
 // openSpoolShare opens (or shares, across a reload) the local spool of
 // sc.Dir and registers its metrics.
-func (h *Handler) openSpoolShare(ctx caddy.Context, sc spool.Config) (*spoolShare, error) {
-	share, _, err := hold(&h.held, spoolPoolPrefix+sc.Dir, func() (*spoolShare, error) {
-		st, err := openSpool(sc, h.logger.Named("spool"))
+func openSpoolShare(ctx caddy.Context, held *poolHold, sc spool.Config, logger *zap.Logger) (*spoolShare, error) {
+	share, _, err := hold(held, spoolPoolPrefix+sc.Dir, func() (*spoolShare, error) {
+		st, err := openSpool(sc, logger.Named("spool"))
 		if err != nil {
 			return nil, err
 		}
@@ -163,19 +162,21 @@ func openSpool(sc spool.Config, logger *zap.Logger) (*spool.Store, error) {
 // spoolSink answers once the actions are stored (on disk, or in the
 // cluster queue); delivery follows.
 type spoolSink struct {
-	h     *Handler
-	store eventAppender
+	gateway *gatewayClient // its prefix: a forwarded event's path is stored below it
+	store   eventAppender
+	logger  *zap.Logger
 }
 
-// eventAppender stores events durably: errFull when the store is at its
-// limit, errClusterDown when the cluster is unreachable (fallback reject),
-// errClusterUnconfirmed when the cluster did not confirm them in time.
+// eventAppender stores events durably. A refusal it knows the answer of
+// (the store is full, the cluster unreachable, …) is a *hookError; any
+// other error is a failed write (503).
 type eventAppender interface {
 	append(ctx context.Context, evs []*spool.Event) error
 }
 
-// errFull: the spool (or the cluster queue) is at its size limit.
-var errFull = errors.New("spool full")
+// errSpoolFull is the 503 of a spool (or a cluster queue) at its size
+// limit.
+var errSpoolFull = &hookError{status: http.StatusServiceUnavailable, reason: "spool full; retry later", retryAfter: spoolRetryAfter}
 
 // localAppender appends to a local spool.
 type localAppender struct{ st *spool.Store }
@@ -183,7 +184,7 @@ type localAppender struct{ st *spool.Store }
 func (a localAppender) append(ctx context.Context, evs []*spool.Event) error {
 	err := a.st.Append(ctx, evs...)
 	if errors.Is(err, spool.ErrFull) {
-		return errFull
+		return errSpoolFull
 	}
 	return err
 }
@@ -207,28 +208,20 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 		if items[i].kind == kindWake {
 			kind = spool.KindWake
 		}
-		evs[i] = &spool.Event{ID: items[i].eventID, Kind: kind, Path: s.h.gateway.prefix + "/" + items[i].kind.String(),
+		evs[i] = &spool.Event{ID: items[i].eventID, Kind: kind, Path: s.gateway.prefixed("/" + items[i].kind.String()),
 			Body: items[i].body, ClientIP: clientIP, FirstSeen: now, TraceParent: tc.parent, TraceState: tc.state}
 		if it := &items[i]; it.header != nil {
 			evs[i].Path = it.path
-			evs[i].PathBelowPrefix = strings.TrimPrefix(it.path, s.h.gateway.prefix) // forwardTarget: prefix + path below it
-			evs[i].Header = it.header                                                // encoded (copied) by Append; the Idempotency-Key among them (prepareForward)
+			evs[i].PathBelowPrefix = s.gateway.belowPrefix(it.path) // forwarder.target: prefix + path below it
+			evs[i].Header = it.header                               // encoded (copied) by Append; the Idempotency-Key among them (prepareForward)
 		}
 		ids[i] = items[i].eventID
 	}
 	if err := s.store.append(ctx, evs); err != nil {
-		switch {
-		case errors.Is(err, errFull):
-			return 0, nil, &hookError{status: http.StatusServiceUnavailable, reason: "spool full; retry later", retryAfter: spoolRetryAfter}
-		case errors.Is(err, errClusterDown):
-			return 0, nil, &hookError{status: http.StatusServiceUnavailable, reason: "cluster unavailable; retry later", retryAfter: clusterRetryAfter}
-		case errors.Is(err, errClusterUnconfirmed):
-			// not a 503: the event may be in the queue and be delivered, so
-			// "not accepted" would be false; as for a gateway timeout, a
-			// retry is safe only with the same Idempotency-Key
-			return 0, nil, &hookError{status: http.StatusGatewayTimeout, reason: reasonClusterUnconfirmed, retryAfter: clusterRetryAfter}
+		if herr, ok := err.(*hookError); ok {
+			return 0, nil, herr
 		}
-		s.h.logger.Error("spool write failed", zap.Error(err))
+		s.logger.Error("spool write failed", zap.Error(err))
 		return 0, nil, &hookError{status: http.StatusServiceUnavailable, reason: "spool unavailable; retry later", retryAfter: spoolRetryAfter}
 	}
 	return http.StatusOK, composeReply(items, ids, "", dropped), nil

@@ -2,9 +2,9 @@ package caddyhook
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"sync"
 	"time"
@@ -12,142 +12,17 @@ import (
 	"github.com/caddyserver/caddy/v2"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
-	_ "github.com/caddyhook/caddyhook/caddyhook/cluster/natscluster" // the nats engine
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
 
-// Cluster timings. One idempotency or publish operation is bounded by the
-// engine's own timeout (Backend.Timeout).
-const (
-	// clusterAdminTimeout bounds an admin API operation on the queue.
-	clusterAdminTimeout = 4 * time.Second
-	// clusterRetryAfter is what a client is told to wait when the cluster
-	// cannot take an event (fallback reject) or a duplicate is in flight.
-	clusterRetryAfter = 5 * time.Second
-	// clusterBusyRetryAfter is the Retry-After of a 409 for a key whose
-	// first request is still being dispatched on another node.
-	clusterBusyRetryAfter = time.Second
-	// clusterDrainRetryMax bounds the fallback spool's wait between two
-	// attempts to move its events into the queue once the cluster is back.
-	clusterDrainRetryMax = 5 * time.Second
-)
-
-// errClusterDown: the cluster cannot take an event and there is no
-// fallback spool; nothing was stored.
-var errClusterDown = errors.New("cluster unavailable")
-
-// errClusterUnconfirmed: the event was sent to the cluster but its
-// acknowledgement did not arrive in time, and there is no fallback spool:
-// it may have been stored (and be delivered) or not.
-var errClusterUnconfirmed = errors.New("cluster did not confirm in time")
-
-// reasonClusterUnconfirmed is the 504 of errClusterUnconfirmed.
-const reasonClusterUnconfirmed = "cluster queue timeout: the event may have been accepted; retry with the same Idempotency-Key so that it does not run twice"
-
-// clusterState is a handler's view of its cluster engine.
-type clusterState struct {
-	backend cluster.Backend
-	metrics *cluster.Metrics
-	sync    *cluster.LockSync    // shared with the handlers of the same lockout table
-	idem    *cluster.Idempotency // cluster-wide idempotency claims
-	name    string               // the namespace, for the admin API
-	key     string               // engine settings and parameters: tells backends apart
-}
-
-// clusterParams are the engine parameters of h: its namespace (from the
-// base path unless the engine sets one), the longest lock, the
-// idempotency TTL and, with `spool cluster`, the queue's settings.
-func (h *Handler) clusterParams() cluster.Params {
-	p := cluster.Params{
-		Name:           cluster.NameFromPath(h.base),
-		LockTTL:        time.Duration(h.AuthFailures.Window) + h.lockout.Policy().LockFor,
-		IdempotencyTTL: time.Duration(h.IdempotencyTTL),
-		Logger:         h.logger.Named("cluster"),
-	}
-	if sc := h.Spool; sc != nil && sc.Cluster {
-		p.Queue = &cluster.QueueParams{MaxBytes: sc.MaxBytes, MaxAge: time.Duration(sc.MaxAge),
-			RetryInitial: time.Duration(sc.RetryInitial), RetryMax: time.Duration(sc.RetryMax)}
-	}
-	return p
-}
-
-// provisionCluster loads the cluster engine, opens this handler's
-// namespace and joins the shared lockout. Every piece is given back by
-// Cleanup: the LockSync through the pool, the backend by the engine
-// module's own Cleanup.
-func (h *Handler) provisionCluster(ctx caddy.Context) error {
-	if h.ClusterRaw == nil {
-		return nil
-	}
-	p := h.clusterParams()
-	// the engine's settings tell backends apart (LoadModule clears ClusterRaw)
-	engineKey, err := json.Marshal(struct {
-		E json.RawMessage
-		N string
-		Q *cluster.QueueParams
-	}{h.ClusterRaw, p.Name, p.Queue})
-	if err != nil {
-		return err
-	}
-	mod, err := ctx.LoadModule(h, "ClusterRaw")
-	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
-	eng, ok := mod.(cluster.Engine)
-	if !ok {
-		return fmt.Errorf("cluster: module %T is not a cluster engine", mod)
-	}
-	ms, _, err := hold(&h.held, clusterMetricsKey, func() (*clusterMetricsShare, error) {
-		m, err := cluster.NewMetrics(nil)
-		return &clusterMetricsShare{m}, err
-	})
-	if err != nil {
-		return err
-	}
-	metrics := ms.m
-	if err := metrics.Register(ctx.GetMetricsRegistry()); err != nil {
-		return fmt.Errorf("cluster metrics: %w", err)
-	}
-	p.Metrics = metrics
-	b, err := eng.Open(p)
-	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
-	// the node id tells connections apart that settings do not (a signing
-	// key read from a file that changed)
-	cs := &clusterState{backend: b, metrics: metrics, name: b.Name(), key: string(engineKey) + "|" + b.Node()}
-	h.cluster = cs
-	cs.metrics.Bind(b)
-
-	if err := h.provisionLockSync(b, cs, p.LockTTL); err != nil {
-		return err
-	}
-
-	wait := time.Duration(h.GatewayTimeout)
-	lease := time.Duration(h.GatewayWaitTimeout) + 2*b.Timeout()
-	if h.Spool != nil {
-		lease = time.Duration(h.GatewayTimeout) + 2*b.Timeout()
-	}
-	cs.idem = cluster.NewIdempotency(b.Claims(), cluster.IdempotencyOptions{Lease: lease, Wait: wait,
-		Timeout: b.Timeout(), Metrics: cs.metrics})
-	return nil
-}
-
-// clusterMetricsShare is the cluster collectors in the usage pool
-// (clusterMetricsKey), so that they keep counting across reloads.
-type clusterMetricsShare struct{ m *cluster.Metrics }
-
-// Destruct implements caddy.Destructor.
-func (*clusterMetricsShare) Destruct() error { return nil }
-
-// checkClusterSpool refuses a `spool cluster` config that cannot work,
-// naming the field, before anything is opened.
-func (h *Handler) checkClusterSpool() error {
-	sc := h.Spool
+// checkCluster refuses a `spool cluster` config that cannot work, naming
+// the field, before anything is opened: engine says whether the handler
+// has a cluster engine, gateway is its gateway address.
+func (sc *SpoolConfig) checkCluster(engine bool, gateway string) error {
 	switch {
 	case sc == nil || !sc.Cluster:
 		return nil
-	case h.ClusterRaw == nil:
+	case !engine:
 		return fmt.Errorf("spool: cluster needs a cluster engine (cluster nats { … })")
 	case sc.Dir != "":
 		return fmt.Errorf("spool: dir and cluster exclude each other; a cluster's local spool is fallback <dir>")
@@ -159,7 +34,7 @@ func (h *Handler) checkClusterSpool() error {
 	switch {
 	case sc.Fallback == "":
 		return fmt.Errorf("spool: fallback: required with spool cluster: a directory (a local spool while the cluster is unreachable) or reject (503)")
-	case sc.Deliver != nil && *sc.Deliver && h.Gateway == "":
+	case sc.Deliver != nil && *sc.Deliver && gateway == "":
 		return fmt.Errorf("spool: deliver on needs gateway")
 	}
 	return nil
@@ -196,7 +71,7 @@ func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
 		if fcfg.RetryInitial > clusterDrainRetryMax {
 			fcfg.RetryInitial = clusterDrainRetryMax
 		}
-		if fbShare, err = h.openSpoolShare(ctx, fcfg); err != nil {
+		if fbShare, err = openSpoolShare(ctx, &h.held, fcfg, h.logger); err != nil {
 			return fmt.Errorf("spool: fallback: %w", err)
 		}
 		fb = fbShare.store
@@ -214,7 +89,7 @@ func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
 	qt := share.target.(*queueTarget)
 	var snd spool.Sender
 	if deliver {
-		snd = gatewaySender{h}
+		snd = gatewaySender{h.dispatcher}
 	}
 	qt.setWorkers(sc.Workers)
 	rate, err := sc.rate()
@@ -229,11 +104,28 @@ func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
 			return fmt.Errorf("spool: fallback %s: %w", sc.Fallback, err)
 		}
 	}
-	h.sink = spoolSink{h: h, store: clusterAppender{sp}}
+	h.sink = spoolSink{gateway: h.gateway, store: clusterAppender{sp}, logger: h.logger}
 	h.spoolOps = &clusterOps{qt: qt, settings: clusterQueueSettings(sc), fallback: fb}
 	h.spoolDir = "cluster:" + cs.name
 	return nil
 }
+
+// Refusals of the cluster queue.
+var (
+	// errClusterDown: the cluster cannot take an event and there is no
+	// fallback spool; nothing was stored.
+	errClusterDown = &hookError{status: http.StatusServiceUnavailable, reason: "cluster unavailable; retry later", retryAfter: clusterRetryAfter}
+	// errClusterUnconfirmed: the event was sent to the cluster but its
+	// acknowledgement did not arrive in time, and there is no fallback
+	// spool: it may have been stored (and be delivered) or not. Not a
+	// 503: the event may be in the queue and be delivered, so "not
+	// accepted" would be false; as for a gateway timeout, a retry is safe
+	// only with the same Idempotency-Key.
+	errClusterUnconfirmed = &hookError{status: http.StatusGatewayTimeout, reason: reasonClusterUnconfirmed, retryAfter: clusterRetryAfter}
+)
+
+// reasonClusterUnconfirmed is the 504 of errClusterUnconfirmed.
+const reasonClusterUnconfirmed = "cluster queue timeout: the event may have been accepted; retry with the same Idempotency-Key so that it does not run twice"
 
 // clusterAppender appends to the cluster queue (or its fallback).
 type clusterAppender struct{ sp *cluster.Spool }
@@ -242,7 +134,7 @@ func (a clusterAppender) append(ctx context.Context, evs []*spool.Event) error {
 	_, err := a.sp.Append(ctx, evs...)
 	switch {
 	case errors.Is(err, cluster.ErrFull), errors.Is(err, spool.ErrFull):
-		return errFull
+		return errSpoolFull
 	case errors.Is(err, cluster.ErrUnconfirmed):
 		return errClusterUnconfirmed
 	case errors.Is(err, cluster.ErrUnavailable):
@@ -410,8 +302,7 @@ func (o *clusterOps) Resume() error { o.qt.setPaused(false); return nil }
 
 // Interface guards
 var (
-	_ cluster.LockTarget = lockTarget{}
-	_ spool.Ops          = (*clusterOps)(nil)
-	_ deliveryTarget     = (*queueTarget)(nil)
-	_ spool.Holder       = heldSender{}
+	_ spool.Ops      = (*clusterOps)(nil)
+	_ deliveryTarget = (*queueTarget)(nil)
+	_ spool.Holder   = heldSender{}
 )
