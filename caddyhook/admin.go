@@ -2,8 +2,6 @@ package caddyhook
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -12,10 +10,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/lockout"
 )
@@ -24,10 +20,9 @@ func init() {
 	caddy.RegisterModule(adminAPI{})
 }
 
-// Admin API limits.
+// Limits of GET /hooks/lockouts.
 const (
-	maxAdminBody        = 1 << 20 // a retry/drop request
-	defaultLockoutsList = 10_000  // lockouts listed without ?limit
+	defaultLockoutsList = 10_000 // lockouts listed without ?limit
 	maxLockoutsList     = 1_000_000
 )
 
@@ -48,7 +43,7 @@ const (
 //	GET    /hooks/events/<id>         one event; POST …/<id>/replay dispatches it again
 //	GET    /hooks/events/stream       the live tail (Server-Sent Events)
 //	GET    /hooks/events/rates        the last hour's rates
-//	GET    /hooks/console             the console page (see console.go)
+//	GET    /hooks/console             the console page (see console_page.go)
 //
 // With several hooks handlers, ?path=<base path> (and ?server=<name> when
 // two servers use the same base path) selects one. No answer carries a
@@ -75,13 +70,6 @@ func (a *adminAPI) Provision(ctx caddy.Context) error {
 // Routes returns the /hooks/ route.
 func (a *adminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{{Pattern: adminapi.Prefix, Handler: caddy.AdminHandlerFunc(a.serve)}}
-}
-
-// adminRoute is one endpoint: its method and what it does for the
-// selected handler (nil handler: the endpoint lists every handler).
-type adminRoute struct {
-	method string
-	serve  func(w http.ResponseWriter, r *http.Request, lh *liveHandler, arg string) error
 }
 
 // serve dispatches an admin request by path and method.
@@ -217,139 +205,6 @@ func serveLift(w http.ResponseWriter, _ *http.Request, lh *liveHandler, arg stri
 	}
 	lh.view.logger.Info("lockout lifted through the admin API", zap.String("client_ip", ip.String()))
 	return writeAdminJSON(w, map[string]string{"lifted": ip.String()})
-}
-
-// liveHandler is a hooks handler of the running config.
-type liveHandler struct {
-	view   *adminView
-	server string // the http server (site listener) it belongs to
-}
-
-// selectHandler picks the handler named by ?path (and ?server), or the only
-// one; several without a choice is a 400 naming them.
-func selectHandler(r *http.Request) (*liveHandler, error) {
-	q := r.URL.Query()
-	path, server := strings.TrimRight(q.Get("path"), "/"), q.Get("server")
-	all := liveHandlers()
-	var match []liveHandler
-	for _, lh := range all {
-		if (path == "" || lh.view.base == path) && (server == "" || lh.server == server) {
-			match = append(match, lh)
-		}
-	}
-	switch {
-	case len(match) == 1:
-		return &match[0], nil
-	case len(all) == 0:
-		return nil, apiError(http.StatusNotFound, "no hooks handler in the running config")
-	case len(match) == 0:
-		return nil, apiError(http.StatusNotFound, "no hooks handler at path=%q server=%q; the handlers are: %s", path, server, handlerChoices(all))
-	case path == "" && server == "":
-		return nil, apiError(http.StatusBadRequest, "several hooks handlers: choose one with ?path= (%s)", handlerChoices(all))
-	}
-	return nil, apiError(http.StatusBadRequest, "several hooks handlers match; add ?server= (%s)", handlerChoices(match))
-}
-
-// handlerChoices names handlers for an error message.
-func handlerChoices(hs []liveHandler) string {
-	names := make([]string, len(hs))
-	for i, lh := range hs {
-		names[i] = "path=" + lh.view.base
-		if lh.server != "" {
-			names[i] += " server=" + lh.server
-		}
-	}
-	return strings.Join(names, ", ")
-}
-
-// adminView is what the admin API sees of a provisioned handler: its
-// base path and the concerns its routes read and operate. The handler
-// registers it from Provision to Cleanup (registerAdmin).
-type adminView struct {
-	base     string
-	server   *caddyhttp.Server // the server whose routes hold the handler (nil outside the http app)
-	lockout  *lockoutGuard
-	idem     *idempotencyCheck
-	bodies   *bodyReads
-	cluster  *clusterState // nil without a cluster engine
-	spool    spool.Ops     // nil without a spool
-	spoolDir string        // its directory, or cluster:<namespace>
-	events   *eventRecorder
-	outcomes *outcomeRelay
-	sink     sink // where a replay goes
-	logger   *zap.Logger
-}
-
-// Destruct implements caddy.Destructor; the handler cleans up itself.
-func (*adminView) Destruct() error { return nil }
-
-// registerAdmin makes v visible to the admin API until held is released.
-func registerAdmin(held *poolHold, v *adminView) {
-	_, _, _ = hold(held, fmt.Sprintf(adminPoolPrefix+"%p", v), func() (*adminView, error) { return v, nil })
-}
-
-// liveHandlers returns the registered handlers of the running config,
-// ordered by base path and server. During a reload the new config's
-// handlers are registered before they serve and the old ones until their
-// Cleanup; the running config's http servers tell them apart.
-func liveHandlers() []liveHandler {
-	servers := runningServers()
-	var out []liveHandler
-	sharedPool.Range(func(_, v any) bool {
-		view, ok := v.(*adminView)
-		if !ok {
-			return true
-		}
-		name, running := servers[view.server]
-		if servers == nil || running {
-			out = append(out, liveHandler{view: view, server: name})
-		}
-		return true
-	})
-	slices.SortFunc(out, func(a, b liveHandler) int {
-		if c := strings.Compare(a.view.base, b.view.base); c != 0 {
-			return c
-		}
-		return strings.Compare(a.server, b.server)
-	})
-	return out
-}
-
-// runningServers maps the running config's http servers to their names;
-// nil when no http app is running.
-func runningServers() map[*caddyhttp.Server]string {
-	app, err := caddy.ActiveContext().AppIfConfigured("http")
-	if err != nil {
-		return nil
-	}
-	httpApp, ok := app.(*caddyhttp.App)
-	if !ok {
-		return nil
-	}
-	m := make(map[*caddyhttp.Server]string, len(httpApp.Servers))
-	for name, srv := range httpApp.Servers {
-		m[srv] = name
-	}
-	return m
-}
-
-// writeAdminJSON writes v as the JSON answer. Stored bodies go out
-// byte for byte (no HTML escaping, no re-indenting), so that the CLI shows
-// the same through the admin API as from the spool file.
-func writeAdminJSON(w http.ResponseWriter, v any) error {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return apiError(http.StatusInternalServerError, "encoding the answer: %v", err)
-	}
-	return nil
-}
-
-// apiError is an admin API error with its status; Caddy answers it as
-// {"error": "<message>"}.
-func apiError(status int, format string, args ...any) error {
-	return caddy.APIError{HTTPStatus: status, Err: fmt.Errorf(format, args...)}
 }
 
 // Interface guards

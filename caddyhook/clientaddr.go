@@ -13,7 +13,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp/proxyprotocol"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 )
 
@@ -49,14 +48,14 @@ type clientAddressCheck struct {
 	leftmostUnknown bool
 	// logs bounds the lines about unparseable forwarded entries.
 	logs *logBudget
-	// unparsed counts the requests keyed on a trusted hop (see address).
-	unparsed prometheus.Counter
-	logger   *zap.Logger
+	// metrics count the requests keyed on a trusted hop (see address).
+	metrics *hookMetrics
+	logger  *zap.Logger
 }
 
-// counting is c with the counter and the logger of address.
-func (c clientAddressCheck) counting(unparsed prometheus.Counter, logger *zap.Logger) clientAddressCheck {
-	c.unparsed, c.logger = unparsed, logger
+// counting is c with the metrics and the logger of address.
+func (c clientAddressCheck) counting(metrics *hookMetrics, logger *zap.Logger) clientAddressCheck {
+	c.metrics, c.logger = metrics, logger
 	return c
 }
 
@@ -173,7 +172,7 @@ func (c clientAddressCheck) address(r *http.Request) netip.Addr {
 	if !skipped {
 		return ip
 	}
-	c.unparsed.Inc()
+	c.metrics.observeForwardedUnparsed()
 	if ok, suppressed := c.logs.allow(time.Now()); ok {
 		c.logger.Warn(msgForwardedUnparsed,
 			zap.String("client_ip", hop.String()),

@@ -9,6 +9,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	_ "github.com/caddyhook/caddyhook/caddyhook/cluster/natscluster" // the nats engine
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/adminapi"
 )
 
@@ -38,83 +39,56 @@ type clusterState struct {
 	key     string               // engine settings and parameters: tells backends apart
 }
 
-// clusterParams are the engine parameters of h: its namespace (from the
-// base path unless the engine sets one), the longest lock, the
-// idempotency TTL and, with `spool cluster`, the queue's settings.
-func (h *Handler) clusterParams() cluster.Params {
-	p := cluster.Params{
-		Name:           cluster.NameFromPath(h.base),
-		LockTTL:        time.Duration(h.AuthFailures.Window) + h.lockout.Policy().LockFor,
-		IdempotencyTTL: time.Duration(h.IdempotencyTTL),
-		Logger:         h.logger.Named("cluster"),
-	}
-	if sc := h.Spool; sc != nil && sc.Cluster {
-		p.Queue = &cluster.QueueParams{MaxBytes: sc.MaxBytes, MaxAge: time.Duration(sc.MaxAge),
-			RetryInitial: time.Duration(sc.RetryInitial), RetryMax: time.Duration(sc.RetryMax)}
-	}
-	return p
-}
-
-// provisionCluster loads the cluster engine, opens this handler's
-// namespace and joins the shared lockout. Every piece is given back by
-// Cleanup: the LockSync through the pool, the backend by the engine
-// module's own Cleanup.
-func (h *Handler) provisionCluster(ctx caddy.Context) error {
-	if h.ClusterRaw == nil {
-		return nil
-	}
-	p := h.clusterParams()
-	// the engine's settings tell backends apart (LoadModule clears ClusterRaw)
-	engineKey, err := json.Marshal(struct {
+// engineKey is what tells backends apart: the engine's settings (raw,
+// read before LoadModule clears it), the namespace and the queue's
+// settings.
+func engineKey(raw json.RawMessage, p cluster.Params) (string, error) {
+	k, err := json.Marshal(struct {
 		E json.RawMessage
 		N string
 		Q *cluster.QueueParams
-	}{h.ClusterRaw, p.Name, p.Queue})
-	if err != nil {
-		return err
-	}
-	mod, err := ctx.LoadModule(h, "ClusterRaw")
-	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
+	}{raw, p.Name, p.Queue})
+	return string(k), err
+}
+
+// openCluster opens the namespace of p on the engine module mod (keyed
+// by engineKey), joins the lockout sharing of g, and sets up the
+// cluster-wide idempotency claims: a claim's lease and the wait for a
+// duplicate's first request. Every piece is given back by the handler's
+// Cleanup: the LockSync and the metrics through the pool, the backend by
+// the engine module's own Cleanup.
+func openCluster(ctx caddy.Context, held *poolHold, mod any, key string, p cluster.Params, g *lockoutGuard,
+	lease, wait time.Duration) (*clusterState, error) {
 	eng, ok := mod.(cluster.Engine)
 	if !ok {
-		return fmt.Errorf("cluster: module %T is not a cluster engine", mod)
+		return nil, fmt.Errorf("cluster: module %T is not a cluster engine", mod)
 	}
-	ms, _, err := hold(&h.held, clusterMetricsKey, func() (*clusterMetricsShare, error) {
+	ms, _, err := hold(held, clusterMetricsKey, func() (*clusterMetricsShare, error) {
 		m, err := cluster.NewMetrics(nil)
 		return &clusterMetricsShare{m}, err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	metrics := ms.m
 	if err := metrics.Register(ctx.GetMetricsRegistry()); err != nil {
-		return fmt.Errorf("cluster metrics: %w", err)
+		return nil, fmt.Errorf("cluster metrics: %w", err)
 	}
 	p.Metrics = metrics
 	b, err := eng.Open(p)
 	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	// the node id tells connections apart that settings do not (a signing
 	// key read from a file that changed)
-	cs := &clusterState{backend: b, metrics: metrics, name: b.Name(), key: string(engineKey) + "|" + b.Node()}
-	h.cluster = cs
+	cs := &clusterState{backend: b, metrics: metrics, name: b.Name(), key: key + "|" + b.Node()}
 	cs.metrics.Bind(b)
-
-	if cs.sync, err = h.lockout.joinCluster(&h.held, b, cs.key, cs.metrics, p.LockTTL); err != nil {
-		return err
+	if cs.sync, err = g.joinCluster(held, b, cs.key, cs.metrics, p.LockTTL); err != nil {
+		return nil, err
 	}
-
-	wait := time.Duration(h.GatewayTimeout)
-	lease := time.Duration(h.GatewayWaitTimeout) + 2*b.Timeout()
-	if h.Spool != nil {
-		lease = time.Duration(h.GatewayTimeout) + 2*b.Timeout()
-	}
-	cs.idem = cluster.NewIdempotency(b.Claims(), cluster.IdempotencyOptions{Lease: lease, Wait: wait,
+	cs.idem = cluster.NewIdempotency(b.Claims(), cluster.IdempotencyOptions{Lease: lease + 2*b.Timeout(), Wait: wait,
 		Timeout: b.Timeout(), Metrics: cs.metrics})
-	return nil
+	return cs, nil
 }
 
 // clusterMetricsShare is the cluster collectors in the usage pool
@@ -123,6 +97,38 @@ type clusterMetricsShare struct{ m *cluster.Metrics }
 
 // Destruct implements caddy.Destructor.
 func (*clusterMetricsShare) Destruct() error { return nil }
+
+// node is this node's id in the cluster.
+func (cs *clusterState) node() string { return cs.backend.Node() }
+
+// outcomes is the engine's outcome channel (nil: it carries none).
+func (cs *clusterState) outcomes() cluster.Outcomes {
+	bus, _ := cs.backend.(cluster.Outcomes)
+	return bus
+}
+
+// claims are the cluster-wide idempotency claims; nil-safe (nil without
+// a cluster engine).
+func (cs *clusterState) claims() *cluster.Idempotency {
+	if cs == nil {
+		return nil
+	}
+	return cs.idem
+}
+
+// queueStore is the engine's replicated queue (nil: it has none).
+func (cs *clusterState) queueStore() cluster.QueueStore { return cs.backend.Queue() }
+
+// queueSpool is the engine's queue as a spool, with fallback fb (a local
+// spool, or nil).
+func (cs *clusterState) queueSpool(fb *spool.Store) (*cluster.Spool, error) {
+	return cluster.NewSpool(cs.backend, cluster.SpoolOptions{Fallback: fb, Metrics: cs.metrics})
+}
+
+// namespace is the namespace's name (the admin API shows it); poolKey
+// tells the engine's connections apart in sharedPool.
+func (cs *clusterState) namespace() string { return cs.name }
+func (cs *clusterState) poolKey() string   { return cs.key }
 
 // status is the cluster's part of the admin API's handler status.
 func (cs *clusterState) status() *adminapi.Cluster {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
@@ -40,21 +41,22 @@ func (sc *SpoolConfig) checkCluster(engine bool, gateway string) error {
 	return nil
 }
 
-// provisionClusterSpool makes the cluster queue the handler's sink: with
-// deliver on, the handler's gateway sender is registered with the queue
-// (the oldest registration delivers, as with a local spool); with a
-// fallback directory, a local spool takes the events while the cluster is
-// unreachable and moves them into the queue when it is back.
-func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
-	sc := h.Spool
-	deliver := h.gateway.addr.network != ""
+// openClusterSpool makes the queue of cs the sink: with deliver on (by
+// default when the handler has a gateway: hasGateway), snd is registered
+// with the queue (the oldest registration delivers, as with a local
+// spool); with a fallback directory, a local spool takes the events while
+// the cluster is unreachable and moves them into the queue when it is
+// back.
+func openClusterSpool(ctx caddy.Context, held *poolHold, sc *SpoolConfig, cs *clusterState, snd spool.Sender, hasGateway bool,
+	gw *gatewayClient, logger *zap.Logger) (spoolSetup, error) {
+	var s spoolSetup
+	deliver := hasGateway
 	if sc.Deliver != nil {
 		deliver = *sc.Deliver
 	}
-	cs := h.cluster
-	q := cs.backend.Queue()
+	q := cs.queueStore()
 	if q == nil {
-		return fmt.Errorf("spool: cluster: the engine has no queue")
+		return s, fmt.Errorf("spool: cluster: the engine has no queue")
 	}
 	var fb *spool.Store
 	var fbShare *spoolShare
@@ -64,50 +66,54 @@ func (h *Handler) provisionClusterSpool(ctx caddy.Context) error {
 	default:
 		dir, err := filepath.Abs(caddy.NewReplacer().ReplaceKnown(sc.Fallback, ""))
 		if err != nil {
-			return fmt.Errorf("spool: fallback: %w", err)
+			return s, fmt.Errorf("spool: fallback: %w", err)
 		}
 		fcfg = spool.Config{Dir: dir, MaxBytes: sc.MaxBytes, MaxAge: time.Duration(sc.MaxAge),
 			RetryInitial: time.Duration(sc.RetryInitial), RetryMax: clusterDrainRetryMax, Workers: 1}
 		if fcfg.RetryInitial > clusterDrainRetryMax {
 			fcfg.RetryInitial = clusterDrainRetryMax
 		}
-		if fbShare, err = openSpoolShare(ctx, &h.held, fcfg, h.logger); err != nil {
-			return fmt.Errorf("spool: fallback: %w", err)
+		if fbShare, err = openSpoolShare(ctx, held, fcfg, logger); err != nil {
+			return s, fmt.Errorf("spool: fallback: %w", err)
 		}
-		fb = fbShare.store
+		fb = fbShare.localStore()
 	}
-	sp, err := cluster.NewSpool(cs.backend, cluster.SpoolOptions{Fallback: fb, Metrics: cs.metrics})
+	sp, err := cs.queueSpool(fb)
 	if err != nil {
-		return fmt.Errorf("spool: cluster: %w", err)
+		return s, fmt.Errorf("spool: cluster: %w", err)
 	}
-	share, _, err := hold(&h.held, spoolPoolPrefix+"cluster|"+cs.key, func() (*spoolShare, error) {
-		return &spoolShare{target: &queueTarget{sp: sp, q: q}}, nil
+	share, _, err := hold(held, spoolPoolPrefix+"cluster|"+cs.poolKey(), func() (*spoolShare, error) {
+		return newShare(nil, &queueTarget{sp: sp, q: q}), nil
 	})
 	if err != nil {
-		return err
+		return s, err
 	}
-	qt := share.target.(*queueTarget)
-	var snd spool.Sender
-	if deliver {
-		snd = gatewaySender{h.dispatcher}
+	qt := share.delivery().(*queueTarget)
+	if !deliver {
+		snd = nil
 	}
 	qt.setWorkers(sc.Workers)
 	rate, err := sc.rate()
 	if err != nil {
-		return err
+		return s, err
 	}
-	if h.spoolReg, err = share.register(snd, rate, nil, ctx.Done()); err != nil {
-		return fmt.Errorf("spool: cluster %s: %w", cs.name, err)
+	reg, err := share.register(snd, rate, nil, ctx.Done())
+	if err != nil {
+		return s, fmt.Errorf("spool: cluster %s: %w", cs.namespace(), err)
 	}
+	var fbReg *spoolReg
 	if fbShare != nil {
-		if h.fallbackReg, err = fbShare.register(sp.Drain(), spool.Rate{}, &fcfg, ctx.Done()); err != nil {
-			return fmt.Errorf("spool: fallback %s: %w", sc.Fallback, err)
+		if fbReg, err = fbShare.register(sp.Drain(), spool.Rate{}, &fcfg, ctx.Done()); err != nil {
+			return spoolSetup{reg: reg}, fmt.Errorf("spool: fallback %s: %w", sc.Fallback, err)
 		}
 	}
-	h.sink = spoolSink{gateway: h.gateway, store: clusterAppender{sp}, logger: h.logger}
-	h.spoolOps = &clusterOps{qt: qt, settings: clusterQueueSettings(sc), fallback: fb}
-	h.spoolDir = "cluster:" + cs.name
-	return nil
+	return spoolSetup{
+		sink:     spoolSink{gateway: gw, store: clusterAppender{sp}, logger: logger},
+		reg:      reg,
+		fallback: fbReg,
+		ops:      &clusterOps{qt: qt, settings: clusterQueueSettings(sc), fallback: fb},
+		dir:      "cluster:" + cs.namespace(),
+	}, nil
 }
 
 // Refusals of the cluster queue.

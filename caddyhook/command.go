@@ -37,8 +37,12 @@ func hooksSubcommands() []*cobra.Command {
 	}, cli.Commands()...)
 }
 
-// importEdge is the edge as `caddy hooks import` asks it
+// ImportEdge is the edge as `caddy hooks import` asks it
 // (importcmd.Edge): every answer is the handler's own provisioning code.
+// The import's own tests (internal/importcmd) translate through it.
+func ImportEdge() importcmd.Edge { return importEdge{} }
+
+// importEdge implements ImportEdge.
 type importEdge struct{}
 
 // BasePath implements importcmd.Edge.

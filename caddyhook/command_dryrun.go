@@ -146,7 +146,7 @@ func newDryRunAction(it *prepared) dryRunAction {
 	a := dryRunAction{Kind: it.kind.String(), IdempotencyKey: it.idemKey}
 	if it.forward {
 		// the key the gateway gets is the sender's own, if any (see
-		// prepareForward; a dry run has no spool)
+		// forwarder.prepare; a dry run has no spool)
 		a.Kind, a.Forward, a.Path, a.IdempotencyKey = "forward", true, it.path, strings.Join(it.header["Idempotency-Key"], ", ")
 		a.Headers = make(map[string]string, len(it.header))
 		for k, v := range it.header {

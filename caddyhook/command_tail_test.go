@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyhook/caddyhook/internal/testkit"
 	"github.com/spf13/cobra"
 )
 
@@ -37,7 +38,7 @@ func TestTailCommand(t *testing.T) {
 		return done, cancel
 	}
 	waitSubscribers := func(n int) {
-		waitFor(t, func() string { return "the tails did not connect" }, func() bool {
+		testkit.WaitForState(t, func() string { return "the tails did not connect" }, func() bool {
 			lh := liveHandlers()
 			return len(lh) == 1 && lh[0].view.events.eventLog().Subscribers() >= n
 		})

@@ -179,7 +179,7 @@ func (d *dispatcher) gatewayFailure(kind actionKind, eventID string, status int,
 	if !ok {
 		return
 	}
-	fields := []zap.Field{zap.String("gateway", d.gateway.addr.String()), zap.String("kind", kind.String()),
+	fields := []zap.Field{zap.String("gateway", d.gateway.address()), zap.String("kind", kind.String()),
 		zap.String("event_id", eventID)}
 	if err != nil {
 		fields = append(fields, zap.Error(err))

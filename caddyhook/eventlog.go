@@ -2,12 +2,14 @@ package caddyhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -306,30 +308,6 @@ func (rec *eventRecorder) outcomes(dst []eventlog.Dispatch, items []prepared, st
 	return ds
 }
 
-// runIDs reads the n run ids of a fan-out reply ("" where missing).
-func runIDs(body []byte, n int) []string {
-	out := make([]string, n)
-	var r struct {
-		RunIDs []string `json:"runIds"`
-	}
-	if bytes.Contains(body, []byte(`"runIds"`)) && json.Unmarshal(body, &r) == nil {
-		copy(out, r.RunIDs)
-	}
-	return out
-}
-
-// runID reads the runId of a reply ("" when it has none: a wake).
-func runID(body []byte) string {
-	if !bytes.Contains(body, []byte(`"runId"`)) {
-		return ""
-	}
-	var r struct {
-		RunID string `json:"runId"`
-	}
-	_ = json.Unmarshal(body, &r)
-	return r.RunID
-}
-
 // redacted replaces the hook token in kept text.
 const redacted = "[REDACTED]"
 
@@ -416,4 +394,88 @@ func headerHolds(h http.Header, s string) bool {
 		}
 	}
 	return false
+}
+
+// replayRefusal is why an event cannot be replayed, and the admin API's
+// status for it.
+type replayRefusal struct {
+	status int
+	msg    string
+}
+
+func (r replayRefusal) Error() string { return r.msg }
+
+// replay dispatches the kept gateway requests of event id again,
+// through the handler's own path (snk: the gateway now, or the spool or
+// the cluster queue when configured), each with a new idempotency key derived
+// from the original event's, so that the gateway runs it again. The
+// replay is an event of its own (replay_of names the original), which the
+// answer names.
+func (rec *eventRecorder) replay(ctx context.Context, id string, snk sink) (*adminapi.Replay, error) {
+	orig, data, ok := rec.log.Get(id)
+	switch {
+	case !ok:
+		return nil, replayRefusal{http.StatusNotFound, fmt.Sprintf("no event %q in the log of %s (it may have been evicted)", id, rec.base)}
+	case data == nil:
+		why := orig.ReplayNote
+		if why == "" {
+			why = "what the gateway was sent is kept only with events { bodies on }"
+		}
+		return nil, replayRefusal{http.StatusConflict, fmt.Sprintf("event %s cannot be replayed: %s", orig.ID, why)}
+	}
+	var kept []replayItem
+	if err := json.Unmarshal(data, &kept); err != nil || len(kept) == 0 {
+		return nil, replayRefusal{http.StatusConflict, fmt.Sprintf("event %s cannot be replayed: its kept requests are unreadable", orig.ID)}
+	}
+	now := time.Now()
+	items := make([]prepared, len(kept))
+	var ip netip.Addr
+	for i, k := range kept {
+		seed := orig.ID + "\x00replay\x00" + strconv.FormatInt(now.UnixNano(), 10) + "\x00" + strconv.Itoa(i)
+		eid := uuid.NewSHA1(eventNamespace, []byte(seed)).String()
+		kind := kindAgent
+		if k.Kind == kindWake.String() {
+			kind = kindWake
+		}
+		g := gatewayRequest{kind: kind, path: k.Path, body: k.Body, idemKey: eid}
+		if k.Header != nil {
+			g.header = k.Header.Clone()
+			// a forwarded request is sent with its own headers only: the
+			// new key, which the gateway reads before any other, makes it
+			// run the replay again
+			g.header["Idempotency-Key"] = []string{eid}
+		}
+		items[i] = prepared{gatewayRequest: g, mode: k.Mode, eventID: eid, forward: k.Forward}
+		if i == 0 {
+			ip, _ = netip.ParseAddr(k.ClientIP)
+		}
+	}
+	status, body, herr := snk.deliver(ctx, items, 0, ip)
+	if herr != nil {
+		status = herr.status
+	}
+	e := &eventlog.Event{Time: now, Path: rec.base, Hook: orig.Hook, Route: orig.Route, Mapping: orig.Mapping,
+		Auth: "replay", Status: status, IdemKey: items[0].eventID, ReplayOf: orig.ID, Headers: orig.Headers,
+		BodyBytes: orig.BodyBytes, BodyNote: orig.BodyNote, Replay: data, Tracked: rec.spooled}
+	if orig.Body != nil {
+		e.Body = []byte(*orig.Body)
+	}
+	if ip.IsValid() {
+		e.Client, e.ClientBits = rec.lockout.display(rec.lockout.KeyOf(ip))
+	}
+	if herr != nil {
+		e.Reason = herr.reason
+	}
+	e.Latency = time.Since(now)
+	e.Dispatch = rec.outcomes(nil, items, status, body, herr, false, now.Add(e.Latency))
+	e.ID = e.Dispatch[0].ID
+	rec.log.Accept(e)
+	rec.logger.Info("event replayed through the admin API", zap.String("event", orig.ID), zap.String("replay", e.ID))
+	ans := &adminapi.Replay{ID: e.ID, ReplayOf: orig.ID, Status: status, OK: herr == nil}
+	if herr != nil {
+		ans.Reason = herr.reason
+	} else if json.Valid(body) {
+		ans.Reply = body
+	}
+	return ans, nil
 }

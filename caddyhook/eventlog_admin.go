@@ -3,17 +3,13 @@ package caddyhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-	"go.uber.org/zap"
-
-	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
 )
 
@@ -104,6 +100,10 @@ func serveReplay(w http.ResponseWriter, r *http.Request, lh *liveHandler, id str
 		return err
 	}
 	ans, err := lh.view.events.replay(r.Context(), id, lh.view.sink)
+	var refused replayRefusal
+	if errors.As(err, &refused) {
+		return apiError(refused.status, "%s", refused.msg)
+	}
 	if err != nil {
 		return err
 	}
@@ -205,79 +205,4 @@ func sseMessage(b []byte, typ string, id uint64, v any) []byte {
 	b = append(b, "\ndata: "...)
 	b = append(b, data...)
 	return append(b, "\n\n"...)
-}
-
-// replay dispatches the kept gateway requests of event id again,
-// through the handler's own path (snk: the gateway now, or the spool or
-// the cluster queue when configured), each with a new idempotency key derived
-// from the original event's, so that the gateway runs it again. The
-// replay is an event of its own (replay_of names the original), which the
-// answer names.
-func (rec *eventRecorder) replay(ctx context.Context, id string, snk sink) (*adminapi.Replay, error) {
-	orig, data, ok := rec.log.Get(id)
-	switch {
-	case !ok:
-		return nil, apiError(http.StatusNotFound, "no event %q in the log of %s (it may have been evicted)", id, rec.base)
-	case data == nil:
-		why := orig.ReplayNote
-		if why == "" {
-			why = "what the gateway was sent is kept only with events { bodies on }"
-		}
-		return nil, apiError(http.StatusConflict, "event %s cannot be replayed: %s", orig.ID, why)
-	}
-	var kept []replayItem
-	if err := json.Unmarshal(data, &kept); err != nil || len(kept) == 0 {
-		return nil, apiError(http.StatusConflict, "event %s cannot be replayed: its kept requests are unreadable", orig.ID)
-	}
-	now := time.Now()
-	items := make([]prepared, len(kept))
-	var ip netip.Addr
-	for i, k := range kept {
-		seed := orig.ID + "\x00replay\x00" + strconv.FormatInt(now.UnixNano(), 10) + "\x00" + strconv.Itoa(i)
-		eid := uuid.NewSHA1(eventNamespace, []byte(seed)).String()
-		kind := kindAgent
-		if k.Kind == kindWake.String() {
-			kind = kindWake
-		}
-		g := gatewayRequest{kind: kind, path: k.Path, body: k.Body, idemKey: eid}
-		if k.Header != nil {
-			g.header = k.Header.Clone()
-			// a forwarded request is sent with its own headers only: the
-			// new key, which the gateway reads before any other, makes it
-			// run the replay again
-			g.header["Idempotency-Key"] = []string{eid}
-		}
-		items[i] = prepared{gatewayRequest: g, mode: k.Mode, eventID: eid, forward: k.Forward}
-		if i == 0 {
-			ip, _ = netip.ParseAddr(k.ClientIP)
-		}
-	}
-	status, body, herr := snk.deliver(ctx, items, 0, ip)
-	if herr != nil {
-		status = herr.status
-	}
-	e := &eventlog.Event{Time: now, Path: rec.base, Hook: orig.Hook, Route: orig.Route, Mapping: orig.Mapping,
-		Auth: "replay", Status: status, IdemKey: items[0].eventID, ReplayOf: orig.ID, Headers: orig.Headers,
-		BodyBytes: orig.BodyBytes, BodyNote: orig.BodyNote, Replay: data, Tracked: rec.spooled}
-	if orig.Body != nil {
-		e.Body = []byte(*orig.Body)
-	}
-	if ip.IsValid() {
-		e.Client, e.ClientBits = rec.lockout.display(rec.lockout.KeyOf(ip))
-	}
-	if herr != nil {
-		e.Reason = herr.reason
-	}
-	e.Latency = time.Since(now)
-	e.Dispatch = rec.outcomes(nil, items, status, body, herr, false, now.Add(e.Latency))
-	e.ID = e.Dispatch[0].ID
-	rec.log.Accept(e)
-	rec.logger.Info("event replayed through the admin API", zap.String("event", orig.ID), zap.String("replay", e.ID))
-	ans := &adminapi.Replay{ID: e.ID, ReplayOf: orig.ID, Status: status, OK: herr == nil}
-	if herr != nil {
-		ans.Reason = herr.reason
-	} else if json.Valid(body) {
-		ans.Reply = body
-	}
-	return ans, nil
 }

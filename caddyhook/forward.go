@@ -78,7 +78,7 @@ func (fw *forwarder) plan(ex *exchange, acts []action) (forwardReq, *hookError) 
 	if !ok {
 		return forwardReq{}, reject(http.StatusNotFound, reasonNotForwardable)
 	}
-	hdr, herr := fw.crossingHeaders(ex.r, path)
+	hdr, herr := crossingHeaders(ex.r, path, fw.skip)
 	if herr != nil {
 		return forwardReq{}, herr
 	}

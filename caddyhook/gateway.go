@@ -93,6 +93,9 @@ func newGatewayClient(addr gatewayAddr, prefix, token string, timeout time.Durat
 	return c
 }
 
+// address is the gateway's address as configured (for the log).
+func (c *gatewayClient) address() string { return c.addr.String() }
+
 // setWaitTimeout sets the bound of a request that waits for its run
 // (gateway_wait_timeout).
 func (c *gatewayClient) setWaitTimeout(d time.Duration) { c.waitTimeout = d }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
@@ -86,31 +85,28 @@ type lockoutGuard struct {
 	window   time.Duration
 	v6bits   int    // ipv6_prefix
 	base     string // the handler's base path, for the event
-	failures prometheus.Counter
+	metrics  *hookMetrics
 	events   *lockoutEvents
 	logger   *zap.Logger
 	sync     *cluster.LockSync // nil without a cluster engine
-	// gauge counts the table's locked addresses in active_lockouts
-	// until release.
-	gauge    *lockoutTables
-	identity string
+	// uncount stops counting the table's locked addresses in
+	// active_lockouts.
+	uncount func()
 }
 
 // newLockoutGuard makes the guard of a handler of identity over its
 // table (holdLockoutTable), counted by metrics until release.
 func newLockoutGuard(table *lockout.Table, key, identity string, s lockoutSettings, base string,
 	metrics *hookMetrics, events *lockoutEvents, logger *zap.Logger) *lockoutGuard {
-	metrics.lockouts.add(identity, table)
 	return &lockoutGuard{Table: table, key: key, maxFails: s.count, window: s.window, v6bits: s.v6bits, base: base,
-		failures: metrics.authFailures, events: events, logger: logger, gauge: metrics.lockouts, identity: identity}
+		metrics: metrics, events: events, logger: logger, uncount: metrics.countLockouts(identity, table)}
 }
 
 // release stops counting the table in active_lockouts; it may run more
 // than once (and on nil).
 func (g *lockoutGuard) release() {
-	if g != nil && g.gauge != nil {
-		g.gauge.remove(g.identity, g.Table)
-		g.gauge = nil
+	if g != nil && g.uncount != nil {
+		g.uncount()
 	}
 }
 
@@ -171,7 +167,7 @@ func (g *lockoutGuard) count(ex *exchange, herr *hookError) *hookError {
 	if ex.lockedFor > 0 {
 		return lockedOut(ex.lockedFor)
 	}
-	g.failures.Inc()
+	g.metrics.observeAuthFailure()
 	left, newly := g.Record(ex.ip, ex.now)
 	if newly && g.sync != nil { // counted here: the other nodes count it too
 		g.sync.Locked(cluster.Addr(g.KeyOf(ex.ip)), ex.now.Add(left))

@@ -365,11 +365,11 @@ func (rt *router) checkMappingKey(c *compiledMapping) error {
 	switch {
 	case c.key == nil:
 		return nil
-	case templated(c.key) && len(rt.policy.prefixes) == 0:
+	case templated(c.key) && !rt.policy.hasPrefixes():
 		return fmt.Errorf("mapping %s: session_key: a templated session key needs allowed_session_key_prefixes", c.id)
 	case templated(c.key) && !rt.allowRequestKey:
 		return fmt.Errorf("mapping %s: session_key: a templated session key counts as request-supplied; set allow_request_session_key", c.id)
-	case !templated(c.key) && len(rt.policy.prefixes) > 0 && !rt.policy.prefixOK(strings.TrimSpace(c.key.Source())):
+	case !templated(c.key) && rt.policy.hasPrefixes() && !rt.policy.prefixOK(strings.TrimSpace(c.key.Source())):
 		return fmt.Errorf("mapping %s: session_key: %q does not start with one of allowed_session_key_prefixes", c.id, c.key.Source())
 	}
 	return nil

@@ -19,7 +19,7 @@ type hookMetrics struct {
 	dispatch       *prometheus.HistogramVec
 	activeLockouts prometheus.GaugeFunc
 	// forwardedUnparsed counts requests keyed on a trusted hop because
-	// the forwarded entry it wrote is not an address (clientAddress).
+	// the forwarded entry it wrote is not an address (clientAddressCheck.address).
 	forwardedUnparsed prometheus.Counter
 	// lockouts are the tables activeLockouts counts.
 	lockouts *lockoutTables
@@ -122,6 +122,21 @@ func (s *lockoutTables) active() float64 {
 		n += ts[len(ts)-1].Active(now)
 	}
 	return float64(n)
+}
+
+// observeAuthFailure counts one authentication failure.
+func (m *hookMetrics) observeAuthFailure() { m.authFailures.Inc() }
+
+// observeForwardedUnparsed counts one request keyed on a trusted hop.
+func (m *hookMetrics) observeForwardedUnparsed() { m.forwardedUnparsed.Inc() }
+
+// countLockouts counts the locked addresses of table, the lockout table
+// of a handler of identity, in active_lockouts until the returned
+// function is called (once).
+func (m *hookMetrics) countLockouts(identity string, table *lockout.Table) (stop func()) {
+	m.lockouts.add(identity, table)
+	var once sync.Once
+	return func() { once.Do(func() { m.lockouts.remove(identity, table) }) }
 }
 
 // observeRequest counts one answered request.

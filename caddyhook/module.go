@@ -14,7 +14,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/listenguard"
 	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/secret"
@@ -23,303 +23,6 @@ import (
 
 func init() {
 	caddy.RegisterModule(new(Handler))
-}
-
-// Defaults of the reference gateway where the spec is silent.
-const (
-	defaultPath           = "/hooks"
-	defaultGatewayPrefix  = "/hooks"
-	defaultGatewayTimeout = 30 * time.Second // above the gateway's 15 s admission deadline
-	defaultWaitTimeout    = 10 * time.Minute
-	defaultMaxBody        = 256 << 10
-	defaultAuthFailures   = 20
-	defaultAuthWindow     = time.Minute
-	defaultIPv6Prefix     = 64
-	defaultIdempotencyTTL = 10 * time.Minute
-	minTokenLength        = 32
-)
-
-// AuthFailures configures the per-address lockout: Count failures within
-// Window lock the address.
-type AuthFailures struct {
-	Count  int            `json:"count,omitempty"`
-	Window caddy.Duration `json:"window,omitempty"`
-}
-
-// Handler is the `hooks` HTTP handler: a hardened webhook ingress that
-// authenticates, validates and routes `POST {path}/wake`, `{path}/agent`
-// and mapped `{path}/<name>` requests, then dispatches the resulting
-// actions to a local agent gateway.
-//
-// # Placeholders
-//
-// The handler sets these on every request it answers, for the handlers
-// and logs around it (log_append, intercept's handle_response, response
-// header directives, …); they never carry a token or payload content:
-//
-//	{http.hooks.route}    wake, agent, the id of the mapping that answered,
-//	                      mapped (a custom hook name no mapping took),
-//	                      challenge (a provider's URL verification) or none
-//	                      (refused before routing)
-//	{http.hooks.mapping}  the id of the mapping that answered; empty for
-//	                      wake, agent and requests no mapping took
-//	{http.hooks.status}   the status the handler answered with
-//	{http.hooks.reason}   why the request was refused, as the rejection log
-//	                      line says it; empty on success
-//
-// # Events
-//
-// hooks_lockout is emitted on the events app (when the config has one)
-// each time an address is locked out; its data: "address", "until"
-// (RFC 3339, UTC), "until_unix" and "path" (the handler's base path).
-//
-// # Caddyfile
-//
-//	hooks [<path>] {
-//	    path                         <base path>
-//	    token                        <hook token>...   (repeatable: several are accepted)
-//	    token_headers                <header>...
-//	    gateway                      unix//<socket> | <loopback host:port>
-//	    gateway_token                <token>
-//	    gateway_prefix               <path>
-//	    gateway_timeout              <duration>
-//	    gateway_wait_timeout         <duration>
-//	    mode                         render|forward
-//	    wrap                         edge|gateway
-//	    idempotency_headers          <header>...
-//	    gateway_forward_client_ip    [true|false]
-//	    max_body                     <size>
-//	    auth_failures                <count> [<window>]
-//	    lockout                      <duration>
-//	    unauthenticated_bodies       [<max> [<timeout>]] [{ per_address <n> }]
-//	    body_timeout                 <duration>
-//	    lockout_table_size           <entries>
-//	    ipv6_prefix                  <bits>
-//	    idempotency_ttl              <duration>
-//	    agents                       <id>...
-//	    allowed_agent_ids            [<id>...]
-//	    default_session_key          <key>
-//	    allow_request_session_key    [true|false]
-//	    allowed_session_key_prefixes <prefix>...
-//	    allowed_models               <model>...
-//	    channels                     <channel>...
-//	    presets                      <preset>...       (gmail)
-//	    cel_cost_limit               <n>
-//	    transforms_root              <dir>
-//	    transforms_dir               <dir>
-//	    transform_timeout            <duration>
-//	    transform_max_memory         <size>
-//	    enabled                      true|false
-//	    mapping [<id>] {                               (repeatable)
-//	        match_path       <name>
-//	        match_source     <source>
-//	        match_expr       <CEL expression>
-//	        action           agent|wake
-//	        wake_mode        now|next-heartbeat
-//	        name             <template>
-//	        agent_id         <template>
-//	        session_key      <template>
-//	        message_template <template>
-//	        text_template    <template>
-//	        deliver          [true|false]
-//	        channel          <template>
-//	        to               <template>
-//	        model            <template>
-//	        thinking         <template>
-//	        timeout_seconds  <n>
-//	        allow_unsafe_external_content [true|false]
-//	        for_each         <payload key>
-//	        max_body         <size>
-//	        transform        <module> [<export>]   (or a block with module/export)
-//	        verify           <scheme> { secret <s>... tolerance <d> header <h> ... }
-//	        require_token    [true|false]
-//	        forward          [true|false]
-//	    }
-//	    spool <dir> {
-//	        max_bytes     <size>
-//	        max_age       <duration>
-//	        retry_initial <duration>
-//	        retry_max     <duration>
-//	        workers       <n>
-//	        rate          <n>/<interval>
-//	    }
-//	    spool cluster {              (the cluster engine's replicated queue)
-//	        deliver       on|off
-//	        fallback      <dir>|reject
-//	        max_bytes, max_age, retry_initial, retry_max, workers, rate
-//	    }
-//	    cluster <engine> [<url>...] {  (e.g. cluster nats { … }; see the engine)
-//	    }
-//	    events off | on | {           (the event log; on by default)
-//	        bodies         on|off
-//	        max_body       <size>
-//	        max_events     <n>
-//	        max_bytes      <size>
-//	        retain         <duration>
-//	        max_rejections <n>
-//	        dir            <dir>
-//	        headers        <header>...
-//	    }
-//	}
-//
-// In a mapping's templates, \n outside the {{ }} placeholders stands for a
-// newline.
-type Handler struct {
-	// Enabled turns the endpoint on (default true). When false, requests
-	// pass to the next handler untouched.
-	Enabled *bool `json:"enabled,omitempty"`
-	// Token is the hook token (at least 32 characters). Placeholders such
-	// as {env.HOOK_TOKEN} and {file./run/secrets/hook} are expanded.
-	Token string `json:"token,omitempty"`
-	// Tokens are further hook tokens, each accepted like Token: during a
-	// rotation, add the new token, move the senders, remove the old one.
-	// All are compared on every request, in constant time.
-	Tokens []string `json:"tokens,omitempty"`
-	// TokenHeaders names further request headers that carry the hook
-	// token, besides Authorization: Bearer and x-service-token (e.g.
-	// x-openclaw-token, the reference gateway's own header).
-	TokenHeaders []string `json:"token_headers,omitempty"`
-	// Path is the base path (default /hooks; / is refused).
-	Path string `json:"path,omitempty"`
-
-	// Gateway is the gateway address: unix//path.sock or loopback host:port.
-	Gateway string `json:"gateway,omitempty"`
-	// GatewayToken is sent to the gateway as Bearer; it must differ from Token.
-	GatewayToken string `json:"gateway_token,omitempty"`
-	// GatewayPrefix is the gateway's hooks path (default /hooks).
-	GatewayPrefix string `json:"gateway_prefix,omitempty"`
-	// GatewayTimeout bounds one dispatch (default 30s, longer than the
-	// gateway's own 15 s deadline for starting a run).
-	GatewayTimeout caddy.Duration `json:"gateway_timeout,omitempty"`
-	// GatewayWaitTimeout bounds a dispatch whose request asks to wait for
-	// the run to complete (waitForCompletion; default 10m).
-	GatewayWaitTimeout caddy.Duration `json:"gateway_wait_timeout,omitempty"`
-	// GatewayForwardClientIP sends the client address as X-Forwarded-For.
-	GatewayForwardClientIP bool `json:"gateway_forward_client_ip,omitempty"`
-
-	// Mode is how hooks reach the gateway: "render" (default) resolves
-	// mappings at the edge and dispatches wake/agent actions; "forward"
-	// validates /wake and /agent and forwards them, and the presets, as
-	// sent, for a gateway that has its own hooks config.
-	Mode string `json:"mode,omitempty"`
-	// Wrap says who wraps untrusted content in the external-content
-	// boundary: "edge" (the default in render mode) or "gateway" (the
-	// default in forward mode; the edge never wraps).
-	Wrap string `json:"wrap,omitempty"`
-	// IdempotencyHeaders are further headers carrying an idempotency key,
-	// read in order after Idempotency-Key (e.g. x-openclaw-idempotency-key).
-	IdempotencyHeaders []string `json:"idempotency_headers,omitempty"`
-
-	// MaxBody is the request body limit in bytes (default 256 KiB).
-	MaxBody int64 `json:"max_body,omitempty"`
-	// AuthFailures sets the lockout threshold (default 20 per 60s).
-	AuthFailures *AuthFailures `json:"auth_failures,omitempty"`
-	// Lockout is how long a locked address stays locked, from the failure
-	// that locked it; 0 (default) means the failure window's length.
-	Lockout caddy.Duration `json:"lockout,omitempty"`
-	// UnauthenticatedBodies bounds the request bodies read before the
-	// request is authenticated (deliveries a provider signature must
-	// authenticate): how many at once, and how long each may take.
-	UnauthenticatedBodies *UnauthenticatedBodies `json:"unauthenticated_bodies,omitempty"`
-	// BodyTimeout is how long an authenticated request's body may take to
-	// arrive (default 60s); a slower one is answered 408.
-	BodyTimeout caddy.Duration `json:"body_timeout,omitempty"`
-	// LockoutTableSize is the number of addresses the lockout table holds
-	// (default 2,097,152 = 64 MiB at most).
-	LockoutTableSize int `json:"lockout_table_size,omitempty"`
-	// IPv6Prefix groups IPv6 clients for the lockout (default 64).
-	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
-	// IdempotencyTTL is how long a replay returns the first reply (default 10m).
-	IdempotencyTTL caddy.Duration `json:"idempotency_ttl,omitempty"`
-
-	// Agents lists the known agent ids; the first is the default.
-	Agents []string `json:"agents,omitempty"`
-	// AllowedAgentIDs restricts the effective agent: omitted or ["*"] = any,
-	// [] = no explicit agent id allowed.
-	AllowedAgentIDs *[]string `json:"allowed_agent_ids,omitempty"`
-	// DefaultSessionKey is used when no session key is given. It is used as
-	// written: no placeholder is expanded, and a brace is refused.
-	DefaultSessionKey string `json:"default_session_key,omitempty"`
-	// AllowRequestSessionKey lets payloads (and templated mapping keys) set sessionKey.
-	AllowRequestSessionKey bool `json:"allow_request_session_key,omitempty"`
-	// AllowedSessionKeyPrefixes restricts explicit session keys (case-insensitive).
-	AllowedSessionKeyPrefixes []string `json:"allowed_session_key_prefixes,omitempty"`
-	// AllowedModels, when set, is the list a model override must be in.
-	AllowedModels []string `json:"allowed_models,omitempty"`
-	// Channels is the list of delivery channels (default: the reference list).
-	Channels []string `json:"channels,omitempty"`
-
-	// Mappings resolve custom hook names (`POST {path}/<name>`) to
-	// actions; the first eligible match wins, configured mappings before
-	// presets.
-	Mappings []Mapping `json:"mappings,omitempty"`
-	// Presets enables built-in mappings by name (gmail).
-	Presets []string `json:"presets,omitempty"`
-	// CELCostLimit bounds one CEL evaluation (default 100,000).
-	CELCostLimit uint64 `json:"cel_cost_limit,omitempty"`
-	// TransformsRoot is the directory transforms are confined to (default
-	// <config dir>/hooks/transforms; a relative path is taken relative to
-	// the config file's directory).
-	TransformsRoot string `json:"transforms_root,omitempty"`
-	// TransformsDir is the transforms directory, inside the root (default
-	// the root itself).
-	TransformsDir string `json:"transforms_dir,omitempty"`
-	// TransformTimeout is the time budget of one transform call (default 100ms).
-	TransformTimeout caddy.Duration `json:"transform_timeout,omitempty"`
-	// TransformMaxMemory caps what one transform call may build (default 8 MiB).
-	TransformMaxMemory int64 `json:"transform_max_memory,omitempty"`
-
-	// Spool, when set, makes a 200 mean "on disk": actions are spooled and
-	// delivered to the gateway at least once.
-	Spool *SpoolConfig `json:"spool,omitempty"`
-
-	// Events configures the event log (on by default, bodies off).
-	Events *EventsConfig `json:"events,omitempty"`
-
-	// ClusterRaw, when set, shares the lockout, the idempotency keys and
-	// (with `spool cluster`) a replicated queue with the other nodes of a
-	// cluster engine: a module of the namespace http.handlers.hooks.cluster
-	// chosen by its "engine" key (nats).
-	ClusterRaw json.RawMessage `json:"cluster,omitempty" caddy:"namespace=http.handlers.hooks.cluster inline_key=engine"`
-
-	// What Provision compiles and takes; the request path only reads it.
-	// Each concern owns its state and methods; the Handler composes them
-	// and runs a request through them (serve.go).
-	enabled  bool
-	forward  bool   // mode forward
-	wrapEdge bool   // the edge wraps untrusted content
-	base     string // the base path, cleaned
-	// idemHeaders are the canonical idempotency header names, in order.
-	idemHeaders []string
-	logger      *zap.Logger
-
-	addrs     clientAddressCheck // the client address, the lockout's key (clientaddr.go)
-	tokens    *tokenChecker      // the hook tokens (tokens.go)
-	lockout   *lockoutGuard      // the lockout accounting (lockout.go)
-	bodies    *bodyReads         // the body reads and their slots (bodyread.go)
-	router    *router            // mappings, signatures, body limits (mapping_compile.go, signature.go, route.go)
-	forwarder *forwarder         // forward mode's requests (forward.go, forward_headers.go)
-	policy    *policy            // agents, session keys, models, channels (policy.go)
-	idem      *idempotencyCheck  // replays answered with the first reply (idempotency.go)
-	gateway   *gatewayClient     // the gateway protocol (gateway.go)
-	// dispatcher sends to the gateway (dispatch.go); sink is where a
-	// request's prepared actions go: the dispatcher now, the spool or
-	// the cluster queue (spool_sink.go, cluster_queue.go).
-	dispatcher *dispatcher
-	sink       sink
-	metrics    *hookMetrics   // metrics.go
-	access     *accessLog     // the access log entry of a request with a token (accesslog.go)
-	rejects    *rejectionLog  // the rejection log lines (log.go)
-	events     *eventRecorder // the event log; nil when off (eventlog.go)
-	outcomes   *outcomeRelay  // dispatch outcomes to the event logs (outcome.go)
-	cluster    *clusterState  // nil without a cluster engine (cluster_engine.go)
-
-	held        poolHold  // what this handler holds in sharedPool
-	identity    string    // handlerIdentity: its lockout table's and idempotency cache's owner
-	spoolReg    *spoolReg // its sender's registration with the spool
-	fallbackReg *spoolReg // the cluster fallback spool's drain registration
-	spoolOps    spool.Ops // the spool's operations (admin API); nil without a spool
-	spoolDir    string    // its directory, for the admin API and the CLI
 }
 
 // CaddyModule returns the Caddy module information. (A pointer receiver:
@@ -422,23 +125,28 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.metrics, err = holdMetrics(&h.held, ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	h.addrs = addrs.counting(h.metrics.forwardedUnparsed, h.logger)
+	h.addrs = addrs.counting(h.metrics, h.logger)
 	h.access = newAccessLog(ctx, h.tokens, h.router.signatureHeaders())
 	h.lockout = newLockoutGuard(table, tableKey, identity, ls, h.base, h.metrics, newLockoutEvents(ctx), h.logger)
 	if err := h.provisionCluster(ctx); err != nil {
 		return err
 	}
-	h.idem = &idempotencyCheck{Cache: idemCache, headers: h.idemHeaders, logs: gatewayLogs, logger: h.logger}
-	if h.cluster != nil {
-		h.idem.cluster = h.cluster.idem
-	}
+	h.idem = &idempotencyCheck{Cache: idemCache, headers: h.idemHeaders, cluster: h.cluster.claims(), logs: gatewayLogs, logger: h.logger}
 	h.outcomes = newOutcomeRelay(h.cluster, h.logger)
 	h.dispatcher = &dispatcher{gateway: h.gateway, metrics: h.metrics, logs: gatewayLogs, logger: h.logger, outcomes: h.outcomes}
 	h.sink = syncSink{h.dispatcher}
-	if h.Spool != nil {
-		if err := h.provisionSpool(ctx); err != nil {
-			return err
-		}
+	switch {
+	case h.Spool == nil:
+	case h.Spool.Cluster:
+		h.spooling, err = openClusterSpool(ctx, &h.held, h.Spool, h.cluster, gatewaySender{h.dispatcher}, addr.network != "", h.gateway, h.logger)
+	default:
+		h.spooling, err = openLocalSpool(ctx, &h.held, h.Spool, gatewaySender{h.dispatcher}, h.gateway, h.logger)
+	}
+	if err != nil {
+		return err
+	}
+	if h.spooling.sink != nil {
+		h.sink = h.spooling.sink
 	}
 	if err := h.provisionEvents(ctx); err != nil {
 		return err
@@ -448,9 +156,45 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	registerAdmin(&h.held, &adminView{base: h.base, server: srv, lockout: h.lockout, idem: h.idem, bodies: h.bodies,
-		cluster: h.cluster, spool: h.spoolOps, spoolDir: h.spoolDir, events: h.events, outcomes: h.outcomes,
+		cluster: h.cluster, spool: h.spooling.ops, spoolDir: h.spooling.dir, events: h.events, outcomes: h.outcomes,
 		sink: h.sink, logger: h.logger})
 	return nil
+}
+
+// provisionCluster loads the cluster engine and opens this handler's
+// namespace (openCluster): its parameters are the namespace (from the
+// base path unless the engine sets one), the longest lock, the
+// idempotency TTL and, with `spool cluster`, the queue's settings.
+func (h *Handler) provisionCluster(ctx caddy.Context) error {
+	if h.ClusterRaw == nil {
+		return nil
+	}
+	p := cluster.Params{
+		Name:           cluster.NameFromPath(h.base),
+		LockTTL:        time.Duration(h.AuthFailures.Window) + h.lockout.Policy().LockFor,
+		IdempotencyTTL: time.Duration(h.IdempotencyTTL),
+		Logger:         h.logger.Named("cluster"),
+	}
+	if sc := h.Spool; sc != nil && sc.Cluster {
+		p.Queue = &cluster.QueueParams{MaxBytes: sc.MaxBytes, MaxAge: time.Duration(sc.MaxAge),
+			RetryInitial: time.Duration(sc.RetryInitial), RetryMax: time.Duration(sc.RetryMax)}
+	}
+	key, err := engineKey(h.ClusterRaw, p) // before LoadModule clears ClusterRaw
+	if err != nil {
+		return err
+	}
+	mod, err := ctx.LoadModule(h, "ClusterRaw")
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	// a claim's lease: the longest dispatch (a spooled one never waits
+	// for its run), beyond the engine's own timeout
+	lease := time.Duration(h.GatewayWaitTimeout)
+	if h.Spool != nil {
+		lease = time.Duration(h.GatewayTimeout)
+	}
+	h.cluster, err = openCluster(ctx, &h.held, mod, key, p, h.lockout, lease, time.Duration(h.GatewayTimeout))
+	return err
 }
 
 // provisionEvents opens (or shares, across a reload) the handler's event
@@ -698,31 +442,12 @@ func (h *Handler) Validate() error {
 func (h *Handler) Cleanup() error {
 	h.outcomes.release()
 	h.events.release()
-	for _, r := range []**spoolReg{&h.fallbackReg, &h.spoolReg} {
-		if *r != nil {
-			(*r).release()
-			*r = nil
-		}
-	}
+	h.spooling.release()
 	h.lockout.release()
 	h.held.release()
 	if h.gateway != nil {
 		h.gateway.close()
 	}
-	return nil
-}
-
-// ServeHTTP handles requests under the base path and passes every other
-// request to next.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if !h.enabled {
-		return next.ServeHTTP(w, r)
-	}
-	sub, ok := subPath(r.URL.Path, h.base)
-	if !ok {
-		return next.ServeHTTP(w, r)
-	}
-	h.serveHook(w, r, sub)
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package caddyhook
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -38,8 +40,7 @@ type outcomeRelay struct {
 func newOutcomeRelay(cs *clusterState, logger *zap.Logger) *outcomeRelay {
 	r := &outcomeRelay{logger: logger}
 	if cs != nil {
-		r.node = cs.backend.Node()
-		r.bus, _ = cs.backend.(cluster.Outcomes)
+		r.node, r.bus = cs.node(), cs.outcomes()
 	}
 	return r
 }
@@ -169,4 +170,28 @@ func applyOutcome(d *eventlog.Dispatch, node string, at time.Time, o cluster.Out
 	nd.Updated = at
 	*d = nd
 	return true
+}
+
+// runIDs reads the n run ids of a fan-out reply ("" where missing).
+func runIDs(body []byte, n int) []string {
+	out := make([]string, n)
+	var r struct {
+		RunIDs []string `json:"runIds"`
+	}
+	if bytes.Contains(body, []byte(`"runIds"`)) && json.Unmarshal(body, &r) == nil {
+		copy(out, r.RunIDs)
+	}
+	return out
+}
+
+// runID reads the runId of a reply ("" when it has none: a wake).
+func runID(body []byte) string {
+	if !bytes.Contains(body, []byte(`"runId"`)) {
+		return ""
+	}
+	var r struct {
+		RunID string `json:"runId"`
+	}
+	_ = json.Unmarshal(body, &r)
+	return r.RunID
 }

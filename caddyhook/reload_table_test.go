@@ -37,6 +37,7 @@ import (
 	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/devgw"
 	"github.com/caddyhook/caddyhook/internal/natstest"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // What you configure is what runs (issue 25): every option of the hooks
@@ -293,7 +294,7 @@ func (e *reloadEnv) sent(gw *devgw.Gateway, r func() result, got func(devgw.Rece
 		return fmt.Sprintf("status %d %s", res.status, res.body)
 	}
 	var recs []devgw.Received
-	waitFor(e.t, func() string { return "the gateway never received the request" }, func() bool {
+	testkit.WaitForState(e.t, func() string { return "the gateway never received the request" }, func() bool {
 		recs = gw.Received()
 		return len(recs) > n
 	})

@@ -330,6 +330,16 @@ func (rt *router) answers(c *compiledMapping, ex *exchange) bool {
 	return ok && (c.path == "" || c.gwPath == strings.Trim(rest, "/"))
 }
 
+// eligible reports whether mapping c may answer ex: a mapping without
+// verify needs the hook token; one with verify needs its signature, and
+// the token as well when it sets require_token.
+func (c *compiledMapping) eligible(ex *exchange) bool {
+	if c.verifier == nil {
+		return ex.tokenOK
+	}
+	return slices.Contains(ex.verified, c.verifier) && (!c.needToken || ex.tokenOK)
+}
+
 // matches reports whether c's source and CEL conditions hold (CEL last);
 // the caller has checked answers.
 func (c *compiledMapping) matches(vars *tmpl.Vars) (bool, error) {

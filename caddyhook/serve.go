@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // The request path of one hook request, in order: the Handler runs each
@@ -14,11 +16,24 @@ import (
 
 // Request-path reasons.
 const (
-	reasonBadToken     = "invalid or missing token"
 	reasonNoClientAddr = "client address unknown (the proxy in front must send X-Forwarded-For)"
 	reasonInvalidJSON  = "invalid JSON body"
 	reasonWaitSpooled  = "waitForCompletion is not available with the spool: a spooled request is answered once it is on disk, before the run"
 )
+
+// ServeHTTP handles requests under the base path and passes every other
+// request to next.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if !h.enabled {
+		return next.ServeHTTP(w, r)
+	}
+	sub, ok := subPath(r.URL.Path, h.base)
+	if !ok {
+		return next.ServeHTTP(w, r)
+	}
+	h.serveHook(w, r, sub)
+	return nil
+}
 
 // bodyPool recycles request body buffers.
 var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}

@@ -76,13 +76,3 @@ func (rt *router) verifySignature(ex *exchange) *hookError {
 	}
 	return unauthorized(ex.signatureReason())
 }
-
-// eligible reports whether mapping c may answer ex: a mapping without
-// verify needs the hook token; one with verify needs its signature, and
-// the token as well when it sets require_token.
-func (c *compiledMapping) eligible(ex *exchange) bool {
-	if c.verifier == nil {
-		return ex.tokenOK
-	}
-	return slices.Contains(ex.verified, c.verifier) && (!c.needToken || ex.tokenOK)
-}

@@ -91,35 +91,55 @@ func (c *SpoolConfig) config() (spool.Config, error) {
 	return sc, sc.Validate()
 }
 
-// provisionSpool opens (or shares, across a reload) the spool and makes
-// it the handler's sink (spoolSink). The handler's gateway sender is registered with
+// spoolSetup is what a spool gives its handler: the sink (spoolSink), the
+// registrations to release at Cleanup, and its operations and name for
+// the admin API and the CLI. A failed setup still holds what it
+// registered.
+type spoolSetup struct {
+	sink     sink
+	reg      *spoolReg // the handler's sender's registration
+	fallback *spoolReg // the cluster fallback spool's drain registration
+	ops      spool.Ops // nil without a spool
+	dir      string    // the spool's directory, or cluster:<namespace>
+}
+
+// release gives back the registrations; it may run more than once.
+func (s *spoolSetup) release() {
+	for _, r := range []**spoolReg{&s.fallback, &s.reg} {
+		if *r != nil {
+			(*r).release()
+			*r = nil
+		}
+	}
+}
+
+// openLocalSpool opens (or shares, across a reload) the local spool of sc
+// and makes it the sink. The handler's gateway sender is registered with
 // the spool; it delivers once it is the oldest registration, that is once
 // the config that opened the spool before has been cleaned up.
-func (h *Handler) provisionSpool(ctx caddy.Context) error {
-	if h.Spool.Cluster {
-		return h.provisionClusterSpool(ctx)
+func openLocalSpool(ctx caddy.Context, held *poolHold, c *SpoolConfig, snd spool.Sender, gw *gatewayClient, logger *zap.Logger) (spoolSetup, error) {
+	var s spoolSetup
+	if c.Deliver != nil || c.Fallback != "" {
+		return s, fmt.Errorf("spool: deliver and fallback are options of spool cluster")
 	}
-	if h.Spool.Deliver != nil || h.Spool.Fallback != "" {
-		return fmt.Errorf("spool: deliver and fallback are options of spool cluster")
-	}
-	sc, err := h.Spool.config()
+	sc, err := c.config()
 	if err != nil {
-		return err
+		return s, err
 	}
-	rate, err := h.Spool.rate()
+	rate, err := c.rate()
 	if err != nil {
-		return err
+		return s, err
 	}
-	share, err := openSpoolShare(ctx, &h.held, sc, h.logger)
+	share, err := openSpoolShare(ctx, held, sc, logger)
 	if err != nil {
-		return err
+		return s, err
 	}
-	if h.spoolReg, err = share.register(gatewaySender{h.dispatcher}, rate, &sc, ctx.Done()); err != nil {
-		return fmt.Errorf("spool: %s: %w", sc.Dir, err)
+	if s.reg, err = share.register(snd, rate, &sc, ctx.Done()); err != nil {
+		return s, fmt.Errorf("spool: %s: %w", sc.Dir, err)
 	}
-	h.sink = spoolSink{gateway: h.gateway, store: localAppender{share.store}, logger: h.logger}
-	h.spoolOps, h.spoolDir = share.store, sc.Dir
-	return nil
+	s.sink = spoolSink{gateway: gw, store: localAppender{share.localStore()}, logger: logger}
+	s.ops, s.dir = share.localStore(), sc.Dir
+	return s, nil
 }
 
 // openSpoolShare opens (or shares, across a reload) the local spool of
@@ -138,7 +158,7 @@ func openSpoolShare(ctx caddy.Context, held *poolHold, sc spool.Config, logger *
 		}
 		return nil, fmt.Errorf("spool: %w", err)
 	}
-	if err := spool.RegisterMetrics(ctx.GetMetricsRegistry(), share.store); err != nil {
+	if err := spool.RegisterMetrics(ctx.GetMetricsRegistry(), share.localStore()); err != nil {
 		return nil, fmt.Errorf("spool metrics: %w", err)
 	}
 	return share, nil
@@ -213,7 +233,7 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 		if it := &items[i]; it.header != nil {
 			evs[i].Path = it.path
 			evs[i].PathBelowPrefix = s.gateway.belowPrefix(it.path) // forwarder.target: prefix + path below it
-			evs[i].Header = it.header                               // encoded (copied) by Append; the Idempotency-Key among them (prepareForward)
+			evs[i].Header = it.header                               // encoded (copied) by Append; the Idempotency-Key among them (forwarder.prepare)
 		}
 		ids[i] = items[i].eventID
 	}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -185,3 +186,9 @@ func runningHooks(tb testing.TB) []runningHook {
 	}
 	return out
 }
+
+// hangBound is the "did not hang" bound of the tests that check that
+// something (a transform budget, a gateway timeout, a lock wait) stopped a
+// call: far above the configured limits, so that only a call the limit
+// failed to stop can reach it, however loaded the machine.
+const hangBound = 10 * time.Second

@@ -18,6 +18,13 @@ import (
 // comparison per request).
 const maxTokens = 8
 
+// minTokenLength is the length of the shortest hook token
+// (secret.CheckStrength): a shorter string is never compared.
+const minTokenLength = 32
+
+// reasonBadToken answers a request without a valid hook token.
+const reasonBadToken = "invalid or missing token"
+
 // headerServiceToken is the alternative token header.
 const headerServiceToken = "X-Service-Token"
 

@@ -14,6 +14,13 @@
 //   - arrows: distinct pairs A→B (A ≠ B);
 //   - mutual pairs: A→B and B→A;
 //   - the largest reference cycle (strongly connected component), in files;
+//   - field reaches: selections x.f, in one file, of a field f of a struct
+//     type declared in another file (a keyed composite literal is not
+//     one), by type; and of those, the reaches into another concern: the
+//     type has methods (it is a concern, not a record) and the file
+//     holds none of them (with -concerns, only the types named there).
+//     With -fields, each reach into another concern, (file, type.field)
+//     and its count;
 //   - arrows running back up, against the request's direction: the files
 //     are walked depth first from the file declaring the -entry method (the
 //     request's way in), each file's arrows in the order of their first use
@@ -45,6 +52,8 @@ import (
 
 func main() {
 	verbose := flag.Bool("v", false, "list the arrows running back up and the mutual pairs")
+	fields := flag.Bool("fields", false, "list the field reaches into another concern")
+	concerns := flag.String("concerns", "", "comma-separated concern types (default: every type with methods)")
 	entry := flag.String("entry", "ServeHTTP", "the method whose file is the request's way in")
 	typeName := flag.String("type", "Handler", "the type whose methods are counted")
 	flag.Parse()
@@ -52,7 +61,14 @@ func main() {
 	if flag.NArg() > 0 {
 		dir = flag.Arg(0)
 	}
-	if err := run(os.Stdout, dir, *entry, *typeName, *verbose); err != nil {
+	var only map[string]bool
+	if *concerns != "" {
+		only = map[string]bool{}
+		for _, t := range strings.Split(*concerns, ",") {
+			only[strings.TrimSpace(t)] = true
+		}
+	}
+	if err := run(os.Stdout, dir, *entry, *typeName, *verbose, *fields, only); err != nil {
 		fmt.Fprintln(os.Stderr, "filegraph:", err)
 		os.Exit(1)
 	}
@@ -64,7 +80,7 @@ type graph struct {
 	out   map[string][]string // arrows, in the order of first use
 }
 
-func run(w io.Writer, dir, entry, typeName string, verbose bool) error {
+func run(w io.Writer, dir, entry, typeName string, verbose, listFields bool, only map[string]bool) error {
 	fset := token.NewFileSet()
 	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
 		return !strings.HasSuffix(fi.Name(), "_test.go")
@@ -100,6 +116,41 @@ func run(w io.Writer, dir, entry, typeName string, verbose bool) error {
 		return err
 	}
 	fileOf := func(p token.Pos) string { return filepath.Base(fset.File(p).Name()) }
+
+	// the struct type each field belongs to, by the field's position
+	owner := map[token.Pos]string{}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok {
+				return true
+			}
+			if st, ok := ts.Type.(*ast.StructType); ok {
+				for _, fl := range st.Fields.List {
+					for _, nm := range fl.Names {
+						owner[nm.Pos()] = ts.Name.Name
+					}
+				}
+			}
+			return true
+		})
+	}
+	reaches := map[string]int{} // "file → Type.field", into another concern
+	byType := map[string]int{}
+	methodFiles := map[string]map[string]bool{} // type → files holding its methods
+	for _, f := range files {
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Recv != nil {
+				t := recvName(fd.Recv.List[0].Type)
+				if methodFiles[t] == nil {
+					methodFiles[t] = map[string]bool{}
+				}
+				methodFiles[t][fileOf(fd.Pos())] = true
+			}
+		}
+	}
+	type reach struct{ file, typ, field string }
+	var allReaches []reach
 
 	g := graph{out: map[string][]string{}}
 	entryFile := ""
@@ -146,6 +197,14 @@ func run(w io.Writer, dir, entry, typeName string, verbose bool) error {
 			if id, ok := n.(*ast.Ident); ok {
 				add(id, info.Uses[id])
 			}
+			if se, ok := n.(*ast.SelectorExpr); ok {
+				if v, ok := info.Uses[se.Sel].(*types.Var); ok && v.IsField() && v.Pkg() == pkg {
+					if typ := owner[v.Pos()]; typ != "" && fileOf(v.Pos()) != name {
+						allReaches = append(allReaches, reach{name, typ, v.Name()})
+						byType[typ]++
+					}
+				}
+			}
 			return true
 		})
 		sort.Slice(uses, func(i, j int) bool { return uses[i].pos < uses[j].pos })
@@ -186,6 +245,35 @@ func run(w io.Writer, dir, entry, typeName string, verbose bool) error {
 	fmt.Fprintf(w, "arrows: %d\n", arrows)
 	fmt.Fprintf(w, "mutual pairs: %d\n", len(mutual))
 	fmt.Fprintf(w, "largest cycle: %d files\n", g.largestCycle())
+	total := 0
+	var types []string
+	for t, n := range byType {
+		total += n
+		types = append(types, fmt.Sprintf("%s %d", t, n))
+	}
+	sort.Strings(types)
+	into := 0
+	for _, r := range allReaches {
+		if only != nil && !only[r.typ] {
+			continue
+		}
+		if mf := methodFiles[r.typ]; len(mf) > 0 && !mf[r.file] {
+			reaches[r.file+" → "+r.typ+"."+r.field]++
+			into++
+		}
+	}
+	fmt.Fprintf(w, "field reaches: %d (%s)\n", total, strings.Join(types, ", "))
+	fmt.Fprintf(w, "field reaches into another concern: %d\n", into)
+	if listFields {
+		var rs []string
+		for r, n := range reaches {
+			rs = append(rs, fmt.Sprintf("  %s ×%d", r, n))
+		}
+		sort.Strings(rs)
+		for _, r := range rs {
+			fmt.Fprintln(w, r)
+		}
+	}
 	fmt.Fprintf(w, "floors: %d (from %s)\n", floors, entryFile)
 	fmt.Fprintf(w, "arrows running back up: %d\n", len(back))
 	if verbose {
