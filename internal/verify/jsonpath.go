@@ -1,0 +1,297 @@
+package verify
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// maxJSONDepth bounds how deeply jsonValue descends or skips; deeper
+// documents yield no value (encoding/json stops at 10000, the gateway far
+// earlier).
+const maxJSONDepth = 512
+
+// jsonValue returns the raw JSON value at path in doc: object members by
+// exact name (the last of duplicate members wins, as with encoding/json),
+// array elements by canonical decimal index. It returns nil when doc has
+// no such value or is malformed on the way. It allocates nothing unless a
+// member name on the way is written with escapes.
+//
+// It reads the provider-signed body after verification, so it need not
+// validate what it skips; it must only never misread a structure, which
+// FuzzJSONValue checks against encoding/json.
+func jsonValue(doc []byte, path ...string) []byte {
+	s := jsonScanner{b: doc}
+	s.ws()
+	start, end, ok := s.value(0)
+	if !ok {
+		return nil
+	}
+	s.ws()
+	if s.i != len(s.b) {
+		return nil // trailing data: not one JSON document
+	}
+	for _, key := range path {
+		sub := jsonScanner{b: doc[:end], i: start}
+		if start, end, ok = sub.member(key); !ok {
+			return nil
+		}
+	}
+	return doc[start:end]
+}
+
+// jsonScanner walks a JSON document.
+type jsonScanner struct {
+	b []byte
+	i int
+}
+
+// ws skips JSON whitespace.
+func (s *jsonScanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\r', '\n':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// value skips one value at s.i and returns its extent.
+func (s *jsonScanner) value(depth int) (start, end int, ok bool) {
+	if depth > maxJSONDepth || s.i >= len(s.b) {
+		return 0, 0, false
+	}
+	start = s.i
+	switch c := s.b[s.i]; c {
+	case '"':
+		ok = s.str()
+	case '{':
+		ok = s.object(depth)
+	case '[':
+		ok = s.array(depth)
+	default:
+		ok = s.scalar()
+	}
+	return start, s.i, ok
+}
+
+// str skips a string starting at its opening quote.
+func (s *jsonScanner) str() bool {
+	i := s.i + 1
+	for {
+		j := bytes.IndexByte(s.b[i:], '"')
+		if j < 0 {
+			return false
+		}
+		k := i + j
+		bs := 0
+		for p := k - 1; p > s.i && s.b[p] == '\\'; p-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			s.i = k + 1
+			return true
+		}
+		i = k + 1
+	}
+}
+
+// scalar skips a number or a literal (true, false, null).
+func (s *jsonScanner) scalar() bool {
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		if c == ',' || c == '}' || c == ']' || c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			break
+		}
+		if c == '"' || c == '{' || c == '[' || c == ':' {
+			return false
+		}
+		s.i++
+	}
+	return s.i > start
+}
+
+// object skips an object starting at '{'.
+func (s *jsonScanner) object(depth int) bool {
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		s.i++
+		return true
+	}
+	for {
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != '"' || !s.str() {
+			return false
+		}
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return false
+		}
+		s.i++
+		s.ws()
+		if _, _, ok := s.value(depth + 1); !ok {
+			return false
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// array skips an array starting at '['.
+func (s *jsonScanner) array(depth int) bool {
+	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		return true
+	}
+	for {
+		s.ws()
+		if _, _, ok := s.value(depth + 1); !ok {
+			return false
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return false
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// member finds key in the object or array starting at s.i (already known
+// to be a well-formed value ending at len(s.b)).
+func (s *jsonScanner) member(key string) (start, end int, ok bool) {
+	if s.i >= len(s.b) {
+		return 0, 0, false
+	}
+	switch s.b[s.i] {
+	case '{':
+		return s.objectMember(key)
+	case '[':
+		idx, err := strconv.Atoi(key)
+		if err != nil || idx < 0 || strconv.Itoa(idx) != key {
+			return 0, 0, false
+		}
+		return s.arrayElement(idx)
+	}
+	return 0, 0, false
+}
+
+// objectMember returns the extent of the last member named key.
+func (s *jsonScanner) objectMember(key string) (start, end int, ok bool) {
+	s.i++
+	for {
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] == '}' {
+			return start, end, ok
+		}
+		ks := s.i
+		if !s.str() {
+			return 0, 0, false
+		}
+		match := keyEquals(s.b[ks:s.i], key)
+		s.ws()
+		s.i++ // ':'
+		s.ws()
+		vs, ve, vok := s.value(0)
+		if !vok {
+			return 0, 0, false
+		}
+		if match {
+			start, end, ok = vs, ve, true
+		}
+		s.ws()
+		if s.i < len(s.b) && s.b[s.i] == ',' {
+			s.i++
+		}
+	}
+}
+
+// arrayElement returns the extent of element idx.
+func (s *jsonScanner) arrayElement(idx int) (start, end int, ok bool) {
+	s.i++
+	for n := 0; ; n++ {
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] == ']' {
+			return 0, 0, false
+		}
+		vs, ve, vok := s.value(0)
+		if !vok {
+			return 0, 0, false
+		}
+		if n == idx {
+			return vs, ve, true
+		}
+		s.ws()
+		if s.i < len(s.b) && s.b[s.i] == ',' {
+			s.i++
+		}
+	}
+}
+
+// keyEquals reports whether the quoted JSON string raw names key.
+func keyEquals(raw []byte, key string) bool {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner) == key
+	}
+	var k string
+	if json.Unmarshal(raw, &k) != nil {
+		return false
+	}
+	return k == key
+}
+
+// jsonText returns a JSON scalar as text: a string's content (unescaped),
+// a number's literal or true/false; "" for null, objects, arrays and
+// anything malformed.
+func jsonText(raw []byte) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	switch raw[0] {
+	case '"':
+		inner := raw[1 : len(raw)-1]
+		if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+			return string(inner)
+		}
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return ""
+		}
+		return s
+	case '{', '[', 'n':
+		return ""
+	}
+	if json.Valid(raw) {
+		return string(raw)
+	}
+	return ""
+}
+
+// jsonField is jsonText of the value at path in doc.
+func jsonField(doc []byte, path ...string) string { return jsonText(jsonValue(doc, path...)) }

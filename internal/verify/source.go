@@ -1,0 +1,139 @@
+package verify
+
+import (
+	"strings"
+)
+
+// MaxEventLen is the longest event name returned; longer ones (or ones
+// with bytes outside printable ASCII) are not returned.
+const MaxEventLen = 128
+
+// srcKind says where a delivery id or an event name is read.
+type srcKind int
+
+// Source kinds.
+const (
+	srcHeader   srcKind = iota + 1 // a request header
+	srcJSON                        // a member of the (verified) JSON payload
+	srcBodyHash                    // the hex SHA-256 of the raw body
+	srcFunc                        // provider code
+)
+
+// source is one place a delivery id or event name is read.
+type source struct {
+	kind srcKind
+	name string   // header name (canonical), or the description of a func
+	path []string // JSON path
+	fn   func(c *call) string
+}
+
+// sources lists where a value is read, first non-empty wins.
+type sources []source
+
+// fromHeader reads header name.
+func fromHeader(name string) source {
+	n, err := headerName("source", name)
+	if err != nil {
+		panic(err) // a provider file's constant
+	}
+	return source{kind: srcHeader, name: n}
+}
+
+// fromJSON reads the member at the dotted path of the JSON payload (a
+// form body's fields, a decrypted body: what the mapping sees).
+func fromJSON(path string) source {
+	return source{kind: srcJSON, name: path, path: strings.Split(path, ".")}
+}
+
+// fromBodyHash is the hex SHA-256 of the raw body: a provider without a
+// delivery id redelivers the same bytes.
+func fromBodyHash() source { return source{kind: srcBodyHash} }
+
+// fromFunc reads the value with fn, described by desc in the listing.
+func fromFunc(desc string, fn func(c *call) string) source {
+	return source{kind: srcFunc, name: desc, fn: fn}
+}
+
+// oneOf lists sources in order.
+func oneOf(s ...source) sources { return s }
+
+// raw reads the source's value, uncleaned.
+func (s source) raw(c *call) string {
+	switch s.kind {
+	case srcHeader:
+		v, err := headerValue(c.header(), s.name)
+		if err != nil {
+			return ""
+		}
+		return v
+	case srcJSON:
+		return jsonField(c.json(), s.path...)
+	case srcBodyHash:
+		return c.bodySHA256()
+	case srcFunc:
+		return s.fn(c)
+	}
+	return ""
+}
+
+// String describes the source for the providers table.
+func (s source) String() string {
+	switch s.kind {
+	case srcHeader:
+		return "header " + s.name
+	case srcJSON:
+		return "body " + s.name
+	case srcBodyHash:
+		return "SHA-256 of the body"
+	case srcFunc:
+		return s.name
+	}
+	return ""
+}
+
+// deliveryID returns the first clean delivery id of ss.
+func (ss sources) deliveryID(c *call) string {
+	for _, s := range ss {
+		if id := cleanID(s.raw(c)); id != "" {
+			return id
+		}
+	}
+	return ""
+}
+
+// event returns the first clean event name of ss.
+func (ss sources) event(c *call) string {
+	for _, s := range ss {
+		if e := cleanEvent(s.raw(c)); e != "" {
+			return e
+		}
+	}
+	return ""
+}
+
+// String describes ss for the providers table.
+func (ss sources) String() string {
+	if len(ss) == 0 {
+		return "—"
+	}
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = s.String()
+	}
+	return strings.Join(parts, ", else ")
+}
+
+// cleanEvent returns e when it is 1 to MaxEventLen bytes of printable
+// ASCII (spaces allowed inside, as GitLab's "Push Hook"), else "".
+func cleanEvent(e string) string {
+	e = strings.TrimSpace(e)
+	if len(e) == 0 || len(e) > MaxEventLen {
+		return ""
+	}
+	for i := 0; i < len(e); i++ {
+		if e[i] < ' ' || e[i] > '~' {
+			return ""
+		}
+	}
+	return e
+}
