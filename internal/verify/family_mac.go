@@ -31,11 +31,11 @@ type part struct {
 }
 
 // Constructors of signed content parts.
-func lit(s string) part                { return part{kind: partLit, lit: []byte(s)} }
-func bodyPart() part                   { return part{kind: partBody} }
-func tsPart() part                     { return part{kind: partTimestamp} }
-func methodPart() part                 { return part{kind: partMethod} }
-func formPart() part                   { return part{kind: partForm} }
+func lit(s string) part                   { return part{kind: partLit, lit: []byte(s)} }
+func bodyPart() part                      { return part{kind: partBody} }
+func tsPart() part                        { return part{kind: partTimestamp} }
+func methodPart() part                    { return part{kind: partMethod} }
+func formPart() part                      { return part{kind: partForm} }
 func urlPart(fn func(string) string) part { return part{kind: partURL, url: fn} }
 func headerPart(name, missing string) part {
 	return part{kind: partHeader, header: mustHeader(name), missing: missing}

@@ -350,9 +350,9 @@ func checkTemplate(t *testing.T, p *Provider, env Env, vecs []vector) {
 	if len(groups) == 0 {
 		t.Fatal("the default template reads nothing")
 	}
-	type seen struct{ payload map[string]any }
 	var payloads []map[string]any
 	var events []string
+	var headers []map[string]string
 	for _, vec := range vecs {
 		v, err := NewWithEnv(vec.cfg, env)
 		if err != nil {
@@ -371,6 +371,11 @@ func checkTemplate(t *testing.T, p *Provider, env Env, vecs []vector) {
 		_ = json.Unmarshal(doc, &m)
 		payloads = append(payloads, m)
 		events = append(events, res.Event)
+		hm := map[string]string{}
+		for k, vs := range r.Header {
+			hm[strings.ToLower(k)] = strings.Join(vs, ", ")
+		}
+		headers = append(headers, hm)
 	}
 	for _, g := range groups {
 		ok := false
@@ -385,7 +390,7 @@ func checkTemplate(t *testing.T, p *Provider, env Env, vecs []vector) {
 				if err != nil {
 					t.Fatalf("template %q: %v", p.Template, err)
 				}
-				out, err := tp.RenderString(&tmpl.Vars{Payload: m})
+				out, err := tp.RenderString(&tmpl.Vars{Payload: m, Headers: headers[i]})
 				if err == nil && out != "" {
 					ok = true
 				}

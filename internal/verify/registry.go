@@ -67,6 +67,10 @@ type Provider struct {
 	// FormJSONFields are form fields whose value is JSON, embedded as
 	// such in the payload (Slack's payload).
 	FormJSONFields []string
+	// ArrayMember, when set, names the member a JSON array body is
+	// wrapped in ({"events": [...]}) so templates and the gateway, which
+	// read objects, see it (SendGrid, HubSpot, Event Grid post arrays).
+	ArrayMember string
 	// SignatureHeaders are the headers carrying credentials: kept out of
 	// access logs; the first present ones mean a signature is offered.
 	SignatureHeaders []string
@@ -101,6 +105,8 @@ type Provider struct {
 	SignsBody bool
 
 	build func(b *builder) (scheme, error)
+	// ack, when set, chooses the acknowledgement per request (overrides Ack).
+	ack func(c *call) *Answer
 	// finish, when set, adjusts the Result of a verified request.
 	finish func(c *call, r Result) (Result, error)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/caddyhook/caddyhook/internal/jsonenc"
 	"mime"
 	"net/http"
 	"net/url"
@@ -212,6 +213,14 @@ func (c *call) json() []byte {
 	}
 	c.payloadDone = true
 	c.payload = c.r.Body
+	if m := c.v.p.ArrayMember; m != "" {
+		if t := trimJSONSpace(string(c.r.Body)); len(t) > 0 && t[0] == '[' {
+			b := jsonenc.AppendString([]byte{'{'}, m)
+			b = append(append(append(b, ':'), t...), '}')
+			c.payload, c.replaced = b, true
+			return c.payload
+		}
+	}
 	if c.v.p.Body != BodyJSON && c.r.isForm() {
 		if f, err := c.parsedForm(); err == nil {
 			c.payload, c.replaced = f.JSON(c.v.p.FormJSONFields...), true

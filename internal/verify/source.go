@@ -137,3 +137,15 @@ func cleanEvent(e string) string {
 	}
 	return e
 }
+
+// joinEvent joins a resource and an action as "resource.action", or
+// returns whichever is set.
+func joinEvent(resource, action string) string {
+	switch {
+	case resource == "":
+		return action
+	case action == "":
+		return resource
+	}
+	return resource + "." + action
+}

@@ -1,6 +1,36 @@
 package verify
 
-import "encoding/base64"
+import (
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/base64"
+	"encoding/hex"
+	"hash"
+)
 
 // b64 is standard padded base64.
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// hexMAC is hex(HMAC-newHash(key, parts…)).
+func hexMAC(newHash func() hash.Hash, key string, parts ...string) string {
+	return hex.EncodeToString(mac(newHash, []byte(key), parts...))
+}
+
+// b64MAC is base64(HMAC-newHash(key, parts…)).
+func b64MAC(newHash func() hash.Hash, key string, parts ...string) string {
+	return b64(mac(newHash, []byte(key), parts...))
+}
+
+// Hash constructors for the vectors.
+var (
+	sha1H   = sha1.New
+	sha256H = sha256.New
+	sha512H = sha512.New
+)
+
+// sha256Hex is the hex SHA-256 of s (a body-digest delivery id).
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}

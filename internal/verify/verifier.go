@@ -37,8 +37,12 @@ type Result struct {
 	Challenge string
 	// Payload, when not nil, is the JSON the mapping sees and forward mode
 	// sends instead of the raw body: a form body as one object, a
-	// decrypted body.
+	// decrypted body, an array body wrapped in an object.
 	Payload []byte
+	// Ack, when not nil, is the answer the provider expects once the
+	// request is accepted (Discord's deferred interaction response,
+	// Twilio's empty TwiML), instead of the edge's default.
+	Ack *Answer
 }
 
 // scheme is one provider's verification, built by its Provider.build.
@@ -154,6 +158,10 @@ func (v *Verifier) result(c *call) (Result, error) {
 		}
 		res.Payload = payload
 	}
+	res.Ack = v.p.Ack.clone()
+	if v.p.ack != nil {
+		res.Ack = v.p.ack(c)
+	}
 	res.DeliveryID = v.p.DeliveryID.deliveryID(c)
 	res.Event = v.p.Event.event(c)
 	if v.p.finish != nil {
@@ -191,10 +199,6 @@ func (v *Verifier) HandshakeMethods() []string { return slices.Clone(v.p.Handsha
 // application/x-www-form-urlencoded bodies (the edge must not answer 415;
 // Result.Payload carries the fields as one JSON object).
 func (v *Verifier) AcceptsForm() bool { return v.p.Body != BodyJSON }
-
-// Ack returns the answer the provider expects for an accepted request, nil
-// for the edge's default.
-func (v *Verifier) Ack() *Answer { return v.p.Ack.clone() }
 
 // Template returns the provider's default message template.
 func (v *Verifier) Template() string { return v.p.Template }

@@ -1,0 +1,25 @@
+package verify
+
+func init() {
+	register(&Provider{
+		Name:             "gocardless",
+		Title:            "GoCardless",
+		Family:           FamilyHMAC,
+		Signature:        "Webhook-Signature: <hex HMAC-SHA256(body)>",
+		Doc:              "https://developer.gocardless.com/getting-started/staying-up-to-date-with-webhooks",
+		Notes:            "GoCardless signs no time; a webhook batches events: the body's digest deduplicates redeliveries.",
+		SignatureHeaders: []string{"Webhook-Signature"},
+		DeliveryID:       oneOf(fromBodyHash()),
+		Event: oneOf(fromFunc("body events[0].resource_type.action", func(c *call) string {
+			return joinEvent(jsonField(c.json(), "events", "0", "resource_type"), jsonField(c.json(), "events", "0", "action"))
+		})),
+		Template:  "GoCardless {{event}}: {{payload.events.0.details.description}}",
+		Words:     []string{"secret"},
+		Required:  []string{"secret"},
+		SignsBody: true,
+		build: macProvider(macSpec{
+			alg: algSHA256, headers: []string{"Webhook-Signature"}, prefix: "", enc: encHex,
+			parts: []part{bodyPart()},
+		}),
+	})
+}

@@ -1,0 +1,23 @@
+package verify
+
+func init() {
+	register(&Provider{
+		Name:             "helpscout",
+		Title:            "Help Scout",
+		Family:           FamilyHMAC,
+		Signature:        "X-HelpScout-Signature: <base64 HMAC-SHA1(body)>",
+		Doc:              "https://developer.helpscout.com/webhooks/",
+		Notes:            "Help Scout signs no time and sends no delivery id: the body's digest deduplicates redeliveries.",
+		SignatureHeaders: []string{"X-HelpScout-Signature"},
+		DeliveryID:       oneOf(fromBodyHash()),
+		Event:            oneOf(fromHeader("X-HelpScout-Event")),
+		Template:         "Help Scout {{event}}: {{payload.subject}} from {{payload.customer.email}}",
+		Words:            []string{"secret"},
+		Required:         []string{"secret"},
+		SignsBody:        true,
+		build: macProvider(macSpec{
+			alg: algSHA1, headers: []string{"X-HelpScout-Signature"}, prefix: "", enc: encBase64,
+			parts: []part{bodyPart()},
+		}),
+	})
+}

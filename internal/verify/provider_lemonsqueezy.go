@@ -1,0 +1,23 @@
+package verify
+
+func init() {
+	register(&Provider{
+		Name:             "lemonsqueezy",
+		Title:            "Lemon Squeezy",
+		Family:           FamilyHMAC,
+		Signature:        "X-Signature: <hex HMAC-SHA256(body)>",
+		Doc:              "https://docs.lemonsqueezy.com/help/webhooks/signing-requests",
+		Notes:            "Lemon Squeezy signs no time and sends no delivery id: the body's digest deduplicates redeliveries.",
+		SignatureHeaders: []string{"X-Signature"},
+		DeliveryID:       oneOf(fromBodyHash()),
+		Event:            oneOf(fromHeader("X-Event-Name"), fromJSON("meta.event_name")),
+		Template:         "Lemon Squeezy {{event}}: {{payload.data.type}} {{payload.data.id}} {{payload.data.attributes.status}}",
+		Words:            []string{"secret"},
+		Required:         []string{"secret"},
+		SignsBody:        true,
+		build: macProvider(macSpec{
+			alg: algSHA256, headers: []string{"X-Signature"}, prefix: "", enc: encHex,
+			parts: []part{bodyPart()},
+		}),
+	})
+}
