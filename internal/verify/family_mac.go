@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"errors"
 	"fmt"
 	"net/textproto"
 	"strings"
@@ -368,3 +369,6 @@ func isTokenChar(c byte) bool {
 	}
 	return false
 }
+
+// errTolNeedsTimestamp refuses a tolerance where no time is signed.
+var errTolNeedsTimestamp = errors.New("tolerance: needs timestamp_header")

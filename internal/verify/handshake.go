@@ -177,3 +177,13 @@ func macOf(s scheme) *macScheme {
 	}
 	return nil
 }
+
+// headHandshake answers a HEAD request 200 without a body: the URL check
+// some providers make when a webhook is created (nothing to authenticate).
+func headHandshake(what string) handshakeSpec {
+	return handshakeSpec{
+		detect: func(c *call) bool { return c.r.method() == http.MethodHead },
+		auth:   hsNone,
+		answer: func(*call, scheme) (*Answer, error) { return emptyAnswer(what, http.StatusOK), nil },
+	}
+}
