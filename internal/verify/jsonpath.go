@@ -295,3 +295,43 @@ func jsonText(raw []byte) string {
 
 // jsonField is jsonText of the value at path in doc.
 func jsonField(doc []byte, path ...string) string { return jsonText(jsonValue(doc, path...)) }
+
+// maxTopKeys bounds the member names topLevelKeys returns.
+const maxTopKeys = 64
+
+// topLevelKeys returns the member names of the JSON object doc, in order,
+// at most maxTopKeys; nil when doc is not an object.
+func topLevelKeys(doc []byte) []string {
+	s := jsonScanner{b: doc}
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return nil
+	}
+	if _, _, ok := (&jsonScanner{b: doc, i: s.i}).value(0); !ok {
+		return nil
+	}
+	s.i++
+	var keys []string
+	for len(keys) < maxTopKeys {
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != '"' {
+			return keys
+		}
+		ks := s.i
+		if !s.str() {
+			return keys
+		}
+		keys = append(keys, jsonText(s.b[ks:s.i]))
+		s.ws()
+		s.i++ // ':'
+		s.ws()
+		if _, _, ok := s.value(0); !ok {
+			return keys
+		}
+		s.ws()
+		if s.i < len(s.b) && s.b[s.i] == ',' {
+			s.i++
+		}
+	}
+	return keys
+}
