@@ -73,7 +73,17 @@ func (s *tokenScheme) verify(c *call) error {
 			return fail(ReasonMalformedSignature, s.header)
 		}
 	} else {
-		if tok = jsonField(c.json(), s.field...); tok == "" {
+		// read before the payload drops the token
+		if c.r.isForm() {
+			f, err := c.parsedForm()
+			if err != nil {
+				return fail(ReasonMalformedBody, "")
+			}
+			tok = f.Get(s.field[0])
+		} else {
+			tok = jsonField(c.body(), s.field...)
+		}
+		if tok == "" {
 			return fail(ReasonMissingSignature, "")
 		}
 	}

@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -334,4 +335,50 @@ func topLevelKeys(doc []byte) []string {
 		}
 	}
 	return keys
+}
+
+// dropMembers returns the JSON object doc without its top-level members
+// named in names (every occurrence), and whether any was removed; doc
+// itself when it is not one valid-looking object or has none of them.
+func dropMembers(doc []byte, names []string) ([]byte, bool) {
+	s := jsonScanner{b: doc}
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '{' {
+		return doc, false
+	}
+	if _, end, ok := (&jsonScanner{b: doc, i: s.i}).value(0); !ok || len(bytes.TrimSpace(doc[end:])) > 0 {
+		return doc, false
+	}
+	s.i++
+	out := []byte{'{'}
+	removed := false
+	for {
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] != '"' {
+			break
+		}
+		ks := s.i
+		s.str()
+		ke := s.i
+		s.ws()
+		s.i++ // ':'
+		s.ws()
+		vs, ve, _ := s.value(0)
+		if slices.Contains(names, jsonText(s.b[ks:ke])) {
+			removed = true
+		} else {
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = append(append(append(out, s.b[ks:ke]...), ':'), s.b[vs:ve]...)
+		}
+		s.ws()
+		if s.i < len(s.b) && s.b[s.i] == ',' {
+			s.i++
+		}
+	}
+	if !removed {
+		return doc, false
+	}
+	return append(out, '}'), true
 }

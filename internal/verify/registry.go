@@ -67,6 +67,9 @@ type Provider struct {
 	// FormJSONFields are form fields whose value is JSON, embedded as
 	// such in the payload (Slack's payload).
 	FormJSONFields []string
+	// DropFields are top-level members removed from the payload the
+	// mapping sees (a token sent in the body must not reach the agent).
+	DropFields []string
 	// ArrayMember, when set, names the member a JSON array body is
 	// wrapped in ({"events": [...]}) so templates and the gateway, which
 	// read objects, see it (SendGrid, HubSpot, Event Grid post arrays).

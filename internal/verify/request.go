@@ -228,7 +228,18 @@ func (c *call) json() []byte {
 			c.payload = nil
 		}
 	}
+	c.dropFields()
 	return c.payload
+}
+
+// dropFields removes the provider's DropFields from the payload.
+func (c *call) dropFields() {
+	if len(c.v.p.DropFields) == 0 || c.payload == nil {
+		return
+	}
+	if out, changed := dropMembers(c.payload, c.v.p.DropFields); changed {
+		c.payload, c.replaced = out, true
+	}
 }
 
 // setPayload replaces the JSON the mapping sees (a decrypted body).
