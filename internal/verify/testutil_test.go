@@ -39,3 +39,10 @@ func sha256Hex(s string) string {
 func basicAuth(user, pass string) string {
 	return "Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+pass))
 }
+
+// hs256 is a compact JWS of claims under key.
+func hs256(key, claims string) string {
+	enc := base64.RawURLEncoding
+	in := enc.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + enc.EncodeToString([]byte(claims))
+	return in + "." + enc.EncodeToString(mac(sha256.New, []byte(key), in))
+}
