@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"strconv"
 	"strings"
 )
 
@@ -149,3 +150,6 @@ func joinEvent(resource, action string) string {
 	}
 	return resource + "." + action
 }
+
+// itoa formats a small non-negative integer.
+func itoa(i int) string { return strconv.Itoa(i) }
