@@ -500,16 +500,6 @@ func defaultWrong(t *testing.T, cfg Config) Config {
 	return cfg
 }
 
-// contains reports whether list holds s.
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // TestProviderEntries checks every entry's declarations.
 func TestProviderEntries(t *testing.T) {
 	for _, p := range all() {
