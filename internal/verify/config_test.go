@@ -28,7 +28,7 @@ func TestNewValidation(t *testing.T) {
 		{"secret trimmed", Config{Scheme: "github", Secrets: []string{" " + genericSecret + "\n"}}, ""},
 		{"eight secrets", Config{Scheme: "github", Secrets: []string{sec[0], sec[0], sec[0], sec[0], sec[0], sec[0], sec[0], sec[0]}}, ""},
 		{"no scheme", Config{Secrets: sec}, "scheme: required"},
-		{"unknown scheme", Config{Scheme: "gitlub", Secrets: sec}, `scheme: unknown "gitlub"; did you mean "gitlab"?`},
+		{"unknown scheme", Config{Scheme: "gitlabb", Secrets: sec}, `scheme: unknown "gitlabb"; did you mean "gitlab"?`},
 		{"unknown scheme far from any", Config{Scheme: "zzzzzzzzzz", Secrets: sec}, `scheme: unknown "zzzzzzzzzz" (`},
 		{"scheme case", Config{Scheme: "GitHub", Secrets: sec}, "scheme: unknown"},
 		{"no secrets", Config{Scheme: "github"}, "secrets: at least one"},
