@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/caddyhook/caddyhook/internal/jsonenc"
 )
@@ -36,7 +37,8 @@ func (e *FormError) Error() string { return "form body: " + e.Reason }
 // separated by '&' (';' is data), names and values percent-decoded with
 // '+' as a space. An empty body is an empty form. It fails with a
 // *FormError on a bad escape, a field without a name, more than
-// MaxFormFields fields or a name longer than MaxFormKeyLen.
+// MaxFormFields fields, a name longer than MaxFormKeyLen or a name that is
+// not UTF-8 (two such names would become one JSON member).
 func ParseForm(body []byte) (*Form, error) {
 	f := &Form{}
 	fields := 0
@@ -66,6 +68,8 @@ func ParseForm(body []byte) (*Form, error) {
 			return nil, &FormError{"field without a name"}
 		case len(key) > MaxFormKeyLen:
 			return nil, &FormError{fmt.Sprintf("field name longer than %d bytes", MaxFormKeyLen)}
+		case !utf8.ValidString(key):
+			return nil, &FormError{"field name is not UTF-8"}
 		}
 		val, ok := formUnescape(rawVal)
 		if !ok {
