@@ -204,36 +204,9 @@ func (s *macScheme) verify(c *call) error {
 		}
 	}
 	var buf [maxParts][]byte
-	content := buf[:0]
-	for i, p := range s.spec.parts {
-		switch p.kind {
-		case partLit:
-			content = append(content, p.lit)
-		case partBody:
-			content = append(content, c.body())
-		case partTimestamp:
-			content = append(content, []byte(ts))
-		case partHeader:
-			content = append(content, []byte(hdrVals[i]))
-		case partMethod:
-			content = append(content, []byte(c.r.method()))
-		case partURL:
-			u := c.publicURL()
-			if p.url != nil {
-				u = p.url(u)
-			}
-			content = append(content, []byte(u))
-		case partForm:
-			var pairs []byte
-			if c.r.isForm() {
-				f, err := c.parsedForm()
-				if err != nil {
-					return fail(ReasonMalformedBody, "")
-				}
-				pairs = f.sortedPairs(nil)
-			}
-			content = append(content, pairs)
-		}
+	content, err := s.content(c, buf[:0], ts, &hdrVals)
+	if err != nil {
+		return err
 	}
 	if !s.m.match(&cand, content...) {
 		return fail(ReasonBadSignature, sigName)
@@ -244,6 +217,42 @@ func (s *macScheme) verify(c *call) error {
 		}
 	}
 	return nil
+}
+
+// content appends to dst the signed content of c's request: the spec's
+// parts with ts as the signed time and hdrVals[i] as part i's header value.
+func (s *macScheme) content(c *call, dst [][]byte, ts string, hdrVals *[maxParts]string) ([][]byte, error) {
+	for i, p := range s.spec.parts {
+		switch p.kind {
+		case partLit:
+			dst = append(dst, p.lit)
+		case partBody:
+			dst = append(dst, c.body())
+		case partTimestamp:
+			dst = append(dst, []byte(ts))
+		case partHeader:
+			dst = append(dst, []byte(hdrVals[i]))
+		case partMethod:
+			dst = append(dst, []byte(c.r.method()))
+		case partURL:
+			u := c.publicURL()
+			if p.url != nil {
+				u = p.url(u)
+			}
+			dst = append(dst, []byte(u))
+		case partForm:
+			var pairs []byte
+			if c.r.isForm() {
+				f, err := c.parsedForm()
+				if err != nil {
+					return nil, fail(ReasonMalformedBody, "")
+				}
+				pairs = f.sortedPairs(nil)
+			}
+			dst = append(dst, pairs)
+		}
+	}
+	return dst, nil
 }
 
 // parseList parses a key=value signature header per spec: entries

@@ -25,22 +25,32 @@ const maxJSONDepth = 512
 func jsonValue(doc []byte, path ...string) []byte {
 	s := jsonScanner{b: doc}
 	s.ws()
-	start, end, ok := s.value(0)
-	if !ok {
+	start, end := s.i, len(doc)
+	for end > start && isJSONSpace(doc[end-1]) {
+		end--
+	}
+	if start >= end {
 		return nil
 	}
-	s.ws()
-	if s.i != len(s.b) {
-		return nil // trailing data: not one JSON document
+	if len(path) == 0 {
+		v := jsonScanner{b: doc[:end], i: start}
+		if _, e, ok := v.value(0); !ok || e != end {
+			return nil
+		}
+		return doc[start:end]
 	}
 	for _, key := range path {
 		sub := jsonScanner{b: doc[:end], i: start}
+		var ok bool
 		if start, end, ok = sub.member(key); !ok {
 			return nil
 		}
 	}
 	return doc[start:end]
 }
+
+// isJSONSpace reports whether c is JSON whitespace.
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // jsonScanner walks a JSON document.
 type jsonScanner struct {
@@ -202,13 +212,19 @@ func (s *jsonScanner) member(key string) (start, end int, ok bool) {
 	return 0, 0, false
 }
 
-// objectMember returns the extent of the last member named key.
+// objectMember returns the extent of the last member named key; the
+// object must be well formed up to its closing brace, which must end the
+// scanned extent.
 func (s *jsonScanner) objectMember(key string) (start, end int, ok bool) {
 	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == '}' {
+		return 0, 0, false
+	}
 	for {
 		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] == '}' {
-			return start, end, ok
+		if s.i >= len(s.b) || s.b[s.i] != '"' {
+			return 0, 0, false
 		}
 		ks := s.i
 		if !s.str() {
@@ -216,7 +232,10 @@ func (s *jsonScanner) objectMember(key string) (start, end int, ok bool) {
 		}
 		match := keyEquals(s.b[ks:s.i], key)
 		s.ws()
-		s.i++ // ':'
+		if s.i >= len(s.b) || s.b[s.i] != ':' {
+			return 0, 0, false
+		}
+		s.i++
 		s.ws()
 		vs, ve, vok := s.value(0)
 		if !vok {
@@ -226,30 +245,58 @@ func (s *jsonScanner) objectMember(key string) (start, end int, ok bool) {
 			start, end, ok = vs, ve, true
 		}
 		s.ws()
-		if s.i < len(s.b) && s.b[s.i] == ',' {
+		if s.i >= len(s.b) {
+			return 0, 0, false
+		}
+		switch s.b[s.i] {
+		case ',':
 			s.i++
+		case '}':
+			s.i++
+			s.ws()
+			if s.i != len(s.b) {
+				return 0, 0, false
+			}
+			return start, end, ok
+		default:
+			return 0, 0, false
 		}
 	}
 }
 
-// arrayElement returns the extent of element idx.
+// arrayElement returns the extent of element idx; the array must be well
+// formed up to its closing bracket, which must end the scanned extent.
 func (s *jsonScanner) arrayElement(idx int) (start, end int, ok bool) {
 	s.i++
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		return 0, 0, false
+	}
 	for n := 0; ; n++ {
 		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] == ']' {
-			return 0, 0, false
-		}
 		vs, ve, vok := s.value(0)
 		if !vok {
 			return 0, 0, false
 		}
 		if n == idx {
-			return vs, ve, true
+			start, end, ok = vs, ve, true
 		}
 		s.ws()
-		if s.i < len(s.b) && s.b[s.i] == ',' {
+		if s.i >= len(s.b) {
+			return 0, 0, false
+		}
+		switch s.b[s.i] {
+		case ',':
 			s.i++
+		case ']':
+			s.i++
+			s.ws()
+			if s.i != len(s.b) {
+				return 0, 0, false
+			}
+			return start, end, ok
+		default:
+			return 0, 0, false
 		}
 	}
 }

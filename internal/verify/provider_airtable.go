@@ -9,7 +9,7 @@ func init() {
 		Doc:              "https://airtable.com/developers/web/api/webhooks-overview#webhook-notification-delivery",
 		Notes:            "The secret is the webhook's macSecretBase64, as returned when it was created. A notification only says new payloads are ready (list them with the API). Airtable signs no time.",
 		SignatureHeaders: []string{"X-Airtable-Content-Mac"},
-		DeliveryID:       oneOf(fromBodyHash()),
+		DeliveryID:       oneOf(fromSignatureDigest()),
 		Event:            oneOf(fromFunc(`"notification"`, func(*call) string { return "notification" })),
 		Template:         "Airtable {{event}}: base {{payload.base.id}}, webhook {{payload.webhook.id}} has new payloads",
 		Words:            []string{"secret"},

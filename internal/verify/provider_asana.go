@@ -9,10 +9,10 @@ func init() {
 		Family:           FamilyHMAC,
 		Signature:        "X-Hook-Signature: <hex HMAC-SHA256(body)> under the X-Hook-Secret of the handshake",
 		Doc:              "https://developers.asana.com/docs/webhooks-guide#the-webhook-handshake",
-		Notes:            "Asana hands the key over in the handshake's X-Hook-Secret. With secret_file the edge keeps it there (written once, 0600; the first handshake wins, so create the webhook right after the reload); with secret only that secret is echoed. Asana signs no time and sends no delivery id: the body's digest deduplicates redeliveries.",
+		Notes:            "Asana hands the key over in the handshake's X-Hook-Secret. With secret_file the edge keeps it there (written once, 0600; the first handshake wins, so create the webhook right after the reload); with secret only that secret is echoed. Asana signs no time and sends no delivery id: the signature's digest (a fingerprint of the body) deduplicates redeliveries.",
 		SignatureHeaders: []string{"X-Hook-Signature", "X-Hook-Secret"},
 		Handshake:        "POST with X-Hook-Secret → 200 echoing X-Hook-Secret, the secret kept in secret_file (first one wins) or compared with secret",
-		DeliveryID:       oneOf(fromBodyHash()),
+		DeliveryID:       oneOf(fromSignatureDigest()),
 		Event: oneOf(fromFunc("body events[0].resource.resource_type.action", func(c *call) string {
 			return joinEvent(jsonField(c.json(), "events", "0", "resource", "resource_type"), jsonField(c.json(), "events", "0", "action"))
 		})),

@@ -17,7 +17,7 @@ var _ = providerTest("asana", providerTests{
 		cfg:    Config{Scheme: "asana", Secrets: []string{asanaSecret}},
 		req:    post(asanaBody, "X-Hook-Signature", hexMAC(sha256H, asanaSecret, asanaBody)),
 		now:    testNow,
-		want:   Result{DeliveryID: sha256Hex(asanaBody), Event: "task.changed"},
+		want:   Result{DeliveryID: sha256Hex(hexMAC(sha256H, asanaSecret, asanaBody)), Event: "task.changed"},
 	}},
 	handshakes: []handshakeCase{{
 		name:   "X-Hook-Secret echoed",

@@ -9,6 +9,6 @@ var _ = providerTest("cal", providerTests{
 		cfg:    Config{Scheme: "cal", Secrets: []string{genericSecret}},
 		req:    post(calBody, "X-Cal-Signature-256", ""+hexMAC(sha256H, genericSecret, calBody)),
 		now:    testNow,
-		want:   Result{DeliveryID: sha256Hex(calBody), Event: "BOOKING_CREATED"},
+		want:   Result{DeliveryID: sha256Hex(hexMAC(sha256H, genericSecret, calBody)), Event: "BOOKING_CREATED"},
 	}},
 })

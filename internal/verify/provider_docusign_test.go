@@ -10,6 +10,6 @@ var _ = providerTest("docusign", providerTests{
 		req: post(docusignBody, "X-DocuSign-Signature-1", b64MAC(sha256H, "rotated-out-secret-0001", docusignBody),
 			"X-DocuSign-Signature-2", b64MAC(sha256H, genericSecret, docusignBody)),
 		now:  testNow,
-		want: Result{DeliveryID: sha256Hex(docusignBody), Event: "envelope-completed"},
+		want: Result{DeliveryID: sha256Hex(b64MAC(sha256H, "rotated-out-secret-0001", docusignBody)), Event: "envelope-completed"},
 	}},
 })

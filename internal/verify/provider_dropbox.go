@@ -9,11 +9,11 @@ func init() {
 		Family:           FamilyHMAC,
 		Signature:        "X-Dropbox-Signature: <hex HMAC-SHA256(body)> under the app secret",
 		Doc:              "https://www.dropbox.com/developers/reference/webhooks",
-		Notes:            "A notification only lists the accounts with changes (call list_folder/continue). Dropbox signs no time and sends no delivery id: the body's digest deduplicates redeliveries.",
+		Notes:            "A notification only lists the accounts with changes (call list_folder/continue). Dropbox signs no time and sends no delivery id: the signature's digest (a fingerprint of the body) deduplicates redeliveries.",
 		SignatureHeaders: []string{"X-Dropbox-Signature"},
 		Handshake:        "GET ?challenge=… → the challenge (text/plain, X-Content-Type-Options: nosniff)",
 		HandshakeMethods: []string{http.MethodGet},
-		DeliveryID:       oneOf(fromBodyHash()),
+		DeliveryID:       oneOf(fromSignatureDigest()),
 		Event: oneOf(fromFunc("the body's first member (list_folder)", func(c *call) string {
 			if k := topLevelKeys(c.json()); len(k) > 0 {
 				return k[0]

@@ -9,7 +9,7 @@ var _ = providerTest("dropbox", providerTests{
 		cfg:    Config{Scheme: "dropbox", Secrets: []string{genericSecret}},
 		req:    post(dropboxBody, "X-Dropbox-Signature", hexMAC(sha256H, genericSecret, dropboxBody)),
 		now:    testNow,
-		want:   Result{DeliveryID: sha256Hex(dropboxBody), Event: "list_folder"},
+		want:   Result{DeliveryID: sha256Hex(hexMAC(sha256H, genericSecret, dropboxBody)), Event: "list_folder"},
 	}},
 	handshakes: []handshakeCase{{
 		name:   "challenge",

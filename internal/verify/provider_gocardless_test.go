@@ -9,6 +9,6 @@ var _ = providerTest("gocardless", providerTests{
 		cfg:    Config{Scheme: "gocardless", Secrets: []string{genericSecret}},
 		req:    post(gocardlessBody, "Webhook-Signature", ""+hexMAC(sha256H, genericSecret, gocardlessBody)),
 		now:    testNow,
-		want:   Result{DeliveryID: sha256Hex(gocardlessBody), Event: "payments.confirmed"},
+		want:   Result{DeliveryID: sha256Hex(hexMAC(sha256H, genericSecret, gocardlessBody)), Event: "payments.confirmed"},
 	}},
 })

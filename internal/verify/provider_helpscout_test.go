@@ -9,6 +9,6 @@ var _ = providerTest("helpscout", providerTests{
 		cfg:    Config{Scheme: "helpscout", Secrets: []string{genericSecret}},
 		req:    post(helpscoutBody, "X-HelpScout-Signature", ""+b64MAC(sha1H, genericSecret, helpscoutBody), "X-HelpScout-Event", "convo.created"),
 		now:    testNow,
-		want:   Result{DeliveryID: sha256Hex(helpscoutBody), Event: "convo.created"},
+		want:   Result{DeliveryID: sha256Hex(b64MAC(sha1H, genericSecret, helpscoutBody)), Event: "convo.created"},
 	}},
 })

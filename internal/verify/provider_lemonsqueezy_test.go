@@ -9,6 +9,6 @@ var _ = providerTest("lemonsqueezy", providerTests{
 		cfg:    Config{Scheme: "lemonsqueezy", Secrets: []string{genericSecret}},
 		req:    post(lemonsqueezyBody, "X-Signature", ""+hexMAC(sha256H, genericSecret, lemonsqueezyBody), "X-Event-Name", "order_created"),
 		now:    testNow,
-		want:   Result{DeliveryID: sha256Hex(lemonsqueezyBody), Event: "order_created"},
+		want:   Result{DeliveryID: sha256Hex(hexMAC(sha256H, genericSecret, lemonsqueezyBody)), Event: "order_created"},
 	}},
 })

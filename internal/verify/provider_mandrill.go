@@ -15,7 +15,7 @@ func init() {
 		SignatureHeaders: []string{"X-Mandrill-Signature"},
 		Handshake:        "HEAD (webhook creation) → 200",
 		HandshakeMethods: []string{http.MethodHead},
-		DeliveryID:       oneOf(fromBodyHash()),
+		DeliveryID:       oneOf(fromSignatureDigest()),
 		Event:            oneOf(fromJSON("mandrill_events.0.event")),
 		Template:         "Mandrill {{event}}: {{payload.mandrill_events.0.msg.subject}} to {{payload.mandrill_events.0.msg.email}}",
 		Words:            []string{"secret", "public_url"},

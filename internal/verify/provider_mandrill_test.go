@@ -14,7 +14,7 @@ var _ = providerTest("mandrill", providerTests{
 		req: post(mandrillBody, "Content-Type", formCT,
 			"X-Mandrill-Signature", b64MAC(sha1H, genericSecret, hookURL, "mandrill_events", mandrillEvents)),
 		now: testNow,
-		want: Result{DeliveryID: sha256Hex(mandrillBody), Event: "open",
+		want: Result{DeliveryID: sha256Hex(b64MAC(sha1H, genericSecret, hookURL, "mandrill_events", mandrillEvents)), Event: "open",
 			Payload: []byte(`{"mandrill_events":` + mandrillEvents + `}`)},
 	}},
 	handshakes: []handshakeCase{{

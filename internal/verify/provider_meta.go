@@ -14,11 +14,11 @@ func init() {
 		Family:           FamilyHMAC,
 		Signature:        "X-Hub-Signature-256: sha256=<hex HMAC-SHA256(body)> under the app secret",
 		Doc:              "https://developers.facebook.com/docs/graph-api/webhooks/getting-started#verification-requests",
-		Notes:            "The secret is the app secret; verify_token is the Verify Token typed in the app's webhook settings. Meta signs no time and sends no delivery id: the body's digest deduplicates redeliveries.",
+		Notes:            "The secret is the app secret; verify_token is the Verify Token typed in the app's webhook settings. Meta signs no time and sends no delivery id: the signature's digest (a fingerprint of the body) deduplicates redeliveries.",
 		SignatureHeaders: []string{"X-Hub-Signature-256", "X-Hub-Signature"},
 		Handshake:        "GET ?hub.mode=subscribe&hub.verify_token=…&hub.challenge=… → the challenge (text), only with the right verify_token",
 		HandshakeMethods: []string{http.MethodGet},
-		DeliveryID:       oneOf(fromBodyHash()),
+		DeliveryID:       oneOf(fromSignatureDigest()),
 		Event: oneOf(fromFunc("body object.entry[0].changes[0].field", func(c *call) string {
 			doc := c.json()
 			field := jsonField(doc, "entry", "0", "changes", "0", "field")

@@ -9,6 +9,6 @@ var _ = providerTest("paystack", providerTests{
 		cfg:    Config{Scheme: "paystack", Secrets: []string{genericSecret}},
 		req:    post(paystackBody, "X-Paystack-Signature", ""+hexMAC(sha512H, genericSecret, paystackBody)),
 		now:    testNow,
-		want:   Result{DeliveryID: sha256Hex(paystackBody), Event: "charge.success"},
+		want:   Result{DeliveryID: sha256Hex(hexMAC(sha512H, genericSecret, paystackBody)), Event: "charge.success"},
 	}},
 })

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"encoding/base64"
 	"net/http"
 	"strings"
@@ -16,11 +17,11 @@ func init() {
 		Family:           FamilyHMAC,
 		Signature:        "x-twitter-webhooks-signature: sha256=<base64 HMAC-SHA256(body)> under the consumer secret",
 		Doc:              "https://docs.x.com/x-api/webhooks/introduction",
-		Notes:            "The secret is the app's consumer (API key) secret. The CRC answer is an HMAC under the same key, so crc_token must be a plain token (letters, digits, -_=+/) and a verified body must be a JSON object: a CRC answer can never be replayed as a signature. X signs no time and sends no delivery id: the body's digest deduplicates redeliveries.",
+		Notes:            "The secret is the app's consumer (API key) secret. The CRC answer is an HMAC under the same key, so crc_token must be a plain token (letters, digits, -_=+/) and a verified body must be a JSON object: a CRC answer can never be replayed as a signature. X signs no time and sends no delivery id: the signature's digest (a fingerprint of the body) deduplicates redeliveries.",
 		SignatureHeaders: []string{"X-Twitter-Webhooks-Signature"},
 		Handshake:        "GET ?crc_token=… → {\"response_token\":\"sha256=<base64 HMAC-SHA256(crc_token)>\"}",
 		HandshakeMethods: []string{http.MethodGet},
-		DeliveryID:       oneOf(fromBodyHash()),
+		DeliveryID:       oneOf(fromSignatureDigest()),
 		Event: oneOf(fromFunc("body's *_events member", func(c *call) string {
 			return firstKeyWithSuffix(c.json(), "_events")
 		})),
@@ -51,7 +52,7 @@ func init() {
 // requireObject refuses a body that is not a JSON object (checked before
 // the MAC).
 func requireObject(c *call) error {
-	if t := trimJSONSpace(string(c.body())); len(t) == 0 || t[0] != '{' {
+	if t := bytes.TrimLeft(c.body(), " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return fail(ReasonMalformedBody, "")
 	}
 	return nil

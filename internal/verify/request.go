@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -214,8 +215,9 @@ func (c *call) json() []byte {
 	c.payloadDone = true
 	c.payload = c.r.Body
 	if m := c.v.p.ArrayMember; m != "" {
-		if t := trimJSONSpace(string(c.r.Body)); len(t) > 0 && t[0] == '[' {
-			b := jsonenc.AppendString([]byte{'{'}, m)
+		if t := bytes.TrimSpace(c.r.Body); len(t) > 0 && t[0] == '[' {
+			b := make([]byte, 0, len(t)+len(m)+8)
+			b = jsonenc.AppendString(append(b, '{'), m)
 			b = append(append(append(b, ':'), t...), '}')
 			c.payload, c.replaced = b, true
 			return c.payload

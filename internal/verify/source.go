@@ -1,6 +1,8 @@
 package verify
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"strings"
 )
@@ -153,3 +155,19 @@ func joinEvent(resource, action string) string {
 
 // itoa formats a small non-negative integer.
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// fromSignatureDigest is the hex SHA-256 of the signature header as sent:
+// for a provider that signs the body but no time, a fingerprint of the
+// body under the current secret that costs no second pass over the body.
+// (A redelivery signed after a secret rotation gets another id.)
+func fromSignatureDigest() source {
+	return fromFunc("SHA-256 of the signature (a fingerprint of the body)", func(c *call) string {
+		for _, h := range c.v.offered {
+			if v, err := headerValue(c.header(), h); err == nil && v != "" {
+				sum := sha256.Sum256([]byte(v))
+				return hex.EncodeToString(sum[:])
+			}
+		}
+		return ""
+	})
+}
