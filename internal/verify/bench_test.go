@@ -200,3 +200,58 @@ func signMAC(v *Verifier, ms *macScheme, r *Request, now time.Time) {
 	}
 	r.Header.Set(spec.headers[0], val)
 }
+
+// BenchmarkRatioToGitHub measures each provider against github in one
+// interleaved run: batches of 16 verifications alternate between github
+// and the provider (both on 4 KiB bodies), so load drift on a shared
+// machine affects both sides alike. It reports the provider's ns per
+// verification and its cost as a multiple of github's (x-github).
+func BenchmarkRatioToGitHub(b *testing.B) {
+	const batch = 16
+	ghVec := providerTestsByName["github"].vectors[1]
+	gh, err := New(ghVec.cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ghReq := benchRequest(b, lookup("github"), gh, ghVec)
+	for _, p := range all() {
+		pt := providerTestsByName[p.Name]
+		vec := pt.vectors[0]
+		if p.Name == "sendgrid" {
+			vec = pt.vectors[1]
+		}
+		b.Run(p.Name, func(b *testing.B) {
+			env := Env{}
+			if pt.env != nil {
+				env = pt.env(&testing.T{})
+			}
+			v, err := NewWithEnv(vec.cfg, env)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := benchRequest(b, p, v, vec)
+			if _, err := v.VerifyRequest(benchClone(r), vec.now); err != nil {
+				b.Fatal(err)
+			}
+			var ghTime, pTime time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				for range batch {
+					if _, err := gh.VerifyRequest(benchClone(ghReq), ghVec.now); err != nil {
+						b.Fatal(err)
+					}
+				}
+				t1 := time.Now()
+				for range batch {
+					if _, err := v.VerifyRequest(benchClone(r), vec.now); err != nil {
+						b.Fatal(err)
+					}
+				}
+				ghTime += t1.Sub(t0)
+				pTime += time.Since(t1)
+			}
+			b.ReportMetric(float64(pTime.Nanoseconds())/float64(b.N*batch), "ns/verify")
+			b.ReportMetric(float64(pTime)/float64(ghTime), "x-github")
+		})
+	}
+}

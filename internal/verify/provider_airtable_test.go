@@ -16,7 +16,7 @@ var _ = providerTest("airtable", providerTests{
 		cfg:    Config{Scheme: "airtable", Secrets: []string{base64.StdEncoding.EncodeToString(airtableKey)}},
 		req:    post(airtableBody, "X-Airtable-Content-MAC", "hmac-sha256="+hexMAC(sha256H, string(airtableKey), airtableBody)),
 		now:    testNow,
-		want:   Result{DeliveryID: sha256Hex("hmac-sha256="+hexMAC(sha256H, string(airtableKey), airtableBody)), Event: "notification"},
+		want:   Result{DeliveryID: sha256Hex("hmac-sha256=" + hexMAC(sha256H, string(airtableKey), airtableBody)), Event: "notification"},
 	}},
 	wrong: func(_ *testing.T, cfg Config) Config {
 		cfg.Secrets = []string{base64.StdEncoding.EncodeToString([]byte(otherSecret))}

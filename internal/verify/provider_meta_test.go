@@ -15,7 +15,7 @@ var _ = providerTest("meta", providerTests{
 		cfg:    metaCfg,
 		req:    post(metaBody, "X-Hub-Signature-256", "sha256="+hexMAC(sha256H, metaSecret, metaBody)),
 		now:    testNow,
-		want:   Result{DeliveryID: sha256Hex("sha256="+hexMAC(sha256H, metaSecret, metaBody)), Event: "whatsapp_business_account.messages"},
+		want:   Result{DeliveryID: sha256Hex("sha256=" + hexMAC(sha256H, metaSecret, metaBody)), Event: "whatsapp_business_account.messages"},
 	}},
 	handshakes: []handshakeCase{{
 		name:   "subscribe with the verify token",

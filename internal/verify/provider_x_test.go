@@ -12,7 +12,7 @@ var _ = providerTest("x", providerTests{
 		cfg:    Config{Scheme: "x", Secrets: []string{xSecret}},
 		req:    post(xBody, "X-Twitter-Webhooks-Signature", "sha256="+b64MAC(sha256H, xSecret, xBody)),
 		now:    testNow,
-		want:   Result{DeliveryID: sha256Hex("sha256="+b64MAC(sha256H, xSecret, xBody)), Event: "tweet_create_events"},
+		want:   Result{DeliveryID: sha256Hex("sha256=" + b64MAC(sha256H, xSecret, xBody)), Event: "tweet_create_events"},
 	}},
 	handshakes: []handshakeCase{{
 		name:   "CRC",
