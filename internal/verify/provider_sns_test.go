@@ -175,7 +175,7 @@ func TestSNSRefusals(t *testing.T) {
 	if _, err := v.VerifyRequest(post(missing)(), testNow); !errors.As(err, &ue) {
 		t.Fatalf("unreachable certificate: %v, want *UnavailableError", err)
 	}
-	if _, err := New(Config{Scheme: "sns"}); err == nil || !strings.Contains(err.Error(), "topic: required") {
+	if _, err := New(Config{Scheme: "sns"}); err == nil || !strings.Contains(err.Error(), "topic (JSON topics): required") {
 		t.Fatalf("no topic: %v", err)
 	}
 	if _, err := New(Config{Scheme: "sns", Topics: []string{"MyTopic"}}); err == nil || !strings.Contains(err.Error(), "topics[0]") {

@@ -99,6 +99,15 @@ var allWords = []word{
 	str("id_header", "id_header", false, "the header with the delivery id (hmac)", func(c *Config) *string { return &c.IDHeader }),
 }
 
+// label names w for errors: the Caddyfile word, and the JSON field when
+// it is spelled otherwise.
+func (w *word) label() string {
+	if w.Field == w.name {
+		return w.name
+	}
+	return w.name + " (JSON " + w.Field + ")"
+}
+
 // findWord returns the word named name, nil when none.
 func findWord(name string) *word {
 	for i := range allWords {
@@ -150,7 +159,7 @@ func checkWords(cfg *Config, p *Provider) error {
 			if w.name == "tolerance" {
 				return fmt.Errorf("tolerance: %s signatures carry no timestamp", p.Name)
 			}
-			return fmt.Errorf("%s: not read by verify %s (it reads: %s)", w.name, p.Name, strings.Join(p.words(), ", "))
+			return fmt.Errorf("%s: not read by verify %s (it reads: %s)", w.label(), p.Name, strings.Join(p.words(), ", "))
 		}
 	}
 	for _, r := range p.Required {
@@ -158,7 +167,7 @@ func checkWords(cfg *Config, p *Provider) error {
 			if r == "secret" {
 				return errors.New("secrets: at least one secret is required")
 			}
-			return fmt.Errorf("%s: required by verify %s", r, p.Name)
+			return fmt.Errorf("%s: required by verify %s", w.label(), p.Name)
 		}
 	}
 	return nil
