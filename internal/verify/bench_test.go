@@ -1,7 +1,12 @@
 package verify
 
 import (
+	"crypto"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"net/http"
@@ -254,4 +259,57 @@ func BenchmarkRatioToGitHub(b *testing.B) {
 			b.ReportMetric(float64(pTime)/float64(ghTime), "x-github")
 		})
 	}
+}
+
+// BenchmarkPublicKeyChecks measures the public-key checks alone (no
+// request handling) on a 4 KiB message: the floor of the Ed25519, ECDSA
+// P-256 and RSA-2048 providers' cost per request.
+func BenchmarkPublicKeyChecks(b *testing.B) {
+	msg := []byte(strings.Repeat("x", benchBodySize))
+	b.Run("ed25519", func(b *testing.B) {
+		sig := ed25519.Sign(discordKey, msg)
+		pub := discordKey.Public().(ed25519.PublicKey)
+		for b.Loop() {
+			if !ed25519.Verify(pub, msg, sig) {
+				b.Fatal("bad")
+			}
+		}
+	})
+	b.Run("ecdsa-p256", func(b *testing.B) {
+		digest := sha256.Sum256(msg)
+		sig, err := ecdsa.SignASN1(rand.Reader, sendgridKey, digest[:])
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			d := sha256.Sum256(msg)
+			if !ecdsa.VerifyASN1(&sendgridKey.PublicKey, d[:], sig) {
+				b.Fatal("bad")
+			}
+		}
+	})
+	b.Run("rsa-2048-sha256", func(b *testing.B) {
+		k, _ := testRSA()
+		digest := sha256.Sum256(msg)
+		sig, err := rsa.SignPKCS1v15(rand.Reader, k, crypto.SHA256, digest[:])
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			d := sha256.Sum256(msg)
+			if rsa.VerifyPKCS1v15(&k.PublicKey, crypto.SHA256, d[:], sig) != nil {
+				b.Fatal("bad")
+			}
+		}
+	})
+	b.Run("hmac-sha256 (github)", func(b *testing.B) {
+		m := newMACSet(algSHA256, [][]byte{[]byte(githubSecret)})
+		var c candidates
+		c.add(encHex, m.size, hexSHA256(githubSecret, string(msg)))
+		for b.Loop() {
+			if !m.match(&c, msg) {
+				b.Fatal("bad")
+			}
+		}
+	})
 }
