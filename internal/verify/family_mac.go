@@ -100,6 +100,12 @@ func macProvider(spec macSpec) func(b *builder) (scheme, error) {
 	return func(b *builder) (scheme, error) { return b.macScheme(spec) }
 }
 
+// bodyMAC is the build function of the commonest provider: one header
+// holding prefix + the enc-encoded HMAC (alg) of the body.
+func bodyMAC(alg algorithm, header, prefix string, enc encoding) func(b *builder) (scheme, error) {
+	return macProvider(macSpec{alg: alg, headers: []string{header}, prefix: prefix, enc: enc, parts: []part{bodyPart()}})
+}
+
 // macScheme builds spec from b's config.
 func (b *builder) macScheme(spec macSpec) (*macScheme, error) {
 	if spec.alg.new == nil {

@@ -79,10 +79,8 @@ func (s *jsonScanner) value(depth int) (start, end int, ok bool) {
 	switch c := s.b[s.i]; c {
 	case '"':
 		ok = s.str()
-	case '{':
-		ok = s.object(depth)
-	case '[':
-		ok = s.array(depth)
+	case '{', '[':
+		ok = s.elements(depth, nil)
 	default:
 		ok = s.scalar()
 	}
@@ -126,27 +124,47 @@ func (s *jsonScanner) scalar() bool {
 	return s.i > start
 }
 
-// object skips an object starting at '{'.
-func (s *jsonScanner) object(depth int) bool {
+// elements walks the object or array starting at s.i (its opening
+// brace or bracket) and reports whether it is well formed, leaving s.i
+// after it. fn, when not nil, is called for each member (key: the quoted
+// name, nil for an array element) with the extent of its value.
+func (s *jsonScanner) elements(depth int, fn func(key []byte, vs, ve int)) bool {
+	obj := s.b[s.i] == '{'
+	closer := byte(']')
+	if obj {
+		closer = '}'
+	}
 	s.i++
 	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
+	if s.i < len(s.b) && s.b[s.i] == closer {
 		s.i++
 		return true
 	}
 	for {
 		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != '"' || !s.str() {
+		var key []byte
+		if obj {
+			if s.i >= len(s.b) || s.b[s.i] != '"' {
+				return false
+			}
+			ks := s.i
+			if !s.str() {
+				return false
+			}
+			key = s.b[ks:s.i]
+			s.ws()
+			if s.i >= len(s.b) || s.b[s.i] != ':' {
+				return false
+			}
+			s.i++
+			s.ws()
+		}
+		vs, ve, ok := s.value(depth + 1)
+		if !ok {
 			return false
 		}
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != ':' {
-			return false
-		}
-		s.i++
-		s.ws()
-		if _, _, ok := s.value(depth + 1); !ok {
-			return false
+		if fn != nil {
+			fn(key, vs, ve)
 		}
 		s.ws()
 		if s.i >= len(s.b) {
@@ -155,7 +173,7 @@ func (s *jsonScanner) object(depth int) bool {
 		switch s.b[s.i] {
 		case ',':
 			s.i++
-		case '}':
+		case closer:
 			s.i++
 			return true
 		default:
@@ -164,33 +182,14 @@ func (s *jsonScanner) object(depth int) bool {
 	}
 }
 
-// array skips an array starting at '['.
-func (s *jsonScanner) array(depth int) bool {
-	s.i++
+// whole walks the container at s.i with fn and reports whether it is
+// well formed and ends the scanned extent (trailing space aside).
+func (s *jsonScanner) whole(fn func(key []byte, vs, ve int)) bool {
+	if s.i >= len(s.b) || (s.b[s.i] != '{' && s.b[s.i] != '[') || !s.elements(0, fn) {
+		return false
+	}
 	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
-		s.i++
-		return true
-	}
-	for {
-		s.ws()
-		if _, _, ok := s.value(depth + 1); !ok {
-			return false
-		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			return true
-		default:
-			return false
-		}
-	}
+	return s.i == len(s.b)
 }
 
 // member finds key in the object or array starting at s.i (already known
@@ -212,93 +211,31 @@ func (s *jsonScanner) member(key string) (start, end int, ok bool) {
 	return 0, 0, false
 }
 
-// objectMember returns the extent of the last member named key; the
-// object must be well formed up to its closing brace, which must end the
-// scanned extent.
+// objectMember returns the extent of the last member named key.
 func (s *jsonScanner) objectMember(key string) (start, end int, ok bool) {
-	s.i++
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == '}' {
+	found := false
+	if !s.whole(func(k []byte, vs, ve int) {
+		if keyEquals(k, key) {
+			start, end, found = vs, ve, true
+		}
+	}) {
 		return 0, 0, false
 	}
-	for {
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != '"' {
-			return 0, 0, false
-		}
-		ks := s.i
-		if !s.str() {
-			return 0, 0, false
-		}
-		match := keyEquals(s.b[ks:s.i], key)
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != ':' {
-			return 0, 0, false
-		}
-		s.i++
-		s.ws()
-		vs, ve, vok := s.value(0)
-		if !vok {
-			return 0, 0, false
-		}
-		if match {
-			start, end, ok = vs, ve, true
-		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return 0, 0, false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			s.ws()
-			if s.i != len(s.b) {
-				return 0, 0, false
-			}
-			return start, end, ok
-		default:
-			return 0, 0, false
-		}
-	}
+	return start, end, found
 }
 
-// arrayElement returns the extent of element idx; the array must be well
-// formed up to its closing bracket, which must end the scanned extent.
+// arrayElement returns the extent of element idx.
 func (s *jsonScanner) arrayElement(idx int) (start, end int, ok bool) {
-	s.i++
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == ']' {
+	n, found := 0, false
+	if !s.whole(func(_ []byte, vs, ve int) {
+		if n == idx {
+			start, end, found = vs, ve, true
+		}
+		n++
+	}) {
 		return 0, 0, false
 	}
-	for n := 0; ; n++ {
-		s.ws()
-		vs, ve, vok := s.value(0)
-		if !vok {
-			return 0, 0, false
-		}
-		if n == idx {
-			start, end, ok = vs, ve, true
-		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return 0, 0, false
-		}
-		switch s.b[s.i] {
-		case ',':
-			s.i++
-		case ']':
-			s.i++
-			s.ws()
-			if s.i != len(s.b) {
-				return 0, 0, false
-			}
-			return start, end, ok
-		default:
-			return 0, 0, false
-		}
-	}
+	return start, end, found
 }
 
 // keyEquals reports whether the quoted JSON string raw names key.
@@ -348,83 +285,45 @@ func jsonField(doc []byte, path ...string) string { return jsonText(jsonValue(do
 const maxTopKeys = 64
 
 // topLevelKeys returns the member names of the JSON object doc, in order,
-// at most maxTopKeys; nil when doc is not an object.
+// at most maxTopKeys; nil when doc is not a well-formed object.
 func topLevelKeys(doc []byte) []string {
 	s := jsonScanner{b: doc}
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
 		return nil
 	}
-	if _, _, ok := (&jsonScanner{b: doc, i: s.i}).value(0); !ok {
-		return nil
-	}
-	s.i++
 	var keys []string
-	for len(keys) < maxTopKeys {
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != '"' {
-			return keys
+	if !s.whole(func(k []byte, _, _ int) {
+		if len(keys) < maxTopKeys {
+			keys = append(keys, jsonText(k))
 		}
-		ks := s.i
-		if !s.str() {
-			return keys
-		}
-		keys = append(keys, jsonText(s.b[ks:s.i]))
-		s.ws()
-		s.i++ // ':'
-		s.ws()
-		if _, _, ok := s.value(0); !ok {
-			return keys
-		}
-		s.ws()
-		if s.i < len(s.b) && s.b[s.i] == ',' {
-			s.i++
-		}
+	}) {
+		return nil
 	}
 	return keys
 }
 
 // dropMembers returns the JSON object doc without its top-level members
 // named in names (every occurrence), and whether any was removed; doc
-// itself when it is not one valid-looking object or has none of them.
+// itself when it is not a well-formed object or has none of them.
 func dropMembers(doc []byte, names []string) ([]byte, bool) {
 	s := jsonScanner{b: doc}
 	s.ws()
 	if s.i >= len(s.b) || s.b[s.i] != '{' {
 		return doc, false
 	}
-	if _, end, ok := (&jsonScanner{b: doc, i: s.i}).value(0); !ok || len(bytes.TrimSpace(doc[end:])) > 0 {
-		return doc, false
-	}
-	s.i++
 	out := []byte{'{'}
 	removed := false
-	for {
-		s.ws()
-		if s.i >= len(s.b) || s.b[s.i] != '"' {
-			break
-		}
-		ks := s.i
-		s.str()
-		ke := s.i
-		s.ws()
-		s.i++ // ':'
-		s.ws()
-		vs, ve, _ := s.value(0)
-		if slices.Contains(names, jsonText(s.b[ks:ke])) {
+	if !s.whole(func(k []byte, vs, ve int) {
+		if slices.Contains(names, jsonText(k)) {
 			removed = true
-		} else {
-			if len(out) > 1 {
-				out = append(out, ',')
-			}
-			out = append(append(append(out, s.b[ks:ke]...), ':'), s.b[vs:ve]...)
+			return
 		}
-		s.ws()
-		if s.i < len(s.b) && s.b[s.i] == ',' {
-			s.i++
+		if len(out) > 1 {
+			out = append(out, ',')
 		}
-	}
-	if !removed {
+		out = append(append(append(out, k...), ':'), doc[vs:ve]...)
+	}) || !removed {
 		return doc, false
 	}
 	return append(out, '}'), true

@@ -15,9 +15,6 @@ func init() {
 		Words:            []string{"secret"},
 		Required:         []string{"secret"},
 		SignsBody:        true,
-		build: macProvider(macSpec{
-			alg: algSHA256, headers: []string{"X-Cal-Signature-256"}, prefix: "", enc: encHex,
-			parts: []part{bodyPart()},
-		}),
+		build:            bodyMAC(algSHA256, "X-Cal-Signature-256", "", encHex),
 	})
 }

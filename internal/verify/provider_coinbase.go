@@ -15,9 +15,6 @@ func init() {
 		Words:            []string{"secret"},
 		Required:         []string{"secret"},
 		SignsBody:        true,
-		build: macProvider(macSpec{
-			alg: algSHA256, headers: []string{"X-CC-Webhook-Signature"}, prefix: "", enc: encHex,
-			parts: []part{bodyPart()},
-		}),
+		build:            bodyMAC(algSHA256, "X-CC-Webhook-Signature", "", encHex),
 	})
 }

@@ -24,9 +24,7 @@ func init() {
 		Words:     []string{"secret"},
 		Required:  []string{"secret"},
 		SignsBody: true,
-		build: withHandshake(macProvider(macSpec{
-			headers: []string{"X-Dropbox-Signature"}, enc: encHex, parts: []part{bodyPart()},
-		}), handshakeSpec{
+		build: withHandshake(bodyMAC(algSHA256, "X-Dropbox-Signature", "", encHex), handshakeSpec{
 			detect: func(c *call) bool { return c.r.method() == http.MethodGet && c.r.query().Has("challenge") },
 			auth:   hsNone,
 			answer: func(c *call, _ scheme) (*Answer, error) {

@@ -15,9 +15,6 @@ func init() {
 		Words:            []string{"secret"},
 		Required:         []string{"secret"},
 		SignsBody:        true,
-		build: macProvider(macSpec{
-			headers: []string{"X-Hub-Signature-256"}, prefix: "sha256=", enc: encHex,
-			parts: []part{bodyPart()},
-		}),
+		build:            bodyMAC(algSHA256, "X-Hub-Signature-256", "sha256=", encHex),
 	})
 }

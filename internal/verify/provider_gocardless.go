@@ -17,9 +17,6 @@ func init() {
 		Words:     []string{"secret"},
 		Required:  []string{"secret"},
 		SignsBody: true,
-		build: macProvider(macSpec{
-			alg: algSHA256, headers: []string{"Webhook-Signature"}, prefix: "", enc: encHex,
-			parts: []part{bodyPart()},
-		}),
+		build:     bodyMAC(algSHA256, "Webhook-Signature", "", encHex),
 	})
 }

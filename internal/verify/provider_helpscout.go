@@ -15,9 +15,6 @@ func init() {
 		Words:            []string{"secret"},
 		Required:         []string{"secret"},
 		SignsBody:        true,
-		build: macProvider(macSpec{
-			alg: algSHA1, headers: []string{"X-HelpScout-Signature"}, prefix: "", enc: encBase64,
-			parts: []part{bodyPart()},
-		}),
+		build:            bodyMAC(algSHA1, "X-HelpScout-Signature", "", encBase64),
 	})
 }

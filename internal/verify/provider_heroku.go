@@ -15,9 +15,6 @@ func init() {
 		Words:            []string{"secret"},
 		Required:         []string{"secret"},
 		SignsBody:        true,
-		build: macProvider(macSpec{
-			alg: algSHA256, headers: []string{"Heroku-Webhook-Hmac-SHA256"}, prefix: "", enc: encBase64,
-			parts: []part{bodyPart()},
-		}),
+		build:            bodyMAC(algSHA256, "Heroku-Webhook-Hmac-SHA256", "", encBase64),
 	})
 }

@@ -15,9 +15,6 @@ func init() {
 		Words:            []string{"secret"},
 		Required:         []string{"secret"},
 		SignsBody:        true,
-		build: macProvider(macSpec{
-			alg: algSHA1, headers: []string{"X-Hub-Signature"}, prefix: "sha1=", enc: encHex,
-			parts: []part{bodyPart()},
-		}),
+		build:            bodyMAC(algSHA1, "X-Hub-Signature", "sha1=", encHex),
 	})
 }

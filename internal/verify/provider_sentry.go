@@ -18,9 +18,6 @@ func init() {
 		Words:     []string{"secret"},
 		Required:  []string{"secret"},
 		SignsBody: true,
-		build: macProvider(macSpec{
-			alg: algSHA256, headers: []string{"Sentry-Hook-Signature"}, prefix: "", enc: encHex,
-			parts: []part{bodyPart()},
-		}),
+		build:     bodyMAC(algSHA256, "Sentry-Hook-Signature", "", encHex),
 	})
 }

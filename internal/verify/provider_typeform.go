@@ -15,9 +15,6 @@ func init() {
 		Words:            []string{"secret"},
 		Required:         []string{"secret"},
 		SignsBody:        true,
-		build: macProvider(macSpec{
-			alg: algSHA256, headers: []string{"Typeform-Signature"}, prefix: "sha256=", enc: encBase64,
-			parts: []part{bodyPart()},
-		}),
+		build:            bodyMAC(algSHA256, "Typeform-Signature", "sha256=", encBase64),
 	})
 }

@@ -15,9 +15,6 @@ func init() {
 		Words:            []string{"secret"},
 		Required:         []string{"secret"},
 		SignsBody:        true,
-		build: macProvider(macSpec{
-			alg: algSHA1, headers: []string{"X-Vercel-Signature"}, prefix: "", enc: encHex,
-			parts: []part{bodyPart()},
-		}),
+		build:            bodyMAC(algSHA1, "X-Vercel-Signature", "", encHex),
 	})
 }

@@ -25,9 +25,7 @@ func init() {
 		Words:            []string{"secret"},
 		Required:         []string{"secret"},
 		SignsBody:        true,
-		build: withHandshake(macProvider(macSpec{
-			headers: []string{"X-Wc-Webhook-Signature"}, enc: encBase64, parts: []part{bodyPart()},
-		}), handshakeSpec{
+		build: withHandshake(bodyMAC(algSHA256, "X-Wc-Webhook-Signature", "", encBase64), handshakeSpec{
 			detect: func(c *call) bool {
 				return isPost(c) && len(c.header().Values("X-Wc-Webhook-Signature")) == 0 && wooPing.Match(c.body())
 			},
