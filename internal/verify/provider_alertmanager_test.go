@@ -9,7 +9,7 @@ var _ = providerTest("alertmanager", providerTests{
 		cfg:    Config{Scheme: "alertmanager", Secrets: []string{genericSecret}},
 		req:    post(alertmanagerBody, "Authorization", "Bearer "+genericSecret),
 		now:    testNow,
-		want:   Result{DeliveryID: sha256Hex(alertmanagerBody), Event: "firing"},
+		want:   Result{DeliveryID: bodyID(alertmanagerBody), Event: "firing"},
 	}},
 	notes: "a token does not cover the body",
 })

@@ -10,6 +10,6 @@ var _ = providerTest("buildkite", providerTests{
 		req: post(buildkiteBody, "X-Buildkite-Event", "build.finished",
 			"X-Buildkite-Signature", "timestamp="+ts(0)+",signature="+hexMAC(sha256H, genericSecret, ts(0), ".", buildkiteBody)),
 		now:  testNow,
-		want: Result{DeliveryID: sha256Hex(buildkiteBody), Event: "build.finished"},
+		want: Result{DeliveryID: bodyID(buildkiteBody), Event: "build.finished"},
 	}},
 })

@@ -10,13 +10,13 @@ var _ = providerTest("grafana", providerTests{
 		req: post(grafanaBody, "X-Grafana-Alerting-Signature-Timestamp", ts(0),
 			"X-Grafana-Alerting-Signature", hexMAC(sha256H, genericSecret, ts(0), ":", grafanaBody)),
 		now:  testNow,
-		want: Result{DeliveryID: sha256Hex(grafanaBody), Event: "firing"},
+		want: Result{DeliveryID: bodyID(grafanaBody), Event: "firing"},
 	}, {
 		name:   "firing, body only",
 		source: "computed from https://grafana.com/docs/grafana/latest/alerting/configure-notifications/manage-contact-points/integrations/webhook-notifier/: hex HMAC-SHA256 of the body",
 		cfg:    Config{Scheme: "grafana", Secrets: []string{genericSecret}},
 		req:    post(grafanaBody, "X-Grafana-Alerting-Signature", hexMAC(sha256H, genericSecret, grafanaBody)),
 		now:    testNow,
-		want:   Result{DeliveryID: sha256Hex(grafanaBody), Event: "firing"},
+		want:   Result{DeliveryID: bodyID(grafanaBody), Event: "firing"},
 	}},
 })

@@ -15,7 +15,7 @@ var _ = providerTest("hubspot", providerTests{
 			"X-HubSpot-Signature-v3", b64MAC(sha256H, "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy",
 				"POST", "https://hooks.example.com/hooks/p?portal=62515&cb=a:b", hubspotBody, hubspotTS)),
 		now: testNow,
-		want: Result{DeliveryID: sha256Hex(hubspotBody), Event: "contact.creation",
+		want: Result{DeliveryID: bodyID(hubspotBody), Event: "contact.creation",
 			Payload: []byte(`{"events":` + hubspotBody + `}`)},
 	}},
 })

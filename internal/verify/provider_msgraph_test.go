@@ -14,7 +14,7 @@ var _ = providerTest("msgraph", providerTests{
 		cfg:    Config{Scheme: "msgraph", ClientState: "graph-client-state-1"},
 		req:    post(graphBody),
 		now:    testNow,
-		want:   Result{DeliveryID: sha256Hex(graphBody), Event: "created"},
+		want:   Result{DeliveryID: bodyID(graphBody), Event: "created"},
 	}},
 	handshakes: []handshakeCase{{
 		name:   "validationToken",

@@ -31,7 +31,7 @@ var _ = providerTest("sendgrid", providerTests{
 			"X-Twilio-Email-Event-Webhook-Timestamp", "1588788367",
 			"X-Twilio-Email-Event-Webhook-Signature", "MEUCIQCtIHJeH93Y+qpYeWrySphQgpNGNr/U+UyUlBkU6n7RAwIgJTz2C+8a8xonZGi6BpSzoQsbVRamr2nlxFDWYNH2j/0="),
 		now:  time.Unix(1588788367, 0),
-		want: Result{DeliveryID: sha256Hex(`{"category":"example_payload","event":"test_event","message_id":"message_id"}`), Event: "test_event"},
+		want: Result{DeliveryID: bodyID(`{"category":"example_payload","event":"test_event","message_id":"message_id"}`), Event: "test_event"},
 	}, {
 		name:   "bounce batch",
 		source: "computed from https://www.twilio.com/docs/sendgrid/for-developers/tracking-events/getting-started-event-webhook-security-features: ECDSA P-256 over SHA-256 of timestamp + body under a fixed key",
@@ -39,6 +39,6 @@ var _ = providerTest("sendgrid", providerTests{
 		req: post(sendgridEvents, "X-Twilio-Email-Event-Webhook-Timestamp", ts(0),
 			"X-Twilio-Email-Event-Webhook-Signature", sendgridSig(sendgridKey, ts(0), sendgridEvents)),
 		now:  testNow,
-		want: Result{DeliveryID: sha256Hex(sendgridEvents), Event: "bounce", Payload: []byte(`{"events":` + sendgridEvents + `}`)},
+		want: Result{DeliveryID: bodyID(sendgridEvents), Event: "bounce", Payload: []byte(`{"events":` + sendgridEvents + `}`)},
 	}},
 })

@@ -9,7 +9,7 @@ var _ = providerTest("uptimekuma", providerTests{
 		cfg:    Config{Scheme: "uptimekuma", Secrets: []string{genericSecret}},
 		req:    post(uptimekumaBody, "Authorization", "Bearer "+genericSecret),
 		now:    testNow,
-		want:   Result{DeliveryID: sha256Hex(uptimekumaBody), Event: "down"},
+		want:   Result{DeliveryID: bodyID(uptimekumaBody), Event: "down"},
 	}},
 	notes: "a token does not cover the body",
 })

@@ -18,7 +18,7 @@ var _ = providerTest("zoom", providerTests{
 		cfg:    Config{Scheme: "zoom", Secrets: []string{zoomSecret}},
 		req:    zoomSigned(zoomSecret, zoomBody),
 		now:    testNow,
-		want:   Result{DeliveryID: sha256Hex(zoomBody), Event: "meeting.started"},
+		want:   Result{DeliveryID: bodyID(zoomBody), Event: "meeting.started"},
 	}},
 	handshakes: []handshakeCase{{
 		name:   "url_validation",

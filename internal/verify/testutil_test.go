@@ -29,7 +29,10 @@ var (
 	sha512H = sha512.New
 )
 
-// sha256Hex is the hex SHA-256 of s (a body-digest delivery id).
+// bodyID is the delivery id of a provider without one: the body's hash.
+func bodyID(s string) string { return bodyHash([]byte(s)) }
+
+// sha256Hex is the hex SHA-256 of s.
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
