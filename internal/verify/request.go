@@ -172,6 +172,7 @@ type call struct {
 	v   *Verifier
 	r   *Request
 	now time.Time
+	req Request // r's storage for Verify
 
 	formDone bool
 	form     *Form

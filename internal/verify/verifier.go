@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -128,7 +129,10 @@ func NewWithEnv(cfg Config, env Env) (*Verifier, error) {
 // A failure is an *Error; the caller answers 401. It is VerifyRequest for
 // callers that have only the headers and the body.
 func (v *Verifier) Verify(h http.Header, body []byte, now time.Time) (Result, error) {
-	return v.VerifyRequest(&Request{Header: h, Body: body}, now)
+	c := getCall(v, nil, now)
+	c.req = Request{Header: h, Body: body}
+	c.r = &c.req
+	return v.run(c)
 }
 
 // VerifyRequest authenticates r at time now and returns what the provider
@@ -136,11 +140,28 @@ func (v *Verifier) Verify(h http.Header, body []byte, now time.Time) (Result, er
 // a *PayloadError (the signature verified but the body is unusable: 400)
 // or an *UnavailableError (a key could not be fetched: 503, not counted).
 func (v *Verifier) VerifyRequest(r *Request, now time.Time) (Result, error) {
-	c := &call{v: v, r: r, now: now}
-	if err := v.scheme.verify(c); err != nil {
-		return Result{}, err
+	return v.run(getCall(v, r, now))
+}
+
+// callPool recycles calls: a verification allocates none of its own.
+var callPool = sync.Pool{New: func() any { return new(call) }}
+
+// getCall returns a cleared call for r at now.
+func getCall(v *Verifier, r *Request, now time.Time) *call {
+	c := callPool.Get().(*call)
+	c.v, c.r, c.now = v, r, now
+	return c
+}
+
+// run verifies c, reads its result and recycles it.
+func (v *Verifier) run(c *call) (Result, error) {
+	res, err := Result{}, v.scheme.verify(c)
+	if err == nil {
+		res, err = v.result(c)
 	}
-	return v.result(c)
+	*c = call{}
+	callPool.Put(c)
+	return res, err
 }
 
 // result reads what a verified request says.
