@@ -60,9 +60,9 @@ import (
 // another.
 //
 // TestReloadTableCoversEveryOption keeps the table complete: every option
-// of the README's Caddyfile reference (the Configuration table and the
-// caddyfile examples) and every subdirective the Caddyfile parser reads
-// needs a row. Adding an option is adding a row.
+// of the documentation (the generated docs/reference.md and the
+// caddyfile examples of README.md and docs/) and every subdirective the
+// Caddyfile parser reads needs a row. Adding an option is adding a row.
 
 // reloadRow is one option's reload case.
 type reloadRow struct {
@@ -973,31 +973,40 @@ func switchedOptions(body *ast.BlockStmt) []string {
 	return out
 }
 
-// readmeOptions reads the options of the README's Caddyfile reference:
-// the first column of the Configuration table, and every subdirective of
-// a hooks, mapping, spool, cluster, verify or other block inside them in
-// the caddyfile examples (comments are not read).
-func readmeOptions(t *testing.T) map[string]bool {
+// docOptions reads the options the documentation shows: the first column
+// of the option tables of the configuration reference (docs/reference.md),
+// and every subdirective of a hooks, mapping, spool, cluster, verify or
+// other block inside them in the caddyfile examples of README.md and
+// docs/*.md (comments are not read).
+func docOptions(t *testing.T) map[string]bool {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	ref, err := os.ReadFile(filepath.Join("..", "docs", "reference.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
 	out := map[string]bool{}
-	_, conf, ok := strings.Cut(readme, "\n## Configuration\n")
-	if !ok {
-		t.Fatal("README has no Configuration section")
-	}
-	conf, _, _ = strings.Cut(conf, "\n## ")
-	for _, line := range strings.Split(conf, "\n") {
+	for _, line := range strings.Split(string(ref), "\n") {
 		if rest, ok := strings.CutPrefix(line, "| `"); ok {
 			cell, _, _ := strings.Cut(rest, "`")
 			out["hooks."+strings.Fields(cell)[0]] = true
 		}
 	}
-	fences := strings.Split(readme, "```caddyfile\n")
+	pages, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs strings.Builder
+	for _, p := range append([]string{filepath.Join("..", "README.md")}, pages...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs.Write(b)
+	}
+	readme := docs.String()
+	fences := strings.Split(readme, "```caddyfile")
 	for _, fence := range fences[1:] {
+		_, fence, _ = strings.Cut(fence, "\n") // the rest of the info string
 		fence, _, _ = strings.Cut(fence, "\n```")
 		var stack []string // the block names; "" for a block that is not the hooks directive's
 		for _, line := range strings.Split(fence, "\n") {
@@ -1042,13 +1051,14 @@ func readmeOptions(t *testing.T) map[string]bool {
 	return out
 }
 
-// TestReloadTableCoversEveryOption (issue 25): every option of the README's
-// Caddyfile reference and every subdirective the Caddyfile parsers read
-// has a row in reloadRows, and every row names an option the parsers read.
+// TestReloadTableCoversEveryOption (issue 25): every option of the
+// documentation (docs/reference.md and the Caddyfile examples of README.md
+// and docs/) and every subdirective the Caddyfile parsers read has a row
+// in reloadRows, and every row names an option the parsers read.
 func TestReloadTableCoversEveryOption(t *testing.T) {
-	parsed, documented := parserOptions(t), readmeOptions(t)
+	parsed, documented := parserOptions(t), docOptions(t)
 	if len(parsed) < 50 || len(documented) < 40 {
-		t.Fatalf("read %d options from the parsers and %d from the README: the readers are broken", len(parsed), len(documented))
+		t.Fatalf("read %d options from the parsers and %d from the documentation: the readers are broken", len(parsed), len(documented))
 	}
 	rows := map[string]bool{}
 	for _, r := range reloadRows {
@@ -1080,7 +1090,7 @@ func TestReloadTableCoversEveryOption(t *testing.T) {
 		t.Errorf("options without a row in reloadRows (add one: what a reload must change, and how to see it): %s", strings.Join(missing, ", "))
 	}
 	if len(unparsed) > 0 {
-		t.Errorf("the README documents options the Caddyfile parsers do not read (or parserBlocks misses their block): %s", strings.Join(unparsed, ", "))
+		t.Errorf("the documentation shows options the Caddyfile parsers do not read (or parserBlocks misses their block): %s", strings.Join(unparsed, ", "))
 	}
 	if len(stale) > 0 {
 		t.Errorf("rows for options the Caddyfile parsers do not read: %s", strings.Join(stale, ", "))
