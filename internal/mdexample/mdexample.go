@@ -148,10 +148,22 @@ func Headings(page string) []Heading {
 	return out
 }
 
-// anchor is GitHub's id for a heading: lower case, every character that
-// is not a letter, digit, mark, underscore, hyphen or space dropped,
-// spaces made hyphens; a repeated id gets -1, -2, … appended.
+// anchor is Anchor made unique on a page: a repeated id gets -1, -2, …
+// appended, as GitHub does.
 func anchor(text string, seen map[string]int) string {
+	id := Anchor(text)
+	n := seen[id]
+	seen[id] = n + 1
+	if n > 0 {
+		return id + "-" + strconv.Itoa(n)
+	}
+	return id
+}
+
+// Anchor is GitHub's id for a heading: lower case, every character that
+// is not a letter, digit, mark, underscore, hyphen or space dropped,
+// spaces made hyphens.
+func Anchor(text string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(text) {
 		switch {
@@ -161,13 +173,7 @@ func anchor(text string, seen map[string]int) string {
 			b.WriteRune(r)
 		}
 	}
-	id := b.String()
-	n := seen[id]
-	seen[id] = n + 1
-	if n > 0 {
-		return id + "-" + strconv.Itoa(n)
-	}
-	return id
+	return b.String()
 }
 
 // Link is one inline link or image target outside code.
