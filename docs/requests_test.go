@@ -292,7 +292,7 @@ func (w *workspace) run(t *testing.T, cf string, r requestRun) []int {
 	cmd.Dir = w.dir
 	cmd.Env = append(slices.Clone(w.env), "DOCTEST_PORT="+port)
 	if r.stream {
-		cmd.Env = append(cmd.Env, "DOCTEST_STREAM=1", "DOCTEST_MAX_TIME=2")
+		cmd.Env = append(cmd.Env, "DOCTEST_STREAM=1", "DOCTEST_MAX_TIME=3")
 	}
 	var stdout strings.Builder
 	stderr, err := cmd.StderrPipe()
