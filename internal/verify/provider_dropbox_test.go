@@ -13,7 +13,7 @@ var _ = providerTest("dropbox", providerTests{
 	}},
 	handshakes: []handshakeCase{{
 		name:   "challenge",
-		source: "vector from https://www.dropbox.com/developers/reference/webhooks",
+		source: "computed from https://www.dropbox.com/developers/reference/webhooks: echo the challenge parameter as text/plain with nosniff",
 		req:    req("GET", hookURL+"?challenge=abc123", ""),
 		status: 200, body: "abc123", ctype: "text/plain", header: [2]string{"X-Content-Type-Options", "nosniff"},
 	}, {

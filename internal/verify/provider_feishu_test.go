@@ -90,7 +90,7 @@ var _ = providerTest("lark", providerTests{
 	}},
 	handshakes: []handshakeCase{{
 		name:   "plain url_verification",
-		source: "vector from https://open.larksuite.com/document/ukTMukTMukTM/uYDNxYjL2QTM24iN0EjN/event-subscription-configure-/request-url-configuration-case",
+		source: "computed from https://open.larksuite.com/document/ukTMukTMukTM/uYDNxYjL2QTM24iN0EjN/event-subscription-configure-/request-url-configuration-case: the documented url_verification shape, answered with its challenge",
 		cfg:    &Config{Scheme: "lark", VerifyToken: feishuToken},
 		req:    post(`{"challenge":"ajls384kdjx98XX","token":"` + feishuToken + `","type":"url_verification"}`),
 		status: 200, ctype: "application/json", body: `{"challenge":"ajls384kdjx98XX"}`,

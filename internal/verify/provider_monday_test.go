@@ -22,7 +22,7 @@ var _ = providerTest("monday", providerTests{
 	}},
 	handshakes: []handshakeCase{{
 		name:   "challenge",
-		source: "vector from https://developer.monday.com/api-reference/reference/webhooks#url-verification",
+		source: "computed from https://developer.monday.com/api-reference/reference/webhooks#url-verification: answer the posted challenge as JSON",
 		req:    post(`{"challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}`),
 		status: 200, ctype: "application/json", body: `{"challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"}`,
 	}},

@@ -18,7 +18,7 @@ var _ = providerTest("msgraph", providerTests{
 	}},
 	handshakes: []handshakeCase{{
 		name:   "validationToken",
-		source: "vector from https://learn.microsoft.com/en-us/graph/change-notifications-delivery-webhooks#notificationurl-validation",
+		source: "computed from https://learn.microsoft.com/en-us/graph/change-notifications-delivery-webhooks#notificationurl-validation: the decoded validationToken as text/plain",
 		req:    req("POST", hookURL+"?validationToken=Validation%3A+Testing+client+application+reachability+for+subscription+Request-Id%3A+4f5bb2b9", ""),
 		status: 200, ctype: "text/plain", body: "Validation: Testing client application reachability for subscription Request-Id: 4f5bb2b9",
 	}},
