@@ -18,11 +18,16 @@ import (
 //
 // The engine seals every message and record. A receiver drops a message
 // whose number is not above the last one of its sender and kind family
-// (a replay). The lock record's format is the one every release since
-// signed records writes and reads.
+// (a replay). A lock record's number is its write time in Unix ms (0
+// before v0.9.0), which its readers check against the engine's time of
+// the write (Fresh). The 'm' and 'x' flags byte carries flagHello and,
+// above it, the sender's cluster level (Gate). The envelope's format is
+// the one every release since signed records writes and reads: releases
+// before v0.9.0 ignore the number of a lock record and the flags' upper
+// bits.
 const (
 	wireMagic   = 'h'
-	wireVersion = 2
+	wireVersion = 2 // internal/version.ClusterEnvelope
 	kindAlive   = 'm'
 	kindLeave   = 'x'
 	kindFail    = 'f'
