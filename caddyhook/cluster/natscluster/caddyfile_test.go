@@ -108,7 +108,7 @@ func TestValidate(t *testing.T) {
 		{Config{AcceptUnsealedUntil: "2026-12-01"}, "accept_unsealed_until: want an RFC 3339 time"},
 		{Config{AcceptUnsealedUntil: "next week"}, "accept_unsealed_until: want an RFC 3339 time"},
 		{Config{AcceptUnsealedUntil: time.Now().Add(40 * 24 * time.Hour).Format(time.RFC3339)}, "accept_unsealed_until: " +
-			"" + time.Now().Add(40*24*time.Hour).Format(time.RFC3339)[:10]},
+			"" + time.Now().Add(40 * 24 * time.Hour).Format(time.RFC3339)[:10]},
 	} {
 		if tc.c.SigningKeys == nil {
 			tc.c.SigningKeys = []string{testSigningKey}
