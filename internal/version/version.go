@@ -8,6 +8,7 @@
 package version
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -169,4 +170,13 @@ func (b Build) String() string {
 	}
 	s.WriteString(" " + b.GoVersion)
 	return s.String()
+}
+
+// readmeRow is f as a row of the README's table of formats.
+func readmeRow(f Format) string {
+	note := f.Note
+	if note == "" {
+		note = "—"
+	}
+	return fmt.Sprintf("| `%s` | %s | %d | %d–%d | %s |", f.Store, f.What, f.Writes, f.Reads, f.Writes, note)
 }

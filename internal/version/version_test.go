@@ -1,6 +1,7 @@
 package version
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"runtime/debug"
@@ -106,5 +107,25 @@ func TestMetrics(t *testing.T) {
 	}
 	if got, ok := promtest.Value(reg, "caddy_hooks_build_info", "version", Version, "cluster_level", "1", "api", "1"); !ok || got != 1 {
 		t.Errorf("caddy_hooks_build_info{version=%q} = %v (found %v), want 1", Version, got, ok)
+	}
+}
+
+// TestREADMEFormatsTable: the README's table of formats is this one.
+func TestREADMEFormatsTable(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, f := range Formats() {
+		if row := readmeRow(f); !strings.Contains(readme, "\n"+row+"\n") {
+			t.Errorf("README lacks the row\n%s", row)
+		}
+	}
+	for _, want := range []string{"This is **" + Version + "**", "caddy_hooks_build_info", "caddy_hooks_records_unreadable_total{store,version}",
+		"caddy_hooks_cluster_level", "Hooks-Api-Version: " + fmt.Sprint(API)} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README lacks %q", want)
+		}
 	}
 }
