@@ -26,12 +26,12 @@ type goldenEntry struct {
 	rev         uint64
 }
 
-func (e goldenEntry) Bucket() string                   { return e.bucket }
-func (e goldenEntry) Key() string                      { return e.key }
-func (e goldenEntry) Value() []byte                    { return e.value }
-func (e goldenEntry) Revision() uint64                 { return e.rev }
-func (e goldenEntry) Created() time.Time               { return e.created }
-func (e goldenEntry) Delta() uint64                    { return 0 }
+func (e goldenEntry) Bucket() string                  { return e.bucket }
+func (e goldenEntry) Key() string                     { return e.key }
+func (e goldenEntry) Value() []byte                   { return e.value }
+func (e goldenEntry) Revision() uint64                { return e.rev }
+func (e goldenEntry) Created() time.Time              { return e.created }
+func (e goldenEntry) Delta() uint64                   { return 0 }
 func (e goldenEntry) Operation() jetstream.KeyValueOp { return jetstream.KeyValuePut }
 
 // goldenShared is a connection's reading side for build's fixture: the
