@@ -146,7 +146,7 @@ func fromBuildInfo(b Build, bi *debug.BuildInfo) Build {
 			b.Module = d.Version
 			if d.Replace != nil {
 				b.Module += " => " + d.Replace.Path
-				if d.Replace.Version != "" {
+				if d.Replace.Version != "" && d.Replace.Version != "(devel)" {
 					b.Module += " " + d.Replace.Version
 				}
 			}
