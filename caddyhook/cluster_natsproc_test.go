@@ -5,17 +5,19 @@ package caddyhook
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// The nats-server processes of the tests that run a real three-server
-// cluster (the fault run, build tag chaos; the upgrade run, build tag
-// upgrade).
+// What the tests that run a real three-server NATS cluster share (the
+// fault run, build tag chaos; the upgrade run, build tag upgrade): the
+// nats-server processes, and the tally of what the gateway received.
 
 // buildNatsDev builds cmd/natsdev (a nats-server that reports its
 // listeners in a ready file) into a temp dir.
@@ -99,4 +101,37 @@ func (n *natsProc) stop() {
 		<-n.exited
 	}
 	n.proc = nil
+}
+
+// delivered is, by request name, the Idempotency-Keys of the wake and
+// agent deliveries the gateway answered 200.
+func delivered(gw *testGateway) map[string][]string {
+	out := map[string][]string{}
+	for _, rec := range gw.Received() {
+		if rec.Status != http.StatusOK {
+			continue
+		}
+		text, _ := rec.Body["message"].(string)
+		if text == "" {
+			text, _ = rec.Body["text"].(string)
+		}
+		if m := messageName.FindStringSubmatch(text); m != nil {
+			out[m[1]] = append(out[m[1]], rec.IdempotencyKey)
+		}
+	}
+	return out
+}
+
+// duplicated reports whether name was delivered more than once (keys are
+// the Idempotency-Keys of its deliveries), and fails t when those
+// deliveries carried different keys: the gateway would run it twice.
+func duplicated(t *testing.T, name string, keys []string) bool {
+	t.Helper()
+	if len(keys) < 2 {
+		return false
+	}
+	if distinct := slices.Compact(slices.Sorted(slices.Values(keys))); len(distinct) != 1 {
+		t.Errorf("%s delivered %d times with different Idempotency-Keys %v", name, len(keys), distinct)
+	}
+	return true
 }

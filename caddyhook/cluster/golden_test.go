@@ -13,12 +13,7 @@ import (
 // readGolden reads build's fixture.
 func readGolden(t testing.TB, build string) ([]golden.Record, golden.Manifest) {
 	t.Helper()
-	dir := filepath.Join("testdata", "golden", build)
-	recs, err := golden.ReadRecords(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := golden.ReadManifest(dir)
+	m, recs, err := golden.Read(filepath.Join("testdata", "golden", build))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,6 +94,16 @@ func ReadRecords(dir string) ([]Record, error) {
 	return out, nil
 }
 
+// Read reads dir's manifest and NATS records.
+func Read(dir string) (Manifest, []Record, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return m, nil, err
+	}
+	recs, err := ReadRecords(dir)
+	return m, recs, err
+}
+
 // Write writes v as indented JSON to path.
 func Write(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")

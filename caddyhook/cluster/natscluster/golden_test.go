@@ -69,12 +69,7 @@ func goldenShared(t *testing.T, m golden.Manifest, level int) *shared {
 func TestGoldenEngineRecords(t *testing.T) {
 	for _, build := range []string{"43fd7c0", "453004b"} {
 		t.Run(build, func(t *testing.T) {
-			dir := filepath.Join("..", "testdata", "golden", build)
-			recs, err := golden.ReadRecords(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := golden.ReadManifest(dir)
+			m, recs, err := golden.Read(filepath.Join("..", "testdata", "golden", build))
 			if err != nil {
 				t.Fatal(err)
 			}
