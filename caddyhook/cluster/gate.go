@@ -3,6 +3,7 @@ package cluster
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/caddyhook/caddyhook/internal/version"
 )
@@ -30,23 +31,59 @@ const MaxLevel = 127
 // an older node announces itself). Nodes of releases before levels were
 // announced announce level 0.
 //
-// A Gate is soft state, like the membership: a member is counted from
-// its first announcement until it leaves or is forgotten (three silent
-// announcement intervals), so the level may stay low for those seconds
-// after the last old node stops, never the other way round: a node
-// announces itself before it publishes anything.
+// A Gate is soft state, like the membership, and errs low: a member is
+// counted from its first announcement until it leaves or is forgotten
+// (three silent announcement intervals), a level seen stays in force for
+// GateHold after its last announcement, and while the membership is
+// rebuilt (a node starting, or reconnecting after an outage, whose peers
+// answer its hello within a round trip) the gate stays at 0 for GateHold.
+// So the level may stay low for a few seconds after the last old node
+// stopped, never the other way round: a node announces itself before it
+// publishes anything.
 type Gate struct {
-	own   int
-	mu    sync.Mutex
-	peers map[memberID]int
-	level atomic.Int32
+	own      int
+	holdFor  time.Duration
+	mu       sync.Mutex
+	peers    map[memberID]int
+	level    atomic.Int32 // the lowest level among the live members
+	low      atomic.Int32 // a lower level in force until lowUntil
+	lowUntil atomic.Int64 // Unix ns
 }
 
-// NewGate returns the gate of a node running at level own.
-func NewGate(own int) *Gate {
-	g := &Gate{own: min(max(own, 0), MaxLevel), peers: map[memberID]int{}}
+// GateHold is how long a level stays in force after it was last seen, and
+// how long the gate stays low while the membership is rebuilt: one
+// member expiry at the default interval.
+const GateHold = memberExpiry * DefaultMemberInterval
+
+// NewGate returns the gate of a node running at level own, low (0)
+// until its membership has been heard (for hold: GateHold; tests that
+// know every member from the start pass 0).
+func NewGate(own int, hold time.Duration) *Gate {
+	g := &Gate{own: min(max(own, 0), MaxLevel), holdFor: hold, peers: map[memberID]int{}}
 	g.level.Store(int32(g.own))
+	g.Unsure()
 	return g
+}
+
+// Unsure keeps the gate at 0 for its hold: the membership is being
+// rebuilt (the node starts, or the engine is reachable again), and an
+// older node may not have answered yet.
+func (g *Gate) Unsure() {
+	if g == nil {
+		return
+	}
+	g.hold(0, time.Now())
+}
+
+// hold keeps the gate at l or below until now + the hold.
+func (g *Gate) hold(l int, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if now.UnixNano() < g.lowUntil.Load() && int(g.low.Load()) < l {
+		l = int(g.low.Load()) // a lower level still in force
+	}
+	g.low.Store(int32(l))
+	g.lowUntil.Store(now.Add(g.holdFor).UnixNano())
 }
 
 // Own is the level this node runs at (this build's on a nil Gate).
@@ -63,7 +100,11 @@ func (g *Gate) Level() int {
 	if g == nil {
 		return 0
 	}
-	return int(g.level.Load())
+	l := int(g.level.Load())
+	if time.Now().UnixNano() < g.lowUntil.Load() {
+		l = min(l, int(g.low.Load()))
+	}
+	return l
 }
 
 // AtLeast reports whether every live member runs at level l or above.
@@ -73,6 +114,9 @@ func (g *Gate) AtLeast(l int) bool { return g.Level() >= l }
 func (g *Gate) set(id memberID, level int) {
 	if g == nil {
 		return
+	}
+	if level < g.own {
+		g.hold(level, time.Now()) // in force for the hold after its last announcement
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()

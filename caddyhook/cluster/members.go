@@ -108,9 +108,11 @@ func (m *Members) Start() error {
 	m.stopSub = stopSub
 	m.stopState = m.b.Watch(func(up bool) {
 		if up {
+			m.gate.Unsure() // the others answer the hello within a round trip
 			m.announce(kindAlive, flagHello)
 		}
 	})
+	m.gate.Unsure()
 	m.announce(kindAlive, flagHello)
 	m.wg.Add(1)
 	go m.loop()

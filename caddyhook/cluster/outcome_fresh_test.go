@@ -138,27 +138,36 @@ func TestFresh(t *testing.T) {
 }
 
 // TestGateLevel: the gate is the lowest level among the live members,
-// this node included; members that leave or are forgotten no longer
-// count; a nil gate keeps the gated behaviours off.
+// this node included; it errs low: at start (and after a reconnection)
+// it is 0 until the membership has been heard, and a level seen stays in
+// force for GateHold after the member that announced it is gone; a nil
+// gate keeps the gated behaviours off.
 func TestGateLevel(t *testing.T) {
-	g := NewGate(1)
+	g := NewGate(1, GateHold)
 	a, b := memberID{1}, memberID{2}
+	heard := func() { g.lowUntil.Store(0) } // GateHold has passed
 	steps := []struct {
+		name string
 		do   func()
 		want int
 	}{
-		{func() {}, 1},
-		{func() { g.set(a, 3) }, 1},
-		{func() { g.set(b, 0) }, 0},
-		{func() { g.set(b, 1) }, 1},
-		{func() { g.set(b, 0) }, 0},
-		{func() { g.forget(b) }, 1},
-		{func() { g.forget(a, b) }, 1},
+		{"started: unsure", func() {}, 0},
+		{"membership heard", heard, 1},
+		{"a newer peer", func() { g.set(a, 3) }, 1},
+		{"an older peer", func() { g.set(b, 0) }, 0},
+		{"it upgrades, its level 0 still in force", func() { g.set(b, 1) }, 0},
+		{"GateHold later", heard, 1},
+		{"an older peer again", func() { g.set(b, 0) }, 0},
+		{"it leaves, still in force", func() { g.forget(b) }, 0},
+		{"GateHold later", heard, 1},
+		{"reconnected: unsure", g.Unsure, 0},
+		{"membership heard", heard, 1},
+		{"all leave", func() { g.forget(a, b) }, 1},
 	}
 	for i, s := range steps {
 		s.do()
 		if got := g.Level(); got != s.want {
-			t.Errorf("step %d: level %d, want %d", i, got, s.want)
+			t.Errorf("step %d (%s): level %d, want %d", i, s.name, got, s.want)
 		}
 	}
 	var none *Gate
@@ -167,4 +176,5 @@ func TestGateLevel(t *testing.T) {
 	}
 	none.set(a, 1)
 	none.forget(a)
+	none.Unsure()
 }

@@ -52,6 +52,7 @@ func goldenShared(t *testing.T, m golden.Manifest, level int) *shared {
 	s := &shared{cfg: cfg, p: cluster.Params{Name: m.Namespace, IdempotencyTTL: 100 * 365 * 24 * time.Hour}, log: zap.NewNop(),
 		n: namesFor(m.Namespace)}
 	s.initVersions()
+	s.gate = cluster.NewGate(level, 0) // the build's nodes are known from the start
 	s.queue = &queue{s: s, qp: *queueParams()}
 	s.claims = &claims{s: s}
 	return s

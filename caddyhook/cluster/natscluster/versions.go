@@ -41,7 +41,7 @@ func (s *shared) initVersions() {
 	if s.cfg.level != nil {
 		level = *s.cfg.level
 	}
-	s.gate = cluster.NewGate(level)
+	s.gate = cluster.NewGate(level, cluster.GateHold)
 	s.outcomes = cluster.NewOutcomeSender()
 	s.newerSeen = map[newerKey]struct{}{}
 }
