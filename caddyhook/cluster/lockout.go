@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 // Addr is a client address reduced to its lockout identity (an IPv4
@@ -546,6 +548,9 @@ func (s *LockSync) keepLocks(locks []wireRecord) {
 // addresses it owns, or the confirmation of a batch it sent.
 func (s *LockSync) onInbox(msg []byte) {
 	w, err := parseWire(msg)
+	if v := newerWire(msg); v != 0 {
+		s.opt.Metrics.Newer(version.StoreFailures, v) // a newer release's: not read (soft state)
+	}
 	if err != nil || w.sender == s.members.id {
 		return
 	}
@@ -656,6 +661,9 @@ func (s *LockSync) fresh(sender memberID, seq uint64, now time.Time) bool {
 // 0), and refused once none does.
 func (s *LockSync) onLock(val []byte, stored time.Time) {
 	w, err := parseWire(val)
+	if v := newerWire(val); v != 0 {
+		s.opt.Metrics.Newer(version.StoreLock, v) // left in the bucket for that release, not applied here
+	}
 	if err != nil || w.kind != kindLock {
 		return
 	}

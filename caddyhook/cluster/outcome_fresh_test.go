@@ -178,3 +178,26 @@ func TestGateLevel(t *testing.T) {
 	none.forget(a)
 	none.Unsure()
 }
+
+// TestNewerEnvelope: a cluster message of a newer envelope is told from a
+// malformed one (and counted by its readers).
+func TestNewerEnvelope(t *testing.T) {
+	for _, tc := range []struct {
+		b    []byte
+		want int
+	}{
+		{[]byte{wireMagic, wireVersion + 1, kindLock}, wireVersion + 1},
+		{[]byte{wireMagic, 9}, 9},
+		{[]byte{wireMagic, wireVersion, kindLock}, 0},
+		{[]byte{wireMagic, 1, kindFail}, 0},
+		{[]byte{'x', 9}, 0},
+		{nil, 0},
+	} {
+		if got := newerWire(tc.b); got != tc.want {
+			t.Errorf("%x: %d, want %d", tc.b, got, tc.want)
+		}
+		if _, err := parseWire(tc.b); err == nil {
+			t.Errorf("%x parsed", tc.b)
+		}
+	}
+}

@@ -63,6 +63,15 @@ type wireMsg struct {
 
 var errWire = errors.New("malformed cluster message")
 
+// newerWire is the version of a message of a newer envelope than this
+// build reads (0: none, or not a cluster message at all).
+func newerWire(b []byte) int {
+	if len(b) >= 2 && b[0] == wireMagic && b[1] > wireVersion {
+		return int(b[1])
+	}
+	return 0
+}
+
 // appendHeader encodes the envelope up to the payload.
 func appendHeader(b []byte, kind byte, node string, sender memberID, seq uint64) []byte {
 	node = node[:min(len(node), maxNodeLen)]
