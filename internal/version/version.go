@@ -2,7 +2,7 @@
 // the cluster level it runs at, of the admin API's version and of the
 // versions of every format it stores or sends: what `caddy hooks
 // version`, the admin API (GET /hooks/version), the /metrics build info
-// and the README's compatibility promise show. The readers of each format
+// and the compatibility promise (docs/upgrades.md) show. The readers of each format
 // (caddyhook/spool, internal/eventlog, caddyhook/cluster and its engines)
 // check that their own constants agree with this table (their tests).
 package version
@@ -16,7 +16,7 @@ import (
 
 // Version is this release. It follows semantic versioning: v0.9.0 is the
 // first numbered release; the stored and wire formats follow the
-// compatibility promise (README, "Versions and upgrades") from it on,
+// compatibility promise (docs/upgrades.md) from it on,
 // while the Go API of the exported packages may still change in a minor
 // release until v1.
 const Version = "v0.9.0"
@@ -81,7 +81,7 @@ type Format struct {
 	Note   string `json:"note,omitempty"` // conditions on reading or writing
 }
 
-// Formats lists every format, in the order the README's table shows them.
+// Formats lists every format, in the order docs/upgrades.md shows them.
 func Formats() []Format {
 	return []Format{
 		{StoreSpool, "spool.db: a queued event or dead letter", SpoolRecord, 1, "1 is written when no extension field is set"},
@@ -172,7 +172,7 @@ func (b Build) String() string {
 	return s.String()
 }
 
-// readmeRow is f as a row of the README's table of formats.
+// readmeRow is f as a row of the table of formats (docs/upgrades.md).
 func readmeRow(f Format) string {
 	note := f.Note
 	if note == "" {

@@ -110,22 +110,23 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
-// TestREADMEFormatsTable: the README's table of formats is this one.
-func TestREADMEFormatsTable(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// TestDocsFormatsTable: the table of formats of docs/upgrades.md is
+// this one.
+func TestDocsFormatsTable(t *testing.T) {
+	b, err := os.ReadFile("../../docs/upgrades.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	readme := string(b)
 	for _, f := range Formats() {
 		if row := readmeRow(f); !strings.Contains(readme, "\n"+row+"\n") {
-			t.Errorf("README lacks the row\n%s", row)
+			t.Errorf("docs/upgrades.md lacks the row\n%s", row)
 		}
 	}
 	for _, want := range []string{"This is **" + Version + "**", "caddy_hooks_build_info", "caddy_hooks_records_unreadable_total{store,version}",
 		"caddy_hooks_cluster_level", "Hooks-Api-Version: " + fmt.Sprint(API)} {
 		if !strings.Contains(readme, want) {
-			t.Errorf("README lacks %q", want)
+			t.Errorf("docs/upgrades.md lacks %q", want)
 		}
 	}
 }
