@@ -54,11 +54,12 @@ func engineKey(raw json.RawMessage, p cluster.Params) (string, error) {
 // openCluster opens the namespace of p on the engine module mod (keyed
 // by engineKey), joins the lockout sharing of g, and sets up the
 // cluster-wide idempotency claims: a claim's lease and the wait for a
-// duplicate's first request. Every piece is given back by the handler's
+// duplicate's first request; hm counts the records a newer release wrote.
+// Every piece is given back by the handler's
 // Cleanup: the LockSync and the metrics through the pool, the backend by
 // the engine module's own Cleanup.
 func openCluster(ctx caddy.Context, held *poolHold, mod any, key string, p cluster.Params, g *lockoutGuard,
-	lease, wait time.Duration) (*clusterState, error) {
+	hm *hookMetrics, lease, wait time.Duration) (*clusterState, error) {
 	eng, ok := mod.(cluster.Engine)
 	if !ok {
 		return nil, fmt.Errorf("cluster: module %T is not a cluster engine", mod)
@@ -74,6 +75,7 @@ func openCluster(ctx caddy.Context, held *poolHold, mod any, key string, p clust
 	if err := metrics.Register(ctx.GetMetricsRegistry()); err != nil {
 		return nil, fmt.Errorf("cluster metrics: %w", err)
 	}
+	metrics.SetUnreadable(hm.unreadableRecords())
 	p.Metrics = metrics
 	b, err := eng.Open(p)
 	if err != nil {

@@ -48,7 +48,7 @@ func (sc *SpoolConfig) checkCluster(engine bool, gateway string) error {
 // the cluster is unreachable and moves them into the queue when it is
 // back.
 func openClusterSpool(ctx caddy.Context, held *poolHold, sc *SpoolConfig, cs *clusterState, snd spool.Sender, hasGateway bool,
-	gw *gatewayClient, logger *zap.Logger) (spoolSetup, error) {
+	gw *gatewayClient, metrics *hookMetrics, logger *zap.Logger) (spoolSetup, error) {
 	var s spoolSetup
 	deliver := hasGateway
 	if sc.Deliver != nil {
@@ -73,7 +73,7 @@ func openClusterSpool(ctx caddy.Context, held *poolHold, sc *SpoolConfig, cs *cl
 		if fcfg.RetryInitial > clusterDrainRetryMax {
 			fcfg.RetryInitial = clusterDrainRetryMax
 		}
-		if fbShare, err = openSpoolShare(ctx, held, fcfg, logger); err != nil {
+		if fbShare, err = openSpoolShare(ctx, held, fcfg, metrics, logger); err != nil {
 			return s, fmt.Errorf("spool: fallback: %w", err)
 		}
 		fb = fbShare.localStore()

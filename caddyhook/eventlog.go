@@ -19,6 +19,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
+	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 // EventsConfig configures the handler's event log (on by default, bodies
@@ -102,6 +103,7 @@ type eventsSetup struct {
 	sigHeaders []string // the handler's signature headers (never recorded)
 	spooled    bool
 	held       *poolHold
+	metrics    *hookMetrics // counts the events a newer release wrote
 	logger     *zap.Logger
 	lockout    *lockoutGuard
 	tokens     *tokenChecker
@@ -160,7 +162,15 @@ func newEventRecorder(ec *EventsConfig, s eventsSetup) (*eventRecorder, error) {
 	key := fmt.Sprintf(eventsPoolPrefix+"%q|%q|%q", strings.Join(s.listen, ","), s.base, dir)
 	logger := s.logger.Named("events")
 	l, _, err := hold(s.held, key, func() (*eventlog.Log, error) {
-		return eventlog.New(b, eventlog.Options{Dir: dir, OnError: func(err error) { logger.Error("event log", zap.Error(err)) }})
+		l, err := eventlog.New(b, eventlog.Options{Dir: dir, OnError: func(err error) { logger.Error("event log", zap.Error(err)) }})
+		if err == nil {
+			for v, n := range l.Newer() {
+				logger.Warn("event log: keeping events written by a newer release, unread: they stay in events.db for that release",
+					zap.String("dir", dir), zap.Int("version", v), zap.Int("events", n))
+				s.metrics.countUnreadable(version.StoreEventLog, v, n)
+			}
+		}
+		return l, err
 	})
 	if err != nil {
 		return nil, err

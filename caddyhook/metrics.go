@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/promreg"
+	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 // hookMetrics are the handler's Prometheus collectors on Caddy's registry.
@@ -23,6 +24,10 @@ type hookMetrics struct {
 	forwardedUnparsed prometheus.Counter
 	// lockouts are the tables activeLockouts counts.
 	lockouts *lockoutTables
+	// buildInfo is caddy_hooks_build_info; unreadable counts the records
+	// the stores kept because a newer release wrote them.
+	buildInfo  prometheus.Collector
+	unreadable *version.Unreadable
 }
 
 // holdMetrics takes the collectors from the usage pool, so that the
@@ -63,13 +68,16 @@ func newHookMetrics() *hookMetrics {
 			Namespace: ns, Subsystem: sub, Name: "forwarded_unparsed_total",
 			Help: "Hook requests keyed on a trusted proxy because the X-Forwarded-For entry it wrote is not an address.",
 		}),
+		buildInfo:  version.NewBuildInfo(),
+		unreadable: version.NewUnreadable(),
 	}
 }
 
 // register registers the collectors on reg; a collector already there
 // (another hooks handler of the same config) is fine.
 func (m *hookMetrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.requests, m.authFailures, m.dispatch, m.activeLockouts, m.forwardedUnparsed} {
+	for _, c := range []prometheus.Collector{m.requests, m.authFailures, m.dispatch, m.activeLockouts, m.forwardedUnparsed,
+		m.buildInfo, m.unreadable.Collector()} {
 		if _, err := promreg.Register(reg, c); err != nil {
 			return err
 		}
@@ -138,6 +146,13 @@ func (m *hookMetrics) countLockouts(identity string, table *lockout.Table) (stop
 	var once sync.Once
 	return func() { once.Do(func() { m.lockouts.remove(identity, table) }) }
 }
+
+// countUnreadable counts n records of store that a newer release (its
+// format version v) wrote: they are kept, unread.
+func (m *hookMetrics) countUnreadable(store string, v, n int) { m.unreadable.Add(store, v, n) }
+
+// unreadableRecords is that counter, for the cluster engine's records.
+func (m *hookMetrics) unreadableRecords() *version.Unreadable { return m.unreadable }
 
 // observeRequest counts one answered request.
 func (m *hookMetrics) observeRequest(route string, status int) {

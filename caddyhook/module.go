@@ -138,9 +138,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	switch {
 	case h.Spool == nil:
 	case h.Spool.Cluster:
-		h.spooling, err = openClusterSpool(ctx, &h.held, h.Spool, h.cluster, gatewaySender{h.dispatcher}, addr.network != "", h.gateway, h.logger)
+		h.spooling, err = openClusterSpool(ctx, &h.held, h.Spool, h.cluster, gatewaySender{h.dispatcher}, addr.network != "", h.gateway, h.metrics, h.logger)
 	default:
-		h.spooling, err = openLocalSpool(ctx, &h.held, h.Spool, gatewaySender{h.dispatcher}, h.gateway, h.logger)
+		h.spooling, err = openLocalSpool(ctx, &h.held, h.Spool, gatewaySender{h.dispatcher}, h.gateway, h.metrics, h.logger)
 	}
 	if err != nil {
 		return err
@@ -193,7 +193,7 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	if h.Spool != nil {
 		lease = time.Duration(h.GatewayTimeout)
 	}
-	h.cluster, err = openCluster(ctx, &h.held, mod, key, p, h.lockout, lease, time.Duration(h.GatewayTimeout))
+	h.cluster, err = openCluster(ctx, &h.held, mod, key, p, h.lockout, h.metrics, lease, time.Duration(h.GatewayTimeout))
 	return err
 }
 
@@ -205,7 +205,7 @@ func (h *Handler) provisionEvents(ctx caddy.Context) error {
 		listen = slices.Sorted(slices.Values(srv.Listen))
 	}
 	rec, err := newEventRecorder(h.Events, eventsSetup{listen: listen, base: h.base, sigHeaders: h.router.signatureHeaders(),
-		spooled: h.Spool != nil, held: &h.held, logger: h.logger, lockout: h.lockout, tokens: h.tokens, idem: h.idem})
+		spooled: h.Spool != nil, held: &h.held, metrics: h.metrics, logger: h.logger, lockout: h.lockout, tokens: h.tokens, idem: h.idem})
 	if err != nil || rec == nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 // SpoolConfig turns on durable accept: every accepted action is written
@@ -117,7 +118,8 @@ func (s *spoolSetup) release() {
 // and makes it the sink. The handler's gateway sender is registered with
 // the spool; it delivers once it is the oldest registration, that is once
 // the config that opened the spool before has been cleaned up.
-func openLocalSpool(ctx caddy.Context, held *poolHold, c *SpoolConfig, snd spool.Sender, gw *gatewayClient, logger *zap.Logger) (spoolSetup, error) {
+func openLocalSpool(ctx caddy.Context, held *poolHold, c *SpoolConfig, snd spool.Sender, gw *gatewayClient,
+	metrics *hookMetrics, logger *zap.Logger) (spoolSetup, error) {
 	var s spoolSetup
 	if c.Deliver != nil || c.Fallback != "" {
 		return s, fmt.Errorf("spool: deliver and fallback are options of spool cluster")
@@ -130,7 +132,7 @@ func openLocalSpool(ctx caddy.Context, held *poolHold, c *SpoolConfig, snd spool
 	if err != nil {
 		return s, err
 	}
-	share, err := openSpoolShare(ctx, held, sc, logger)
+	share, err := openSpoolShare(ctx, held, sc, metrics, logger)
 	if err != nil {
 		return s, err
 	}
@@ -143,12 +145,16 @@ func openLocalSpool(ctx caddy.Context, held *poolHold, c *SpoolConfig, snd spool
 }
 
 // openSpoolShare opens (or shares, across a reload) the local spool of
-// sc.Dir and registers its metrics.
-func openSpoolShare(ctx caddy.Context, held *poolHold, sc spool.Config, logger *zap.Logger) (*spoolShare, error) {
+// sc.Dir and registers its metrics (the events of a newer release it
+// keeps unread are counted on metrics).
+func openSpoolShare(ctx caddy.Context, held *poolHold, sc spool.Config, metrics *hookMetrics, logger *zap.Logger) (*spoolShare, error) {
 	share, _, err := hold(held, spoolPoolPrefix+sc.Dir, func() (*spoolShare, error) {
 		st, err := openSpool(sc, logger.Named("spool"))
 		if err != nil {
 			return nil, err
+		}
+		for v, n := range st.Newer() {
+			metrics.countUnreadable(version.StoreSpool, v, n)
 		}
 		return newSpoolShare(st), nil
 	})
