@@ -218,13 +218,13 @@ func compoundCall(n *ast.AssignExpression, name string, f *file.File) (ast.Expre
 	case *ast.Identifier:
 		return assign(t, &ast.Identifier{Name: t.Name, Idx: t.Idx}), nil
 	case *ast.DotExpression:
-		if o, ok := rereadable(t.Left); ok {
+		if o, ok := reusable(t.Left, false); ok {
 			return assign(t, &ast.DotExpression{Left: o, Identifier: t.Identifier}), nil
 		}
 		return opCall("set", idx0, idx1, t.Left, str(t.Identifier.Name, t.Identifier.Idx), str(unistring.String(name), idx0), n.Right), nil
 	case *ast.BracketExpression:
-		o, ok := rereadable(t.Left)
-		k, literal := literalKey(t.Member)
+		o, ok := reusable(t.Left, false)
+		k, literal := reusable(t.Member, true)
 		switch {
 		case ok && literal:
 			return assign(t, &ast.BracketExpression{Left: o, Member: k, LeftBracket: t.LeftBracket, RightBracket: t.RightBracket}), nil
@@ -232,7 +232,7 @@ func compoundCall(n *ast.AssignExpression, name string, f *file.File) (ast.Expre
 			return opCall("set", idx0, idx1, t.Left, t.Member, str(unistring.String(name), idx0), n.Right), nil
 		}
 	case *ast.PrivateDotExpression:
-		if o, ok := rereadable(t.Left); ok {
+		if o, ok := reusable(t.Left, false); ok {
 			return assign(t, &ast.PrivateDotExpression{Left: o, Identifier: t.Identifier}), nil
 		}
 	}
@@ -240,33 +240,29 @@ func compoundCall(n *ast.AssignExpression, name string, f *file.File) (ast.Expre
 		"assign the object (or the key) to a variable first", position(f, idx0), n.Operator)
 }
 
-// rereadable returns a copy of e when evaluating it twice has no effect.
-func rereadable(e ast.Expression) (ast.Expression, bool) {
+// reusable returns a copy of e when evaluating it twice has no effect:
+// a literal, or, as an object (not as a key, whose conversion to a
+// property key could run code twice), a variable, this or super.
+func reusable(e ast.Expression, key bool) (ast.Expression, bool) {
 	switch o := e.(type) {
+	case *ast.StringLiteral:
+		return clone(o), true
+	case *ast.NumberLiteral:
+		return clone(o), true
 	case *ast.Identifier:
-		c := *o
-		return &c, true
+		return clone(o), !key
 	case *ast.ThisExpression:
-		c := *o
-		return &c, true
+		return clone(o), !key
 	case *ast.SuperExpression:
-		c := *o
-		return &c, true
+		return clone(o), !key
 	}
 	return nil, false
 }
 
-// literalKey returns a copy of a string or number literal key.
-func literalKey(e ast.Expression) (ast.Expression, bool) {
-	switch k := e.(type) {
-	case *ast.StringLiteral:
-		c := *k
-		return &c, true
-	case *ast.NumberLiteral:
-		c := *k
-		return &c, true
-	}
-	return nil, false
+// clone returns a shallow copy of a node.
+func clone[T any](n *T) *T {
+	c := *n
+	return &c
 }
 
 // isSuper reports super, which the set operation cannot receive.

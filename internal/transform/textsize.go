@@ -237,53 +237,49 @@ var errPastLimit = errors.New("past the limit")
 // a code unit up to U+07FF, 9 for any other, 6 for each half of a
 // surrogate pair (12 for the four bytes of the character).
 func encodedURILength(s goja.String, _ []goja.Value, limit int64) int64 {
-	var n int64
-	for i, l := 0, s.Length(); i < l && n <= limit; i++ {
-		switch c := s.CharAt(i); {
-		case c < utf8.RuneSelf && uriUnreserved(byte(c)):
-			n++
+	return unitsLength(s, limit, func(c uint16) int64 {
+		switch {
+		case c < utf8.RuneSelf && keeps(byte(c), "-_.!~*'()"):
+			return 1
 		case c < utf8.RuneSelf:
-			n += 3
+			return 3
 		case c < 0x800 || (c >= 0xD800 && c <= 0xDFFF):
-			n += 6
-		default:
-			n += 9
+			return 6
 		}
-	}
-	return n
-}
-
-// uriUnreserved reports the characters encodeURIComponent keeps.
-func uriUnreserved(c byte) bool {
-	switch {
-	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		return true
-	}
-	return strings.IndexByte("-_.!~*'()", c) >= 0
+		return 9
+	})
 }
 
 // escapedLength counts escape's result: a kept character is one, a code
 // unit up to U+00FF three (%XX), any other six (%uXXXX).
 func escapedLength(s goja.String, _ []goja.Value, limit int64) int64 {
+	return unitsLength(s, limit, func(c uint16) int64 {
+		switch {
+		case c < utf8.RuneSelf && keeps(byte(c), "@*_+-./"):
+			return 1
+		case c <= 0xFF:
+			return 3
+		}
+		return 6
+	})
+}
+
+// unitsLength sums the length each UTF-16 code unit of s becomes,
+// stopping once past limit.
+func unitsLength(s goja.String, limit int64, length func(c uint16) int64) int64 {
 	var n int64
 	for i, l := 0, s.Length(); i < l && n <= limit; i++ {
-		switch c := s.CharAt(i); {
-		case c < utf8.RuneSelf && escapeKeeps(byte(c)):
-			n++
-		case c <= 0xFF:
-			n += 3
-		default:
-			n += 6
-		}
+		n += length(s.CharAt(i))
 	}
 	return n
 }
 
-// escapeKeeps reports the characters escape keeps.
-func escapeKeeps(c byte) bool {
+// keeps reports an ASCII letter or digit, or one of marks: the characters
+// an escaping function leaves as they are.
+func keeps(c byte, marks string) bool {
 	switch {
 	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
 		return true
 	}
-	return strings.IndexByte("@*_+-./", c) >= 0
+	return strings.IndexByte(marks, c) >= 0
 }
