@@ -287,6 +287,8 @@ func TestGuardsRefuse(t *testing.T) {
 		{"stringify indent", `(() => { let a = [1]; for (let i = 0; i < 24; i++) a = [a, a]; return JSON.stringify(a, null, 10); })()`, "JSON.stringify", false},
 		{"Object.keys string", `Object.keys("x".repeat(1e6))`, "Object.keys", false},
 		{"Object.assign string", `Object.assign({}, "x".repeat(1e6))`, "Object.assign", false},
+		{"fromCharCode.apply", `String.fromCharCode.apply(null, { length: 1e9 })`, "apply", false},
+		{"new Array join", `new Array(1e9).join("x")`, "join", false},
 		{"normalize", `"\uFDFA".repeat(1e5).normalize("NFKD")`, "normalize", false},
 		{"normalize, composed form", `"\uFDFA".repeat(1e5).normalize("NFKC")`, "normalize", false},
 		{"toUpperCase", `"\u0390".repeat(4e5).toUpperCase()`, "toUpperCase", false},
