@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/caddyhook/caddyhook/internal/safetext"
 	"github.com/caddyhook/caddyhook/internal/secret"
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
@@ -253,7 +254,7 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	for i := range dry.items {
 		rep.Actions = append(rep.Actions, newDryRunAction(&dry.items[i]))
 	}
-	enc := json.NewEncoder(out)
+	enc := json.NewEncoder(safetext.JSONWriter(out)) // no control or bidi character raw: the terminal shows what is there
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(rep); err != nil {

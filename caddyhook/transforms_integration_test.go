@@ -729,3 +729,41 @@ func TestIntegrationTransformConcurrency(t *testing.T) {
 		t.Fatalf("gateway saw %d distinct results, want %d", len(seen), n)
 	}
 }
+
+// TestIntegrationTransformBigIntBombs reproduces issue 34 item B2 through
+// Caddy: a transform that feeds a payload number to BigInt.asUintN or a
+// shift, as ordinary code does. Before, the first request ended the
+// process ("fatal error: runtime: out of memory") and the shift built
+// 500 MB and answered 200. Now each is answered 500 like any failed
+// transform, the heap grows by well under 64 MiB, and the next request is
+// served with the value computed.
+func TestIntegrationTransformBigIntBombs(t *testing.T) {
+	root := writeModules(t, t.TempDir(), map[string]string{
+		"mask.js":  `export default (ctx) => ({ message: "mask " + BigInt.asUintN(ctx.payload.bits, -1n).toString(16).length });`,
+		"shift.js": `export default (ctx) => ({ message: "shift " + (1n << BigInt(ctx.payload.n)).toString(2).length });`,
+	})
+	hooks := "transforms_root " + root + "\n" + mappingLines("mask", "transform mask.js") + mappingLines("shift", "transform shift.js")
+	in := startIngress(t, ingressOpts{hooks: hooks})
+	for _, tc := range []struct{ id, attack, benign, want string }{
+		{"mask", `{"bits": 1099511627776}`, `{"bits": 64}`, "mask 16"},
+		{"shift", `{"n": 4000000000}`, `{"n": 100}`, "shift 101"},
+	} {
+		t.Run(tc.id, func(t *testing.T) {
+			var r result
+			grew := heapPeak(func() { r = in.post("/hooks/"+tc.id, tc.attack) })
+			t.Logf("answered %d; heap +%d MiB", r.status, grew>>20)
+			if r.status != 500 || r.json(t)["error"] != "hook transform failed: "+tc.id {
+				t.Fatalf("%d %s, want 500 hook transform failed: %s", r.status, r.body, tc.id)
+			}
+			if grew >= 64<<20 {
+				t.Fatalf("heap grew by %d MiB", grew>>20)
+			}
+			if r := in.post("/hooks/"+tc.id, tc.benign); r.status != 200 {
+				t.Fatalf("the next request: %d %s", r.status, r.body)
+			}
+			if _, text, _ := lastAction(t, in); !strings.Contains(text, "\n"+tc.want+"\n") {
+				t.Fatalf("gateway got %q, want it to carry %q", text, tc.want)
+			}
+		})
+	}
+}

@@ -192,7 +192,7 @@ func (t *tailer) print(typ string, data []byte) error {
 	switch typ {
 	case "event", "rejections":
 		if t.json {
-			line = string(data)
+			line = string(safetext.JSON(data)) // the same JSON, no control or bidi character raw
 		} else {
 			line = tailLine(typ, data)
 		}

@@ -9,9 +9,6 @@ import (
 	"github.com/caddyhook/caddyhook/internal/succession"
 )
 
-// maxEarly bounds the updates kept for actions not accepted yet.
-const maxEarly = 1024
-
 // journalSize is how many changes a live tail can fall behind before it
 // is told to start over.
 const journalSize = 4096
@@ -36,9 +33,8 @@ type Log struct {
 	dirty   map[*Event]struct{}
 	deleted []uint64
 	onError func(error)
-	// early holds updates of actions not accepted yet: a spooled event
-	// can be delivered before its request's answer is recorded.
-	early    map[string][]func(*Dispatch) bool
+	// early holds updates of actions not accepted yet (early.go).
+	early    earlyUpdates
 	closed   bool
 	stopOnce sync.Once
 }
@@ -131,12 +127,11 @@ func (l *Log) Accept(e *Event) {
 	}
 	l.seq++
 	e.Seq = l.seq
-	if len(l.early) > 0 {
+	if !l.early.empty() {
 		for i := range e.Dispatch {
-			for _, f := range l.early[e.Dispatch[i].ID] {
-				f(&e.Dispatch[i])
+			for _, u := range l.early.take(e.Dispatch[i].ID) {
+				u.apply(&e.Dispatch[i])
 			}
-			delete(l.early, e.Dispatch[i].ID)
 		}
 	}
 	l.insert(e)
@@ -243,7 +238,9 @@ func (l *Log) evict(e *Event) {
 // Update changes the dispatch of the action id (an event's own id names
 // its first action) of a tracked event with f, which reports whether it
 // changed anything. It reports false when the log does not hold the
-// action (yet: f is applied when it is accepted).
+// action (yet: f is kept, within bounds, and applied when it is
+// accepted). f must change nothing but d: a kept one is also applied to
+// an empty dispatch, to measure what it writes.
 func (l *Log) Update(id string, f func(d *Dispatch) bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -252,13 +249,7 @@ func (l *Log) Update(id string, f func(d *Dispatch) bool) bool {
 		return false
 	}
 	if e == nil {
-		if len(l.early) >= maxEarly {
-			clear(l.early) // updates of events this node never accepts
-		}
-		if l.early == nil {
-			l.early = map[string][]func(*Dispatch) bool{}
-		}
-		l.early[id] = append(l.early[id], f)
+		l.early.add(id, f)
 		return false
 	}
 	i := slices.IndexFunc(e.Dispatch, func(d Dispatch) bool { return d.ID == id })
