@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyhook/caddyhook/internal/testkit"
 	"github.com/spf13/cobra"
 )
 
@@ -38,9 +39,9 @@ func TestTailJSONFitForTerminal(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
-	waitFor(t, func() string { return "the tail did not connect" }, func() bool {
+	testkit.WaitForState(t, func() string { return "the tail did not connect" }, func() bool {
 		lh := liveHandlers()
-		return len(lh) == 1 && lh[0].h.evrec.log.Subscribers() >= 1
+		return len(lh) == 1 && lh[0].view.events.eventLog().Subscribers() >= 1
 	})
 	hook := "evil" + terminalHostile
 	in.post("/hooks/"+pathEscapeAll(hook), `{}`)

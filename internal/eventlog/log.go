@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/succession"
 )
 
 // journalSize is how many changes a live tail can fall behind before it
@@ -16,8 +18,8 @@ const journalSize = 4096
 type Log struct {
 	mu      sync.Mutex
 	bounds  Bounds
-	regs    []*Registration
-	events  []*Event // oldest first, from head
+	line    *succession.Line[Bounds] // the registrations of the configs using the log
+	events  []*Event                 // oldest first, from head
 	head    int
 	bytes   int64
 	byID    map[string]*Event // action ids of the tracked events
@@ -50,6 +52,7 @@ type Options struct {
 // loading what Dir holds.
 func New(b Bounds, o Options) (*Log, error) {
 	l := &Log{bounds: b.withDefaults(), byID: map[string]*Event{}, subs: map[*Subscription]struct{}{}, onError: o.OnError}
+	l.line = succession.New(l.apply, nil)
 	if l.onError == nil {
 		l.onError = func(error) {}
 	}
@@ -88,41 +91,18 @@ func (l *Log) Newer() map[int]int {
 // Registration is one config's claim on a shared log: the oldest
 // registration's bounds apply, so that a config that never runs (a
 // refused reload) changes nothing, and the next one's take over when the
-// running config goes.
-type Registration struct {
-	l *Log
-	b Bounds
-}
+// running config goes (Release).
+type Registration = succession.Registration[Bounds]
 
 // Register adds bounds b as the newest registration.
 func (l *Log) Register(b Bounds) *Registration {
-	r := &Registration{l: l, b: b.withDefaults()}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.regs = append(l.regs, r)
-	if len(l.regs) == 1 {
-		l.apply(r.b)
-	}
-	return r
+	return l.line.Register(b.withDefaults(), nil)
 }
 
-// Release removes the registration; the next oldest one's bounds apply.
-func (r *Registration) Release() {
-	l := r.l
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	i := slices.Index(l.regs, r)
-	if i < 0 {
-		return
-	}
-	l.regs = slices.Delete(l.regs, i, i+1)
-	if i == 0 && len(l.regs) > 0 {
-		l.apply(l.regs[0].b)
-	}
-}
-
-// apply sets the bounds and trims to them; l.mu is held.
+// apply sets the bounds and trims to them.
 func (l *Log) apply(b Bounds) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.bounds = b
 	l.trim(time.Now())
 	l.trimRows(time.Now().UnixNano())
