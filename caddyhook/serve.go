@@ -151,7 +151,7 @@ func (h *Handler) authenticate(ex *exchange) *hookError {
 		return reject(http.StatusMethodNotAllowed, "method not allowed")
 	}
 	if ex.lockedFor == 0 {
-		ex.tokenOK = h.tokens.matches(h.tokens.presented(ex.r.Header))
+		ex.tokenOK = h.tokens.authorized(ex.r.Header)
 	}
 	switch {
 	case ex.tokenOK:

@@ -302,6 +302,39 @@ func (t *tokenChecker) presented(h http.Header) string {
 	return ""
 }
 
+// authorized reports whether the request's token headers carry the hook
+// token and nothing else: at least one token value, and every value it
+// presents (each Authorization: Bearer value, each copy of each token
+// header, trimmed; empty ones are none) is one of the configured tokens.
+// A request that carries a wrong value beside a right one is refused: the
+// gateway refuses two X-OpenClaw-Token headers (valid, wrong), which
+// Node joins into one wrong value, and the edge must never let through
+// what the gateway refuses. It is stricter than the gateway where the
+// gateway reads only the first header it finds (a valid
+// X-OpenClaw-Token beside a wrong x-service-token); docs/openclaw.md
+// lists that difference. Each value is compared with every token in
+// constant time; the request's headers are bounded by the server.
+func (t *tokenChecker) authorized(h http.Header) bool {
+	seen, ok := 0, true
+	check := func(s string) {
+		if s = strings.TrimSpace(s); s != "" {
+			seen++
+			ok = t.index(s) >= 0 && ok
+		}
+	}
+	for _, v := range h["Authorization"] {
+		if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+			check(v[7:])
+		}
+	}
+	for _, name := range t.headers {
+		for _, v := range h[name] {
+			check(v)
+		}
+	}
+	return seen > 0 && ok
+}
+
 // matches compares the presented token with every configured token in
 // constant time: all are compared, so the time taken does not tell which
 // one matched, or how many there are to try.
