@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddyhook/caddyhook/internal/jsjson"
 )
 
 // The request path of one hook request, in order: the Handler runs each
@@ -110,7 +112,7 @@ func (h *Handler) steps(ex *exchange) (int, []byte, *hookError) {
 		ex.route = "challenge"
 		return http.StatusOK, challengeReply(ex.challenge), nil
 	}
-	if herr := decodePayload(ex); herr != nil {
+	if herr := decodePayload(ex, h.forward); herr != nil {
 		return 0, nil, herr
 	}
 	p, herr := h.router.plan(ex)
@@ -167,15 +169,25 @@ func (h *Handler) authenticate(ex *exchange) *hookError {
 // decodePayload parses the body as the gateway does: surrounding white
 // space (and a UTF-8 byte order mark) is ignored, invalid JSON is 400, an
 // empty body is {}, and so is any JSON value but an object (its fields,
-// such as text or message, are then missing).
-func decodePayload(ex *exchange) *hookError {
+// such as text or message, are then missing). In forward mode the
+// gateway's own JSON.parse reads the body after the edge: internal/jsjson
+// reads it alike (any depth, numbers beyond float64 as ±Inf), so that the
+// edge refuses exactly what the gateway refuses. In render mode the edge
+// is the body's only reader and encoding/json's limits stand.
+func decodePayload(ex *exchange, forward bool) *hookError {
 	body := trimJSSpace(ex.body)
 	if len(body) == 0 {
 		ex.payload = map[string]any{}
 		return nil
 	}
 	var v any
-	if err := json.Unmarshal(body, &v); err != nil {
+	var err error
+	if forward {
+		v, err = jsjson.Decode(body)
+	} else {
+		err = json.Unmarshal(body, &v)
+	}
+	if err != nil {
 		return reject(http.StatusBadRequest, reasonInvalidJSON)
 	}
 	m, ok := v.(map[string]any)
