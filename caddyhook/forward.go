@@ -127,6 +127,12 @@ func (fw *forwarder) target(ex *exchange) (string, bool) {
 		return "", false
 	}
 	q := ex.r.URL.RawQuery
+	if q != "" && strings.Contains(requestTarget(ex.r), "#") {
+		// a '?' after a raw '#' is the fragment's: no query to the gateway
+		if t := requestTarget(ex.r); strings.IndexByte(t, '#') < strings.IndexByte(t, '?') {
+			q = ""
+		}
+	}
 	switch {
 	case q == "" && rest == "/"+routeWake:
 		return fw.gateway.kindPath(kindWake), true // no allocation on the common paths

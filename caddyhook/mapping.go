@@ -19,6 +19,10 @@ type Mapping struct {
 	// ID names the mapping in errors and logs (default mapping-<n>).
 	ID string `json:"id,omitempty"`
 	// MatchPath is the hook name it answers (slashes trimmed); empty = any.
+	// A render mapping compares it with the decoded name; a forward
+	// mapping, as the gateway compares its match.path, with the name as
+	// the gateway's URL parser leaves it (café and caf%C3%A9 both answer
+	// /hooks/caf%C3%A9; a%2Fb answers /hooks/a%2Fb, not /hooks/a/b).
 	MatchPath string `json:"match_path,omitempty"`
 	// MatchSource requires the payload's top-level "source" to equal it.
 	MatchSource string `json:"match_source,omitempty"`

@@ -2,7 +2,6 @@ package caddyhook
 
 import (
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"unicode"
@@ -237,7 +236,10 @@ func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(str
 	case m.MaxBody < 0 || m.MaxBody > 64<<20:
 		return fail("max_body", fmt.Errorf("must be between 1 byte and 64 MiB"))
 	}
-	c.gwPath = strings.TrimPrefix((&url.URL{Path: "/" + c.path}).EscapedPath(), "/")
+	// the name the gateway compares its match.path with: match_path as
+	// the gateway's URL parser would leave it in a request path (café is
+	// caf%C3%A9, a%2Fb stays as written, a|b is not escaped)
+	c.gwPath = gatewayEscape(c.path)
 	if m.MatchExpr != "" {
 		x, err := env.CompileBool(m.MatchExpr)
 		if err != nil {
@@ -251,9 +253,10 @@ func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(str
 }
 
 // forwardableMatchPath reports whether a forward mapping can answer the
-// hook name p. Names are compared decoded (as the request path is) and
-// escaped again on the way to the gateway, so p may hold any printable
-// character but ? and #, in segments that are not empty, . or ..
+// hook name p. It is compared as the gateway's URL parser leaves it
+// (gatewayEscape) with the name the gateway reads, so p may hold any
+// printable character but ? and #, in segments that are not empty, . or
+// ..
 func forwardableMatchPath(p string) bool {
 	if !utf8.ValidString(p) || strings.ContainsAny(p, "?#") || strings.ContainsFunc(p, unicode.IsControl) {
 		return false

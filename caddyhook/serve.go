@@ -30,6 +30,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return next.ServeHTTP(w, r)
 	}
 	sub, ok := subPath(r.URL.Path, h.base)
+	if h.forward {
+		// a fragment or a backslash: route the name the gateway reads
+		if s, gw := gatewaySub(requestTarget(r), h.base); gw {
+			sub, ok = s, true
+		}
+	}
 	if !ok {
 		return next.ServeHTTP(w, r)
 	}
