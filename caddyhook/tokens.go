@@ -305,7 +305,8 @@ func (t *tokenChecker) presented(h http.Header) string {
 // authorized reports whether the request's token headers carry the hook
 // token and nothing else: at least one token value, and every value it
 // presents (each Authorization: Bearer value, each copy of each token
-// header, trimmed; empty ones are none) is one of the configured tokens.
+// header, trimmed; an empty one is none, unless the header has several
+// copies) is one of the configured tokens.
 // A request that carries a wrong value beside a right one is refused: the
 // gateway refuses two X-OpenClaw-Token headers (valid, wrong), which
 // Node joins into one wrong value, and the edge must never let through
@@ -316,20 +317,27 @@ func (t *tokenChecker) presented(h http.Header) string {
 // constant time; the request's headers are bounded by the server.
 func (t *tokenChecker) authorized(h http.Header) bool {
 	seen, ok := 0, true
-	check := func(s string) {
-		if s = strings.TrimSpace(s); s != "" {
+	// check checks one copy of a header; of a header sent more than once
+	// an empty copy is a wrong value too (Node joins the copies: ", t")
+	check := func(s string, copies int) {
+		if s = strings.TrimSpace(s); s != "" || copies > 1 {
 			seen++
-			ok = t.index(s) >= 0 && ok
+			ok = s != "" && t.index(s) >= 0 && ok
 		}
 	}
-	for _, v := range h["Authorization"] {
-		if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
-			check(v[7:])
+	auth := h["Authorization"]
+	for _, v := range auth {
+		switch {
+		case len(v) > 7 && strings.EqualFold(v[:7], "bearer "):
+			check(v[7:], len(auth))
+		case strings.TrimSpace(v) == "" && len(auth) > 1:
+			check("", len(auth))
 		}
 	}
 	for _, name := range t.headers {
-		for _, v := range h[name] {
-			check(v)
+		vs := h[name]
+		for _, v := range vs {
+			check(v, len(vs))
 		}
 	}
 	return seen > 0 && ok
