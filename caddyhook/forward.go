@@ -82,6 +82,11 @@ func (fw *forwarder) plan(ex *exchange, acts []action) (forwardReq, *hookError) 
 	if herr != nil {
 		return forwardReq{}, herr
 	}
+	if ex.r.ContentLength < 0 {
+		// sent chunked: so it reaches the gateway (gatewayClient.send
+		// reads the mark; a spool keeps it with the headers)
+		hdr[headerChunked] = []string{"chunked"}
+	}
 	f := forwardReq{name: ex.sub, kind: kind, path: path, header: hdr, body: ex.body}
 	if len(acts) == 1 {
 		a := &acts[0]
@@ -170,6 +175,14 @@ func (fw *forwarder) prepare(ex *exchange, f *forwardReq, eventID string) prepar
 	}
 	return prepared{gatewayRequest: g, mode: f.mode, eventID: eventID, forward: true}
 }
+
+// headerChunked marks, in a forwarded request's headers, a body the
+// sender sent chunked (Transfer-Encoding: chunked, no Content-Length):
+// the gateway client sends it chunked too. The name is the one the
+// transport never writes from a header map, so an earlier release that
+// delivers a spooled event with the mark sends it with Content-Length,
+// as before.
+const headerChunked = "Transfer-Encoding"
 
 // headerOpenClawIdemKey is the gateway's own idempotency header.
 const headerOpenClawIdemKey = "X-Openclaw-Idempotency-Key"
