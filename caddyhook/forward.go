@@ -13,7 +13,10 @@ import (
 // /wake or /agent request in forward mode, or a hook of a forward mapping.
 type forwardReq struct {
 	name string     // the hook name as the edge routed it: wake, agent or the hook path
-	kind actionKind // the spool lane: wake for /wake, agent for the rest
+	kind actionKind // wake for /wake, agent for the rest (the spooled reply's shape)
+	// lane is the spool lane: kind, or a forward mapping's action (a wake
+	// mapping's requests keep acceptance order, as /wake's do)
+	lane actionKind
 	// path is the gateway path and query: the gateway prefix, the
 	// sender's path below the base as the gateway reads it, and the query
 	// as sent (forwarder.target).
@@ -68,11 +71,12 @@ func newForwarder(base string, gw *gatewayClient, signatureHeaders, tokenHeaders
 
 // plan is the forward plan of ex: its gateway path and the headers that
 // cross; acts is the validated /wake or /agent request, if that is what
-// is forwarded (a forward mapping's hook has none).
-func (fw *forwarder) plan(ex *exchange, acts []action) (forwardReq, *hookError) {
+// is forwarded (a forward mapping's hook has none: lane is the mapping's
+// action).
+func (fw *forwarder) plan(ex *exchange, acts []action, lane actionKind) (forwardReq, *hookError) {
 	kind := kindAgent
 	if len(acts) == 1 {
-		kind = acts[0].Kind
+		kind, lane = acts[0].Kind, acts[0].Kind
 	}
 	path, ok := fw.target(ex)
 	if !ok {
@@ -87,7 +91,7 @@ func (fw *forwarder) plan(ex *exchange, acts []action) (forwardReq, *hookError) 
 		// reads the mark; a spool keeps it with the headers)
 		hdr[headerChunked] = []string{"chunked"}
 	}
-	f := forwardReq{name: ex.sub, kind: kind, path: path, header: hdr, body: ex.body}
+	f := forwardReq{name: ex.sub, kind: kind, lane: lane, path: path, header: hdr, body: ex.body}
 	if len(acts) == 1 {
 		a := &acts[0]
 		f.mode, f.wait, f.timeoutSeconds = a.Mode, a.Wait, a.TimeoutSeconds
@@ -173,7 +177,7 @@ func (fw *forwarder) prepare(ex *exchange, f *forwardReq, eventID string) prepar
 	if f.wait {
 		g.timeout = fw.gateway.waitTimeoutFor(f.timeoutSeconds)
 	}
-	return prepared{gatewayRequest: g, mode: f.mode, eventID: eventID, forward: true}
+	return prepared{gatewayRequest: g, mode: f.mode, eventID: eventID, forward: true, wakeLane: f.lane == kindWake}
 }
 
 // headerChunked marks, in a forwarded request's headers, a body the

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -368,6 +369,44 @@ func TestIntegrationForwardFraming(t *testing.T) {
 				t.Errorf("spooled=%v %s: the gateway got %q with Content-Length %q, want %q with %q",
 					spooled, tc.name, rec.Raw, rec.Header.Get("Content-Length"), tc.body, tc.contentLength)
 			}
+		}
+	}
+}
+
+// TestIntegrationForwardWakeMappingOrder: a forward mapping with action
+// wake (what `caddy hooks import` writes for the gateway's wake mappings)
+// is spooled in the wake lane, so that its requests reach the gateway in
+// acceptance order, as /wake's do (D31 of issue 35); the sender's answer
+// keeps the forwarded hook's shape.
+func TestIntegrationForwardWakeMappingOrder(t *testing.T) {
+	in := startIngress(t, ingressOpts{noGW: true, hooks: `mode forward
+		mapping alert {
+			match_path alert
+			forward
+			action wake
+		}
+		spool ` + t.TempDir() + ` {
+			retry_initial 20ms
+			retry_max 100ms
+		}`})
+	const n = 12
+	for i := range n {
+		if r := in.post("/hooks/alert", `{"o":`+strconv.Itoa(i)+`}`); r.status != 200 || r.json(t)["runId"] == nil {
+			t.Fatalf("accept %d: %d %s", i, r.status, r.body)
+		}
+	}
+	in.startGateway()
+	deadline := time.Now().Add(15 * time.Second)
+	for len(in.gw.Received()) < n && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	var order []string
+	for _, rec := range in.gw.Received() {
+		order = append(order, string(rec.Raw))
+	}
+	for i := range n {
+		if i >= len(order) || order[i] != `{"o":`+strconv.Itoa(i)+`}` {
+			t.Fatalf("delivered in the order %q, want acceptance order", order)
 		}
 	}
 }

@@ -29,7 +29,11 @@ type Mapping struct {
 	// MatchExpr is a boolean CEL expression over payload, headers, query,
 	// path and now.
 	MatchExpr string `json:"match_expr,omitempty"`
-	// Action is "agent" (default) or "wake".
+	// Action is "agent" (default) or "wake". On a forward mapping it is
+	// only the spool lane: a wake mapping's requests are delivered in
+	// acceptance order, as /wake's are (the gateway's mapping decides what
+	// they do; `caddy hooks import` writes it for the gateway's wake
+	// mappings).
 	Action string `json:"action,omitempty"`
 	// WakeMode is now (default) or next-heartbeat.
 	WakeMode string `json:"wake_mode,omitempty"`

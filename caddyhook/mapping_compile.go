@@ -120,9 +120,6 @@ func (rt *router) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMap
 		c.id = fmt.Sprintf("mapping-%d", n)
 	}
 	fail := func(field string, err error) error { return fmt.Errorf("mapping %s: %s: %w", c.id, field, err) }
-	if m.Forward {
-		return c, compileForward(c, m, env, fail)
-	}
 	switch strings.TrimSpace(m.Action) {
 	case "", "agent":
 		c.kind = kindAgent
@@ -130,6 +127,9 @@ func (rt *router) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMap
 		c.kind = kindWake
 	default:
 		return nil, fail("action", fmt.Errorf("%q must be agent or wake", m.Action))
+	}
+	if m.Forward {
+		return c, compileForward(c, m, env, fail)
 	}
 	switch wm := strings.TrimSpace(m.WakeMode); wm {
 	case "", modeNow, modeNextHeartbeat:
@@ -206,14 +206,16 @@ func (rt *router) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMap
 
 // compileForward checks and compiles a forward mapping: its match
 // conditions and limits; every field that would shape an action is
-// refused (the gateway's own mapping shapes it).
+// refused (the gateway's own mapping shapes it). Its action (c.kind) is
+// only the spool lane: a wake mapping's requests are delivered in
+// acceptance order, as /wake's are.
 func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(string, error) error) error {
 	c.forward = true
 	for _, f := range []struct {
 		field string
 		set   bool
 	}{
-		{"action", m.Action != ""}, {"wake_mode", m.WakeMode != ""}, {"name", m.Name != ""},
+		{"wake_mode", m.WakeMode != ""}, {"name", m.Name != ""},
 		{"agent_id", m.AgentID != ""}, {"session_key", m.SessionKey != ""},
 		{"message_template", m.MessageTemplate != ""}, {"text_template", m.TextTemplate != ""},
 		{"channel", m.Channel != ""}, {"to", m.To != ""}, {"model", m.Model != ""}, {"thinking", m.Thinking != ""},
@@ -222,7 +224,7 @@ func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(str
 		{"transform", m.Transform != nil},
 	} {
 		if f.set {
-			return fail(f.field, fmt.Errorf("not allowed with forward (the gateway's own mapping shapes the forwarded hook); use match_path, match_source, match_expr, max_body, verify or require_token"))
+			return fail(f.field, fmt.Errorf("not allowed with forward (the gateway's own mapping shapes the forwarded hook); use match_path, match_source, match_expr, max_body, verify, require_token or action"))
 		}
 	}
 	switch {

@@ -123,7 +123,7 @@ func (h *Handler) steps(ex *exchange) (int, []byte, *hookError) {
 	}
 	p, herr := h.router.plan(ex)
 	if herr == nil && p.forwarded {
-		p.fwd, herr = h.forwarder.plan(ex, p.actions)
+		p.fwd, herr = h.forwarder.plan(ex, p.actions, p.lane)
 	}
 	if herr != nil || p.skip {
 		return http.StatusNoContent, nil, herr

@@ -231,8 +231,8 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 	tc := traceFrom(ctx)
 	for i := range items {
 		kind := spool.KindAgent
-		if items[i].kind == kindWake {
-			kind = spool.KindWake
+		if items[i].kind == kindWake || items[i].wakeLane {
+			kind = spool.KindWake // delivered in acceptance order
 		}
 		evs[i] = &spool.Event{ID: items[i].eventID, Kind: kind, Path: s.gateway.prefixed("/" + items[i].kind.String()),
 			Body: items[i].body, ClientIP: clientIP, FirstSeen: now, TraceParent: tc.parent, TraceState: tc.state}

@@ -129,6 +129,10 @@ func (im *importer) importedMapping(s referenceMappingSpec, gmailLimit int64) (*
 	}
 	if im.o.Mode == ModeForward {
 		m.add("forward")
+		if a, _ := s.fields["action"].(string); strings.TrimSpace(a) == "wake" {
+			// the spool lane: wake requests keep acceptance order
+			m.add("action", cftoken.FieldArg("wake"))
+		}
 	} else if !im.renderedMapping(s, m) {
 		return m, false
 	}
