@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -645,5 +646,49 @@ func TestClusterPauseHoldsPastMaxAge(t *testing.T) {
 	}
 	if code, body := adminCall(t, http.MethodGet, "/hooks/spool/dead"+sel, ""); code != http.StatusOK || strings.Contains(body, `"id"`) {
 		t.Fatalf("dead letters after the resume: %d %s", code, body)
+	}
+}
+
+// TestClusterBodyOverMaxPayload (D29 of issue 35): a body the handler's
+// limits admit but that does not fit in one NATS message (max_payload,
+// 1 MiB by default) is refused with 413 and a reason naming max_payload,
+// never the 503 "cluster unavailable" a retry could never get past (and
+// not put into a fallback spool, whose drain could never move it); a
+// body that fits is accepted and delivered.
+func TestClusterBodyOverMaxPayload(t *testing.T) {
+	gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
+	for _, fallback := range []string{"reject", t.TempDir()} {
+		c := startClusterNodes(t, 1, func(_ int, url string) string {
+			return "gateway unix/" + gw.sock + "\nmax_body 4MiB\n" + clusterLines(url) + "\nspool cluster {\n fallback " + fallback + "\n}"
+		})
+		big := c.nodes[0].post("/hooks/wake", `{"text":"`+strings.Repeat("a", 1536<<10)+`"}`)
+		if big.status != http.StatusRequestEntityTooLarge || big.json(t)["error"] != reasonClusterTooLarge {
+			t.Fatalf("fallback %s: 1.5 MiB body: %d %s, want 413 %q", fallback, big.status, big.body, reasonClusterTooLarge)
+		}
+		small := c.nodes[0].post("/hooks/wake", `{"text":"`+strings.Repeat("b", 512<<10)+`"}`)
+		if small.status != http.StatusOK {
+			t.Fatalf("fallback %s: 512 KiB body: %d %s", fallback, small.status, small.body)
+		}
+	}
+}
+
+// TestClusterPayloadWarning: provisioning warns, naming both numbers,
+// when the largest body limit does not fit in the servers' max_payload.
+func TestClusterPayloadWarning(t *testing.T) {
+	for _, tc := range []struct {
+		limit, maxPayload int64
+		warn              bool
+	}{
+		{256 << 10, 1 << 20, false},
+		{1 << 20, 1 << 20, true},
+		{6_800_000, 1 << 20, true},
+		{6_800_000, 8 << 20, false},
+		{6_800_000, 0, false}, // not connected yet
+	} {
+		msg := payloadWarning(tc.limit, tc.maxPayload)
+		if (msg != "") != tc.warn || tc.warn && (!strings.Contains(msg, strconv.FormatInt(tc.limit, 10)) ||
+			!strings.Contains(msg, "max_payload "+strconv.FormatInt(tc.maxPayload, 10))) {
+			t.Errorf("limit %d, max_payload %d: %q", tc.limit, tc.maxPayload, msg)
+		}
 	}
 }

@@ -130,6 +130,14 @@ var (
 	errClusterUnconfirmed = &hookError{status: http.StatusGatewayTimeout, reason: reasonClusterUnconfirmed, retryAfter: clusterRetryAfter}
 )
 
+// errClusterTooLarge: the event is larger than the cluster's servers take
+// in one message (NATS max_payload); nothing was stored, and a retry
+// cannot succeed: 413, not 503.
+var errClusterTooLarge = &hookError{status: http.StatusRequestEntityTooLarge, reason: reasonClusterTooLarge}
+
+// reasonClusterTooLarge is the 413 of errClusterTooLarge.
+const reasonClusterTooLarge = "request too large for the cluster queue: the body exceeds what the NATS servers take in one message (max_payload)"
+
 // reasonClusterUnconfirmed is the 504 of errClusterUnconfirmed.
 const reasonClusterUnconfirmed = "cluster queue timeout: the event may have been accepted; retry with the same Idempotency-Key so that it does not run twice"
 
@@ -141,6 +149,8 @@ func (a clusterAppender) append(ctx context.Context, evs []*spool.Event) error {
 	switch {
 	case errors.Is(err, cluster.ErrFull), errors.Is(err, spool.ErrFull):
 		return errSpoolFull
+	case errors.Is(err, cluster.ErrTooLarge):
+		return errClusterTooLarge
 	case errors.Is(err, cluster.ErrUnconfirmed):
 		return errClusterUnconfirmed
 	case errors.Is(err, cluster.ErrUnavailable):

@@ -432,6 +432,15 @@ func (rt *router) bodyLimit(sub string) int64 {
 	return rt.anyPathLimit
 }
 
+// largestBodyLimit is the largest body any hook name may have.
+func (rt *router) largestBodyLimit() int64 {
+	l := max(rt.maxBody, rt.anyPathLimit)
+	for _, p := range rt.pathLimits {
+		l = max(l, p)
+	}
+	return l
+}
+
 // signatureHeaders lists the headers of every verify block, once each.
 func (rt *router) signatureHeaders() []string { return rt.sigHeaders }
 

@@ -139,6 +139,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	case h.Spool == nil:
 	case h.Spool.Cluster:
 		h.spooling, err = openClusterSpool(ctx, &h.held, h.Spool, h.cluster, gatewaySender{h.dispatcher}, addr.network != "", h.gateway, h.metrics, h.logger)
+		h.cluster.checkPayload(h.router.largestBodyLimit(), h.logger)
 	default:
 		h.spooling, err = openLocalSpool(ctx, &h.held, h.Spool, gatewaySender{h.dispatcher}, h.gateway, h.metrics, h.logger)
 	}

@@ -52,10 +52,21 @@ var (
 	// be in the queue, and delivered, or not. ErrUnavailable and ErrFull
 	// mean that none of them was stored.
 	ErrUnconfirmed = errors.New("cluster did not confirm in time; the events may have been stored")
+	// ErrTooLarge: an event is larger than the engine takes in one
+	// message (NATS's max_payload): nothing was stored, and a retry of
+	// the same request cannot succeed (not "unavailable").
+	ErrTooLarge = errors.New("event larger than the cluster takes in one message")
 	// ErrBusy: an idempotency key is held by a dispatch in progress on
 	// another node that did not finish within the wait deadline.
 	ErrBusy = errors.New("idempotency key in use by a dispatch in progress")
 )
+
+// PayloadLimit is implemented by a Backend whose messages have a size
+// limit: MaxPayload is the largest message the servers take, in bytes
+// (0 when not known yet). The handler checks its body limits against it.
+type PayloadLimit interface {
+	MaxPayload() int64
+}
 
 // Engine is implemented by cluster engine modules.
 type Engine interface {

@@ -74,7 +74,9 @@ func (s *Spool) Append(ctx context.Context, evs ...*spool.Event) (fellBack bool,
 		err = s.q.Publish(pctx, evs...)
 		cancel()
 		s.metrics.observe("publish", start, err)
-		if err == nil || errors.Is(err, ErrFull) || ctx.Err() != nil {
+		if err == nil || errors.Is(err, ErrFull) || errors.Is(err, ErrTooLarge) || ctx.Err() != nil {
+			// too large: not into the fallback either, whose drain could
+			// never move it into the queue
 			return false, err
 		}
 	} else {
@@ -197,6 +199,9 @@ func (d drainSender) Send(ctx context.Context, ev *spool.Event) (int, string, er
 		return http.StatusOK, "", nil
 	case errors.Is(err, ErrFull):
 		return http.StatusServiceUnavailable, "cluster queue full", nil
+	case errors.Is(err, ErrTooLarge):
+		// never fits: a dead letter of the fallback, not a retry
+		return http.StatusRequestEntityTooLarge, err.Error(), nil
 	default:
 		return 0, "", err
 	}

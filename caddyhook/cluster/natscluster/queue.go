@@ -223,10 +223,15 @@ func inProcess(err error) bool {
 // waiting), so it may be in the queue.
 func publishErr(err error) error {
 	if err == nil || errors.Is(err, cluster.ErrUnconfirmed) || errors.Is(err, cluster.ErrUnavailable) ||
-		errors.Is(err, cluster.ErrFull) {
+		errors.Is(err, cluster.ErrFull) || errors.Is(err, cluster.ErrTooLarge) {
 		return err // classified already (a batch)
 	}
 	s := err.Error()
+	if errors.Is(err, nats.ErrMaxPayload) || strings.Contains(s, "message size exceeds maximum allowed") {
+		// the servers' max_payload (or the stream's max_msg_size): never
+		// stored, and never will be
+		return fmt.Errorf("%w: %w", cluster.ErrTooLarge, err)
+	}
 	if strings.Contains(s, "maximum bytes exceeded") || strings.Contains(s, "maximum messages exceeded") ||
 		strings.Contains(s, "resource limits exceeded") {
 		return fmt.Errorf("%w: %w", cluster.ErrFull, err)
@@ -236,7 +241,7 @@ func publishErr(err error) error {
 	case errors.As(err, &apiErr), errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders),
 		errors.Is(err, nats.ErrConnectionDraining),
 		errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrInvalidConnection),
-		errors.Is(err, nats.ErrMaxPayload), errors.Is(err, nats.ErrBadSubject):
+		errors.Is(err, nats.ErrBadSubject):
 		return fmt.Errorf("%w: %w", cluster.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%w: %w", cluster.ErrUnconfirmed, err)
