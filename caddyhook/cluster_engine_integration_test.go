@@ -692,3 +692,53 @@ func TestClusterPayloadWarning(t *testing.T) {
 		}
 	}
 }
+
+// TestSpooledIdenticalAnswersDeadLetter (issue 35 item 9): through a
+// local spool and through the cluster queue, an event the gateway answers
+// with the same 500 every time (a transform that always throws) is not
+// retried until max_age: after max_identical_errors answers it is a dead
+// letter carrying the gateway's error, and the event log says so.
+func TestSpooledIdenticalAnswersDeadLetter(t *testing.T) {
+	const spoolOpts = "\n retry_initial 20ms\n retry_max 50ms\n max_identical_errors 3\n"
+	check := func(t *testing.T, sel string, count func() int, post func() result) {
+		t.Helper()
+		if r := post(); r.status != http.StatusOK {
+			t.Fatalf("accept: %d %s", r.status, r.body)
+		}
+		want := `gateway status 500: {\"error\":\"forced status 500\",\"ok\":false} (the same answer 3 times in a row`
+		testkit.WaitForState(t, func() string {
+			_, dead := adminCall(t, http.MethodGet, "/hooks/spool/dead"+sel, "")
+			return "no dead letter with the gateway's repeated error: " + dead
+		}, func() bool {
+			_, dead := adminCall(t, http.MethodGet, "/hooks/spool/dead"+sel, "")
+			return strings.Contains(dead, want)
+		})
+		if n := count(); n != 3 {
+			t.Errorf("the gateway got %d attempts, want 3", n)
+		}
+		testkit.WaitForState(t, func() string {
+			_, ev := adminCall(t, http.MethodGet, "/hooks/events"+sel, "")
+			return "the event log does not say dead: " + ev
+		}, func() bool {
+			_, ev := adminCall(t, http.MethodGet, "/hooks/events"+sel, "")
+			return strings.Contains(ev, `"state":"dead"`) && strings.Contains(ev, "the same answer 3 times in a row")
+		})
+	}
+	failing := func(g *devgw.Gateway) func() int {
+		var n atomic.Int64
+		g.FailWith(func(string) int { n.Add(1); return http.StatusInternalServerError })
+		return func() int { return int(n.Load()) }
+	}
+	t.Run("spool", func(t *testing.T) {
+		in := startIngress(t, ingressOpts{hooks: "spool " + t.TempDir() + " {" + spoolOpts + "}"})
+		check(t, "?path=/hooks", failing(in.gw), func() result { return in.post("/hooks/agent", `{"message":"throws every time"}`) })
+	})
+	t.Run("cluster", func(t *testing.T) {
+		gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
+		count := failing(gw.Gateway)
+		c := startClusterNodes(t, 1, func(_ int, url string) string {
+			return "gateway unix/" + gw.sock + "\n" + clusterLines(url) + "\nspool cluster {\n fallback reject" + spoolOpts + "}"
+		})
+		check(t, "?path=/hooks&server="+c.servers[0], count, func() result { return c.nodes[0].post("/hooks/agent", `{"message":"throws every time"}`) })
+	})
+}

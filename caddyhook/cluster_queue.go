@@ -37,6 +37,8 @@ func (sc *SpoolConfig) checkCluster(engine bool, gateway string) error {
 		return fmt.Errorf("spool: fallback: required with spool cluster: a directory (a local spool while the cluster is unreachable) or reject (503)")
 	case sc.Deliver != nil && *sc.Deliver && gateway == "":
 		return fmt.Errorf("spool: deliver on needs gateway")
+	case sc.MaxIdenticalErrors < 0:
+		return fmt.Errorf("spool: max_identical_errors %d is negative", sc.MaxIdenticalErrors)
 	}
 	return nil
 }
@@ -191,6 +193,9 @@ func (h heldSender) HeldSince(from time.Time) time.Duration {
 // Expired implements spool.Expirer for the node's sender.
 func (h heldSender) Expired(ev *spool.Event) { spool.TellExpired(h.Sender, ev) }
 
+// Buried implements spool.Burier for the sender it holds.
+func (h heldSender) Buried(ev *spool.Event, reason string) { spool.TellBuried(h.Sender, ev, reason) }
+
 // setWorkers sets the delivery goroutines of the next SetSender.
 func (t *queueTarget) setWorkers(n int) {
 	t.mu.Lock()
@@ -253,7 +258,10 @@ func clusterQueueSettings(sc *SpoolConfig) spool.Stats {
 		return def
 	}
 	st := spool.Stats{MaxBytes: sc.MaxBytes, MaxAge: or(sc.MaxAge, spool.DefaultMaxAge),
-		RetryInitial: or(sc.RetryInitial, spool.DefaultRetryInitial), Workers: sc.Workers}
+		RetryInitial: or(sc.RetryInitial, spool.DefaultRetryInitial), Workers: sc.Workers, MaxIdentical: sc.MaxIdenticalErrors}
+	if st.MaxIdentical <= 0 {
+		st.MaxIdentical = spool.DefaultMaxIdentical
+	}
 	st.RetryMax = or(sc.RetryMax, max(st.RetryInitial, spool.DefaultRetryMax))
 	if st.Workers <= 0 {
 		st.Workers = spool.DefaultWorkers

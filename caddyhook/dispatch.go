@@ -279,7 +279,15 @@ func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, 
 
 // Expired implements spool.Expirer: the event log says the event is dead
 // (here and, in a cluster, on the node that accepted it).
-func (s gatewaySender) Expired(ev *spool.Event) { s.d.outcomes.expired(ev.ID, ev.Attempts) }
+func (s gatewaySender) Expired(ev *spool.Event) {
+	s.d.outcomes.dead(ev.ID, ev.Attempts, spool.ReasonExpired)
+}
+
+// Buried implements spool.Burier: the event log says the event is dead,
+// and why (the gateway's answer, repeated).
+func (s gatewaySender) Buried(ev *spool.Event, reason string) {
+	s.d.outcomes.dead(ev.ID, ev.Attempts, safetext.Line(reason))
+}
 
 // eventItem is the gateway request of a spooled event: a rendered
 // action goes to {prefix}/{kind} with its id as Idempotency-Key; a

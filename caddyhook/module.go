@@ -178,7 +178,7 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	}
 	if sc := h.Spool; sc != nil && sc.Cluster {
 		p.Queue = &cluster.QueueParams{MaxBytes: sc.MaxBytes, MaxAge: time.Duration(sc.MaxAge),
-			RetryInitial: time.Duration(sc.RetryInitial), RetryMax: time.Duration(sc.RetryMax)}
+			RetryInitial: time.Duration(sc.RetryInitial), RetryMax: time.Duration(sc.RetryMax), MaxIdentical: sc.MaxIdenticalErrors}
 	}
 	key, err := engineKey(h.ClusterRaw, p) // before LoadModule clears ClusterRaw
 	if err != nil {

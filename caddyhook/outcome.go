@@ -83,10 +83,10 @@ func (r *outcomeRelay) delivery(id string, attempts, status int, err error, repl
 	r.note([]cluster.Outcome{o})
 }
 
-// expired notes that the spooled event id went to the dead letters past
-// max_age after attempts attempts.
-func (r *outcomeRelay) expired(id string, attempts int) {
-	r.note([]cluster.Outcome{{ID: id, Attempts: attempts, State: eventlog.StateDead, Error: spool.ReasonExpired}})
+// dead notes that the spooled event id went to the dead letters after
+// attempts attempts, for reason (spool.ReasonExpired: past max_age).
+func (r *outcomeRelay) dead(id string, attempts int, reason string) {
+	r.note([]cluster.Outcome{{ID: id, Attempts: attempts, State: eventlog.StateDead, Error: reason}})
 }
 
 // deliveryError is a failed attempt's reason, fit for the console.

@@ -109,6 +109,10 @@ type QueueParams struct {
 	RetryInitial time.Duration // first redelivery delay after a 5xx or network error
 	RetryMax     time.Duration // redelivery delay ceiling
 	AckWait      time.Duration // a delivery node silent this long loses its event to another
+	// MaxIdentical: identical answers in a row that a retry does not
+	// change (spool.Repeatable) before an event is dead-lettered (0: the
+	// spool's default), counted by each delivery node
+	MaxIdentical int
 }
 
 // Backend is one namespace of a connected engine.

@@ -13,6 +13,7 @@ type item struct {
 	firstSeen time.Time
 	nextTry   time.Time
 	attempts  int
+	identical int // identical Repeatable answers in a row (Store.identical)
 	wake      bool
 	inFlight  bool
 	laneIdx   int // position in the lane heap holding it, -1 when none

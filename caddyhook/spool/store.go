@@ -381,6 +381,7 @@ type Stats struct {
 	RetryInitial time.Duration
 	RetryMax     time.Duration
 	Workers      int
+	MaxIdentical int
 	OldestAge    time.Duration // age of the earliest-accepted queued event; 0 when empty
 	Appended     uint64        // events stored since open
 	Commits      uint64        // write transactions (fsyncs) since open
@@ -405,6 +406,7 @@ func (s *Store) Stats() Stats {
 		RetryInitial: s.cfg.RetryInitial,
 		RetryMax:     s.cfg.RetryMax,
 		Workers:      s.cfg.Workers,
+		MaxIdentical: s.cfg.MaxIdentical,
 		Paused:       s.paused,
 		Delivering:   s.sender.Load() != nil,
 		Rate:         s.sends.rate,

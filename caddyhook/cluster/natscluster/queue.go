@@ -44,6 +44,76 @@ type queue struct {
 	workers int
 
 	delivered, redelivered, dead atomic.Uint64
+
+	repeats repeatCount // identical answers in a row, by event id
+}
+
+// repeatCount counts, per event this node is retrying, the identical
+// spool.Repeatable answers in a row (a message that is not rewritten on
+// redelivery keeps no count of its own); bounded by maxRepeatEntries.
+type repeatCount struct {
+	mu sync.Mutex
+	m  map[string]repeat
+}
+
+type repeat struct {
+	why string
+	n   int
+}
+
+// maxRepeatEntries bounds repeatCount: past it the counts start again
+// (max_age still bounds every event).
+const maxRepeatEntries = 10000
+
+// note records r's answer for id and returns the number of identical
+// Repeatable answers in a row once it reaches limit, else 0.
+func (c *repeatCount) note(id string, r sendResult, limit int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.err != nil || !spool.Repeatable(r.status) {
+		delete(c.m, id)
+		return 0
+	}
+	if c.m == nil || len(c.m) >= maxRepeatEntries {
+		c.m = map[string]repeat{}
+	}
+	why := r.deadReason()
+	p := c.m[id]
+	if p.why == why {
+		p.n++
+	} else {
+		p = repeat{why: why, n: 1}
+	}
+	if p.n >= limit {
+		delete(c.m, id)
+		return p.n
+	}
+	c.m[id] = p
+	return 0
+}
+
+// forget drops id's count (delivered, or dead-lettered).
+func (c *repeatCount) forget(id string) {
+	c.mu.Lock()
+	delete(c.m, id)
+	c.mu.Unlock()
+}
+
+// identical notes a failed send of ev and, when it is the same
+// Repeatable answer for the max_identical_errors-th time in a row,
+// dead-letters ev with it (telling the sender) and reports true.
+func (q *queue) identical(m jetstream.Msg, meta *jetstream.MsgMetadata, ev *spool.Event, r sendResult) bool {
+	n := q.repeats.note(ev.ID, r, q.qp.MaxIdentical)
+	if n == 0 {
+		return false
+	}
+	ev.Attempts++
+	reason := spool.IdenticalReason(r.deadReason(), n)
+	q.bury(m, meta, ev, r.status, reason)
+	if box := q.sender.Load(); box != nil {
+		spool.TellBuried(box.Sender, ev, reason)
+	}
+	return true
 }
 
 type senderBox struct{ spool.Sender }
@@ -63,6 +133,9 @@ func newQueue(s *shared) *queue {
 	}
 	if qp.AckWait <= 0 {
 		qp.AckWait = time.Duration(s.cfg.AckWait)
+	}
+	if qp.MaxIdentical <= 0 {
+		qp.MaxIdentical = spool.DefaultMaxIdentical
 	}
 	return &queue{s: s, qp: qp}
 }
@@ -498,13 +571,18 @@ func (q *queue) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	switch spool.Classify(r.status, r.err) {
 	case spool.OutcomeDone:
+		q.repeats.forget(ev.ID)
 		q.ack(m, ev, true)
 	case spool.OutcomeDead:
+		q.repeats.forget(ev.ID)
 		ev.Attempts++
 		q.bury(m, meta, ev, r.status, r.deadReason())
 	default:
 		if ctx.Err() != nil {
 			_ = m.Nak() // stopping: another delivery node takes it now
+			return
+		}
+		if q.identical(m, meta, ev, r) {
 			return
 		}
 		_ = m.NakWithDelay(q.retryDelay(ev, r))
