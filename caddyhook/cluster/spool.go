@@ -178,7 +178,9 @@ func (c countingSender) HeldSince(from time.Time) time.Duration {
 func (c countingSender) Expired(ev *spool.Event) { spool.TellExpired(c.Sender, ev) }
 
 // Buried implements spool.Burier for the sender it counts for.
-func (c countingSender) Buried(ev *spool.Event, reason string) { spool.TellBuried(c.Sender, ev, reason) }
+func (c countingSender) Buried(ev *spool.Event, reason string) {
+	spool.TellBuried(c.Sender, ev, reason)
+}
 
 // drainSender moves the fallback's events into the queue: each publish is
 // one "delivery" of the local spool, retried with its backoff while the
