@@ -18,6 +18,10 @@ const (
 	credNone     = "none"       // no credentials
 	credWrong    = "wrong"      // Authorization: Bearer <a wrong token>
 	credOpenclaw = "x-openclaw" // x-openclaw-token: <the target's token>
+	// x-openclaw-token: <the target's token> and x-service-token: <a wrong one>
+	credOpenclawWrongService = "x-openclaw+wrong-service"
+	// x-openclaw-token twice: <the target's token>, then <a wrong one>
+	credOpenclawTwice = "x-openclaw-twice"
 )
 
 // diffSend is one request of a case, sent alike to the gateway and to
@@ -31,13 +35,26 @@ type diffSend struct {
 	cred        string            // one of the cred* values
 	source      string            // client address (default 127.0.0.1)
 	repeat      int               // send it this many times (default 1)
-	raw         bool              // send the path's bytes as they are (no percent-encoding)
+	raw         bool              // send the path's bytes as they are (no percent-encoding, a '#' included)
+	host        string            // the Host header (default the target's address)
+	chunked     bool              // send the body chunked (no Content-Length)
 }
 
 // diffCase is one differential case: its sends and what it covers.
 type diffCase struct {
 	name  string
 	sends []diffSend
+	// allPaths: sent through every dispatch path of the edge (sync, a
+	// local spool, spool cluster), not only the sync one (issue 35)
+	allPaths bool
+}
+
+// allPaths marks cases to send through every dispatch path.
+func allPaths(cs ...diffCase) []diffCase {
+	for i := range cs {
+		cs[i].allPaths = true
+	}
+	return cs
 }
 
 // one is a case of a single POST with a JSON body.
@@ -69,6 +86,8 @@ func withType(ct string) func(*diffSend)     { return func(s *diffSend) { s.cont
 func withMethod(m string) func(*diffSend)    { return func(s *diffSend) { s.method = m } }
 func withSource(addr string) func(*diffSend) { return func(s *diffSend) { s.source = addr } }
 func withRawPath() func(*diffSend)           { return func(s *diffSend) { s.raw = true } }
+func withHost(h string) func(*diffSend)      { return func(s *diffSend) { s.host = h } }
+func withChunked() func(*diffSend)           { return func(s *diffSend) { s.chunked = true } }
 
 // withHeaders sets several headers, "Name: value" each.
 func withHeaders(hdr ...string) func(*diffSend) {
@@ -109,7 +128,7 @@ func differentialCases() []diffCase {
 	lockedGET.sends = append(lockedGET.sends, diffSend{method: http.MethodGet, sub: "/wake", source: "127.0.0.6"})
 	dump := `{"nonce":"@N@"}`
 
-	return []diffCase{
+	return append([]diffCase{
 		// /wake
 		one("wake", "/wake", `{"text":"Hello from a wake @N@"}`),
 		one("wake next-heartbeat", "/wake", `{"text":"Later @N@","mode":"next-heartbeat"}`),
@@ -227,5 +246,48 @@ func differentialCases() []diffCase {
 		one("agent sessionKey null", "/agent", `{"message":"Null key @N@","sessionKey":null,"deliver":false}`),
 		one("agent sessionKey blank", "/agent", `{"message":"Blank key @N@","sessionKey":"  ","deliver":false}`),
 		lockedGET,
-	}
+	}, issue35Cases()...)
+}
+
+// deepJSON is a JSON array nested n deep.
+func deepJSON(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+
+// issue35Cases are the differences of issue 35's run (D17-D33, B13 of
+// issue 34), each sent through every dispatch path of the edge.
+func issue35Cases() []diffCase {
+	dump := `{"nonce":"@N@"}`
+	hugeGmail := `{"messages":[{"id":"@N@-huge","from":"a@example.com","subject":"huge @N@","snippet":"s","body":"` +
+		strings.Repeat("h", 1536<<10) + `"}]}`
+	return allPaths(
+		// D28: a Host the site does not name (a tunnel, a load balancer)
+		one("D28 foreign Host", "/agent", `{"message":"Foreign host @N@","deliver":false}`, withHost("tunnel-@N@.example.net")),
+		// D24: valid JSON beyond encoding/json's limits
+		one("D24 number beyond float64", "/agent", `{"message":"Big number @N@","deliver":false,"n":1e400}`),
+		one("D24 timeoutSeconds beyond float64", "/agent", `{"message":"Big timeout @N@","deliver":false,"timeoutSeconds":1e400}`),
+		one("D24 nesting deeper than 10,000", "/agent", `{"message":"Deep @N@","deliver":false,"deep":`+deepJSON(12000)+`}`),
+		one("D24 unclosed deep nesting", "/agent", `{"message":"x @N@","deep":`+deepJSON(12000)[:24000-1]+`}`),
+		// D29: a body over NATS's max_payload (1 MiB), within the gmail allowance
+		one("D29 gmail body over 1 MiB", "/gmail", hugeGmail),
+		// D32/D33: several token headers
+		one("D32 valid x-openclaw-token, wrong x-service-token", "/agent", `{"message":"Two headers @N@","deliver":false}`,
+			withCred(credOpenclawWrongService), withSource("127.0.0.7")),
+		one("D33 two x-openclaw-token headers, valid and wrong", "/agent", `{"message":"Two tokens @N@","deliver":false}`,
+			withCred(credOpenclawTwice), withSource("127.0.0.8")),
+		// D30 and B13: the forward header rule, both ways
+		one("D30 ordinary vendor headers", "/dump", dump, withHeaders("X-GitHub-Enterprise-Host: ghe.example.com",
+			"X-Author: mona", "X-Payment-Method: card", "I-Twilio-Idempotency-Token: tw-@N@", "X-Signature-Timestamp: 1700000000",
+			"X-Correlation-Key: corr-@N@", "X-Ip-Country: NL", "X-Remote-Branch: main", "X-Original-Sender: alerts@example.com")),
+		one("B13 identity headers", "/dump", dump, withHeaders("Client-Cert: :MIIB:", "X-Arr-Clientcert: MIIC",
+			"X-Vouch-User: mallory@example.com", "X-Consumer-Username: admin", "X-Otp: 123456", "X-Remote-User: admin")),
+		// D25/D26/D27: names the gateway's URL parser reads otherwise than Go's
+		one("D25 raw #fragment", "/wake#frag", `{"text":"Fragment @N@"}`, withRawPath()),
+		one("D26 backslash", `\agent`, `{"message":"Backslash @N@","deliver":false}`, withRawPath()),
+		one("D27 match.path a%2Fb", "/a%2Fb", `{"nonce":"@N@"}`),
+		// D18: bodies framed as the sender framed them
+		one("D18 empty body, Content-Length: 0", "/dump", ``),
+		one("D18 chunked body", "/dump", dump, withChunked()),
+		// D17: an edge-decided refusal in the gateway's words
+		one("D17 agentId outside allowedAgentIds", "/agent", `{"message":"x @N@","agentId":"ops"}`),
+		one("D17 wake agentId outside allowedAgentIds", "/wake", `{"text":"x @N@","agentId":"ops"}`),
+	)
 }
