@@ -89,6 +89,10 @@ var differentialAllow = map[string]struct {
 		fields: []string{"send1.runs[0].prompt"},
 		reason: "trace context crosses only when well formed: a malformed traceparent is dropped with its tracestate",
 	},
+	"D24 unclosed deep nesting": {
+		fields: []string{"send1.reply"},
+		reason: "both refuse with 400; the gateway's error is Node's JSON.parse message, the edge says invalid JSON body",
+	},
 	"D32 valid x-openclaw-token, wrong x-service-token": {
 		fields: []string{"send1."},
 		reason: "the edge refuses a request that carries any wrong token value, in any token header (the gateway reads the first header it finds and lets a valid X-OpenClaw-Token through beside a wrong x-service-token): never more permissive than the gateway",
