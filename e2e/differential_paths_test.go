@@ -85,6 +85,9 @@ func viewOfPath(gw *openclawGateway, stub *modelStub, sent []sentReply, spooled 
 		o, _ := observePaths(gw, stub, pathsSend{wake: true}, r.nonce)
 		if spooled {
 			o = withoutEdgeKey(o)
+			for i, w := range o.Wakes {
+				o.Wakes[i] = edgeKeyRE.ReplaceAllString(w, "")
+			}
 		}
 		v.Runs, v.Wakes = o.Runs, o.Wakes
 		out[i] = v
