@@ -183,6 +183,9 @@ func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ strin
 			if d, ok := cs.backend.(cluster.Describer); ok {
 				st.Cluster.Settings = d.Settings()
 			}
+			if r, ok := cs.backend.(cluster.Redundant); ok {
+				st.Cluster.SetRedundancy(r.Redundancy())
+			}
 		}
 		if lh.h.spoolOps != nil {
 			// a spool whose counters cannot be read (the cluster queue

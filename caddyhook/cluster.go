@@ -123,10 +123,12 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 		return err
 	}
 
+	// a copy waits for the first request's dispatch: a gateway call, or
+	// with a spool a write into it (within the engine's timeout)
 	wait := time.Duration(h.GatewayTimeout)
 	lease := time.Duration(h.GatewayWaitTimeout) + 2*b.Timeout()
 	if h.Spool != nil {
-		lease = time.Duration(h.GatewayTimeout) + 2*b.Timeout()
+		wait, lease = b.Timeout(), time.Duration(h.GatewayTimeout)+2*b.Timeout()
 	}
 	cs.idem = cluster.NewIdempotency(b.Claims(), cluster.IdempotencyOptions{Lease: lease, Wait: wait,
 		Timeout: b.Timeout(), Metrics: cs.metrics})

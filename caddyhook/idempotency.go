@@ -37,7 +37,8 @@ func (h *Handler) dispatchOnce(ex *exchange, p plan, key string, seeds []string)
 	if claim == nil {
 		return cached.Status, cached.Body, nil
 	}
-	first, ccl, herr := h.clusterClaim(ex.r.Context(), cacheKey)
+	ctx := ex.r.Context()
+	first, ccl, herr := h.clusterClaim(ctx, cacheKey)
 	switch {
 	case herr != nil:
 		h.idem.Settle(claim, idempotency.Reply{}, false, time.Now())
@@ -46,7 +47,10 @@ func (h *Handler) dispatchOnce(ex *exchange, p plan, key string, seeds []string)
 		h.idem.Settle(claim, idempotency.Reply{Status: first.Status, Body: first.Body}, true, time.Now())
 		return first.Status, first.Body, nil
 	}
-	status, body, herr := h.dispatch(ex.r.Context(), ex, p, key, seeds)
+	if ccl != nil { // the claim, a publish and the settle share about one timeout
+		ctx = cluster.WithBudget(ctx, ccl.Budget())
+	}
+	status, body, herr := h.dispatch(ctx, ex, p, key, seeds)
 	h.settleClusterClaim(ccl, status, body, herr == nil)
 	h.idem.Settle(claim, idempotency.Reply{Status: status, Body: body}, herr == nil, time.Now())
 	return status, body, herr
@@ -131,7 +135,10 @@ func (h *Handler) clusterLog(msg string, err error) {
 }
 
 // settleClusterClaim stores the first reply of a claimed key (or gives
-// the key up after a failed dispatch, so that a retry dispatches again).
+// the key up after a failed dispatch, so that a retry dispatches again),
+// within the claim's budget: an engine that cannot store it in time (a
+// stalled bucket leader) goes on in the background until the claim's
+// lease ends, and the answer does not wait for it.
 func (h *Handler) settleClusterClaim(cl *cluster.Claim, status int, body []byte, ok bool) {
 	if cl == nil {
 		return
@@ -143,6 +150,6 @@ func (h *Handler) settleClusterClaim(cl *cluster.Claim, status int, body []byte,
 		err = cl.Release()
 	}
 	if err != nil {
-		h.clusterLog("cluster idempotency: storing the outcome failed; the key's claim lapses by itself", err)
+		h.clusterLog("cluster idempotency: the outcome is not stored yet; the engine retries until the claim's lease ends", err)
 	}
 }
