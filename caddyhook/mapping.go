@@ -72,7 +72,11 @@ type Mapping struct {
 // TransformRef names a transform module (relative to the transforms
 // directory) and its export (default: default, else transform).
 type TransformRef struct {
+	// Module is the module's file, relative to the transforms directory
+	// (.ts, .mts, .js, .mjs or .cjs).
 	Module string `json:"module,omitempty"`
+	// Export names the function to call (default: the default export,
+	// else one named transform).
 	Export string `json:"export,omitempty"`
 }
 

@@ -15,16 +15,12 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"hash"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +33,7 @@ import (
 	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/devgw"
 	"github.com/caddyhook/caddyhook/internal/natstest"
+	"github.com/caddyhook/caddyhook/internal/optdoc"
 )
 
 // What you configure is what runs (issue 25): every option of the hooks
@@ -60,9 +57,9 @@ import (
 // another.
 //
 // TestReloadTableCoversEveryOption keeps the table complete: every option
-// of the README's Caddyfile reference (the Configuration table and the
-// caddyfile examples) and every subdirective the Caddyfile parser reads
-// needs a row. Adding an option is adding a row.
+// of the documentation (the generated docs/reference.md and the
+// caddyfile examples of README.md and docs/) and every subdirective the
+// Caddyfile parser reads needs a row. Adding an option is adding a row.
 
 // reloadRow is one option's reload case.
 type reloadRow struct {
@@ -828,176 +825,49 @@ func TestReloadAppliesEveryOption(t *testing.T) {
 	}
 }
 
-// parserBlocks names the Caddyfile block each parser function reads the
-// subdirectives of (package.function; the method of another directive's
-// type: package.Type.function).
-var parserBlocks = map[string]string{
-	"caddyhook.unmarshalOption":            "hooks",
-	"caddyhook.unmarshalSpool":             "spool",
-	"caddyhook.unmarshalClusterSpool":      "spool",
-	"caddyhook.unmarshalUnauthBodies":      "unauthenticated_bodies",
-	"caddyhook.unmarshalMappingOption":     "mapping",
-	"caddyhook.unmarshalTransformRef":      "transform",
-	"caddyhook.unmarshalVerify":            "verify",
-	"caddyhook.unmarshalEvents":            "events",
-	"caddyhook.Console.UnmarshalCaddyfile": "hooks_console",
-	"natscluster.UnmarshalCaddyfile":       "cluster",
-}
-
-// parserValues are strings the parsers compare the current token with that
-// are values of a directive, not subdirectives (`events off`).
-var parserValues = map[string]bool{"events.on": true, "events.off": true}
-
-// optionName is what a Caddyfile subdirective looks like.
-var optionName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-
 // parserOptions reads the subdirectives the Caddyfile parsers accept from
-// their source: in every function that takes a *caddyfile.Dispenser, the
-// string cases of a switch on d.Val() (or on name), the name == "…"
-// cases of a switch without a tag, d.Val() (or name) compared with a
-// string in an if, and the keys of map literals.
+// their source, as block.option (internal/optdoc: the list the generated
+// docs/reference.md shows).
 func parserOptions(t *testing.T) map[string]bool {
 	t.Helper()
-	out := map[string]bool{}
-	for _, dir := range []string{".", filepath.Join("cluster", "natscluster")} {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, file := range files {
-			if strings.HasSuffix(file, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, d := range f.Decls {
-				fn, ok := d.(*ast.FuncDecl)
-				if !ok || fn.Body == nil || !takesDispenser(fn) {
-					continue
-				}
-				opts := switchedOptions(fn.Body)
-				if len(opts) == 0 {
-					continue
-				}
-				name := f.Name.Name + "." + fn.Name.Name
-				if fn.Recv != nil && len(fn.Recv.List) == 1 {
-					if star, ok := fn.Recv.List[0].Type.(*ast.StarExpr); ok {
-						if id, ok := star.X.(*ast.Ident); ok && id.Name != "Handler" && id.Name != "NATS" {
-							name = f.Name.Name + "." + id.Name + "." + fn.Name.Name // another directive's parser
-						}
-					}
-				}
-				block, ok := parserBlocks[name]
-				if !ok {
-					t.Errorf("parser function %s reads the subdirectives %v: name its block in parserBlocks", name, opts)
-					continue
-				}
-				for _, o := range opts {
-					if !parserValues[block+"."+o] {
-						out[block+"."+o] = true
-					}
-				}
-			}
-		}
-	}
-	return out
-}
-
-// takesDispenser reports a function with a *caddyfile.Dispenser parameter.
-func takesDispenser(fn *ast.FuncDecl) bool {
-	for _, p := range fn.Type.Params.List {
-		if star, ok := p.Type.(*ast.StarExpr); ok {
-			if sel, ok := star.X.(*ast.SelectorExpr); ok && sel.Sel.Name == "Dispenser" {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// switchedOptions collects the option names a parser function compares
-// the current token with (in a switch, or an if).
-func switchedOptions(body *ast.BlockStmt) []string {
-	var out []string
-	add := func(e ast.Expr) {
-		if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-			if s, err := strconv.Unquote(lit.Value); err == nil && optionName.MatchString(s) && !slices.Contains(out, s) {
-				out = append(out, s)
-			}
-		}
-	}
-	isToken := func(e ast.Expr) bool {
-		switch x := e.(type) {
-		case *ast.Ident:
-			return x.Name == "name"
-		case *ast.CallExpr:
-			sel, ok := x.Fun.(*ast.SelectorExpr)
-			return ok && sel.Sel.Name == "Val"
-		}
-		return false
-	}
-	ast.Inspect(body, func(n ast.Node) bool {
-		switch x := n.(type) {
-		case *ast.SwitchStmt:
-			for _, s := range x.Body.List {
-				for _, e := range s.(*ast.CaseClause).List {
-					switch {
-					case x.Tag != nil && isToken(x.Tag):
-						add(e)
-					case x.Tag == nil:
-						if b, ok := e.(*ast.BinaryExpr); ok && b.Op == token.EQL && isToken(b.X) {
-							add(b.Y)
-						}
-					}
-				}
-			}
-		case *ast.IfStmt:
-			if b, ok := x.Cond.(*ast.BinaryExpr); ok && (b.Op == token.EQL || b.Op == token.NEQ) && isToken(b.X) {
-				add(b.Y)
-			}
-		case *ast.CompositeLit:
-			if m, ok := x.Type.(*ast.MapType); ok {
-				if k, ok := m.Key.(*ast.Ident); ok && k.Name == "string" {
-					for _, el := range x.Elts {
-						if kv, ok := el.(*ast.KeyValueExpr); ok {
-							add(kv.Key)
-						}
-					}
-				}
-			}
-		}
-		return true
-	})
-	return out
-}
-
-// readmeOptions reads the options of the README's Caddyfile reference:
-// the first column of the Configuration table, and every subdirective of
-// a hooks, mapping, spool, cluster, verify or other block inside them in
-// the caddyfile examples (comments are not read).
-func readmeOptions(t *testing.T) map[string]bool {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	blocks, err := optdoc.ParserOptions(".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(b)
 	out := map[string]bool{}
-	_, conf, ok := strings.Cut(readme, "\n## Configuration\n")
-	if !ok {
-		t.Fatal("README has no Configuration section")
-	}
-	conf, _, _ = strings.Cut(conf, "\n## ")
-	for _, line := range strings.Split(conf, "\n") {
-		if rest, ok := strings.CutPrefix(line, "| `"); ok {
-			cell, _, _ := strings.Cut(rest, "`")
-			out["hooks."+strings.Fields(cell)[0]] = true
+	for block, opts := range blocks {
+		for _, o := range opts {
+			out[block+"."+o] = true
 		}
 	}
-	fences := strings.Split(readme, "```caddyfile\n")
+	return out
+}
+
+// docOptions reads the options the documentation shows: every
+// subdirective of a hooks, mapping, spool, cluster, verify or other block
+// in the caddyfile blocks of README.md and docs/*.md, the syntax of the
+// generated reference included (comments are not read). The reference's
+// option tables are the parsers' own list (internal/optdoc), so they need
+// no check here.
+func docOptions(t *testing.T) map[string]bool {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join("..", "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs strings.Builder
+	for _, p := range append([]string{filepath.Join("..", "README.md")}, pages...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs.Write(b)
+	}
+	readme := docs.String()
+	out := map[string]bool{}
+	fences := strings.Split(readme, "```caddyfile")
 	for _, fence := range fences[1:] {
+		_, fence, _ = strings.Cut(fence, "\n") // the rest of the info string
 		fence, _, _ = strings.Cut(fence, "\n```")
 		var stack []string // the block names; "" for a block that is not the hooks directive's
 		for _, line := range strings.Split(fence, "\n") {
@@ -1019,7 +889,7 @@ func readmeOptions(t *testing.T) map[string]bool {
 			if len(stack) > 0 {
 				parent = stack[len(stack)-1]
 			}
-			if parent != "" && optionName.MatchString(kw) {
+			if parent != "" && optdoc.OptionName.MatchString(kw) {
 				out[parent+"."+kw] = true
 			}
 			if !strings.HasSuffix(line, "{") {
@@ -1042,13 +912,14 @@ func readmeOptions(t *testing.T) map[string]bool {
 	return out
 }
 
-// TestReloadTableCoversEveryOption (issue 25): every option of the README's
-// Caddyfile reference and every subdirective the Caddyfile parsers read
-// has a row in reloadRows, and every row names an option the parsers read.
+// TestReloadTableCoversEveryOption (issue 25): every option of the
+// documentation (docs/reference.md and the Caddyfile examples of README.md
+// and docs/) and every subdirective the Caddyfile parsers read has a row
+// in reloadRows, and every row names an option the parsers read.
 func TestReloadTableCoversEveryOption(t *testing.T) {
-	parsed, documented := parserOptions(t), readmeOptions(t)
+	parsed, documented := parserOptions(t), docOptions(t)
 	if len(parsed) < 50 || len(documented) < 40 {
-		t.Fatalf("read %d options from the parsers and %d from the README: the readers are broken", len(parsed), len(documented))
+		t.Fatalf("read %d options from the parsers and %d from the documentation: the readers are broken", len(parsed), len(documented))
 	}
 	rows := map[string]bool{}
 	for _, r := range reloadRows {
@@ -1080,7 +951,7 @@ func TestReloadTableCoversEveryOption(t *testing.T) {
 		t.Errorf("options without a row in reloadRows (add one: what a reload must change, and how to see it): %s", strings.Join(missing, ", "))
 	}
 	if len(unparsed) > 0 {
-		t.Errorf("the README documents options the Caddyfile parsers do not read (or parserBlocks misses their block): %s", strings.Join(unparsed, ", "))
+		t.Errorf("the documentation shows options the Caddyfile parsers do not read (or optdoc.ParserBlocks misses their block): %s", strings.Join(unparsed, ", "))
 	}
 	if len(stale) > 0 {
 		t.Errorf("rows for options the Caddyfile parsers do not read: %s", strings.Join(stale, ", "))

@@ -397,7 +397,7 @@ func TestSignatureProvision(t *testing.T) {
 		{name: "short secret", cfg: verify.Config{Scheme: "stripe", Secrets: []string{literal[:10]}}, want: "secrets[0]"},
 		{name: "second secret short", cfg: verify.Config{Scheme: "slack", Secrets: []string{literal, literal[:12]}}, want: "secrets[1]"},
 		{name: "no secret", cfg: verify.Config{Scheme: "github"}, want: "secrets"},
-		{name: "unknown scheme", cfg: verify.Config{Scheme: "gitlab", Secrets: []string{literal}}, want: "gitlab"},
+		{name: "unknown scheme", cfg: verify.Config{Scheme: "gitlub", Secrets: []string{literal}}, want: "gitlub"},
 		{name: "standard without whsec", cfg: verify.Config{Scheme: "standard", Secrets: []string{literal}}, want: "secrets[0]"},
 		{name: "hmac without header", cfg: verify.Config{Scheme: "hmac", Secrets: []string{literal}}, want: "header"},
 		{name: "github with tolerance", cfg: verify.Config{Scheme: "github", Secrets: []string{literal}, Tolerance: time.Minute}, want: "tolerance"},

@@ -13,6 +13,14 @@ const (
 	ReasonStaleTimestamp     = "timestamp outside tolerance"
 	ReasonBadSignature       = "bad signature"
 	ReasonBadChallenge       = "malformed url_verification challenge"
+	ReasonBadToken           = "bad token"
+	ReasonMalformedBody      = "malformed signed body"
+	ReasonBadHandshake       = "handshake refused"
+	ReasonBadClaims          = "token claims refused"
+	ReasonUnknownKey         = "no key for the signature"
+	ReasonCertificateURL     = "certificate URL not allowed"
+	ReasonUnknownTopic       = "topic not accepted"
+	ReasonNoSecretYet        = "no secret yet: the handshake has not run"
 )
 
 // Error is a verification failure. Reason is one of the Reason constants;

@@ -53,18 +53,10 @@ func trimOWS(s string) string { return strings.Trim(s, " \t") }
 // parseUnix parses a unix-seconds timestamp: 1 to maxTimestampDigits ASCII
 // digits, nothing else (no sign, no fraction).
 func parseUnix(s string) (int64, bool) {
-	if len(s) == 0 || len(s) > maxTimestampDigits {
+	if len(s) > maxTimestampDigits {
 		return 0, false
 	}
-	var n int64
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
+	return parseDigits(s)
 }
 
 // checkTimestamp parses the timestamp ts taken from header and checks that

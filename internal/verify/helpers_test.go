@@ -10,6 +10,7 @@ import (
 	"errors"
 	"hash"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,10 +51,9 @@ func hexSHA256(secret string, parts ...string) string {
 // standardKey decodes a whsec_ secret the way the Standard Webhooks
 // reference libraries do.
 func standardKey(t testing.TB, secret string) []byte {
-	t.Helper()
 	k, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
 	if err != nil {
-		t.Fatal(err)
+		panic(err)
 	}
 	return k
 }
@@ -111,7 +111,7 @@ func runCases(t *testing.T, v *Verifier, cases []reqCase) {
 				if err != nil {
 					t.Fatalf("Verify: unexpected error %v", err)
 				}
-				if got != tc.want {
+				if !sameResult(got, tc.want) {
 					t.Fatalf("Verify = %+v, want %+v", got, tc.want)
 				}
 				return
@@ -126,11 +126,19 @@ func runCases(t *testing.T, v *Verifier, cases []reqCase) {
 			if tc.wantHeader != "" && ve.Header != tc.wantHeader {
 				t.Fatalf("Verify header = %q, want %q", ve.Header, tc.wantHeader)
 			}
-			if got != (Result{}) {
+			if !reflect.DeepEqual(got, Result{}) {
 				t.Fatalf("failed Verify returned non-zero result %+v", got)
 			}
 		})
 	}
+}
+
+// sameResult compares the fields want sets (Event and Payload only when
+// set in want).
+func sameResult(got, want Result) bool {
+	return got.DeliveryID == want.DeliveryID && got.Challenge == want.Challenge &&
+		(want.Event == "" || got.Event == want.Event) &&
+		(want.Payload == nil || string(got.Payload) == string(want.Payload))
 }
 
 // flipHex changes the last hex digit of s.

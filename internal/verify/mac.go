@@ -69,3 +69,17 @@ func (m *macSet) match(c *candidates, parts ...[]byte) bool {
 	}
 	return found == 1
 }
+
+// sum appends to dst the HMAC of the concatenated parts under key i (a
+// handshake's answer, computed with the first configured secret).
+func (m *macSet) sum(i int, dst []byte, parts ...[]byte) []byte {
+	p := m.pools[i]
+	h := p.Get().(hash.Hash)
+	h.Reset()
+	for _, part := range parts {
+		h.Write(part)
+	}
+	dst = h.Sum(dst)
+	p.Put(h)
+	return dst
+}

@@ -10,10 +10,19 @@ import (
 // whsecPrefix marks a Standard Webhooks secret (base64 key follows).
 const whsecPrefix = "whsec_"
 
-// decodeSecrets checks secrets and returns their HMAC keys: the trimmed
-// bytes, or for Standard Webhooks (standard true) the base64 key after an
-// optional whsec_ prefix. Errors name the index, never the value.
-func decodeSecrets(secrets []string, standard bool) ([][]byte, error) {
+// keyDecode is how a configured secret becomes a key.
+type keyDecode int
+
+// Secret decodings.
+const (
+	keyRaw    keyDecode = iota // the trimmed bytes
+	keyWhsec                   // base64 after an optional whsec_ prefix (Standard Webhooks)
+	keyBase64                  // standard base64 (Airtable, Microsoft Teams)
+)
+
+// decodeSecrets checks secrets and returns their keys, decoded per dec.
+// Errors name the index, never the value.
+func decodeSecrets(secrets []string, dec keyDecode) ([][]byte, error) {
 	switch {
 	case len(secrets) == 0:
 		return nil, errors.New("secrets: at least one secret is required")
@@ -32,11 +41,17 @@ func decodeSecrets(secrets []string, standard bool) ([][]byte, error) {
 			return nil, fmt.Errorf("secrets[%d]: is the redaction marker %s (a config read back from Caddy never shows a literal secret); use a placeholder such as {env.NAME}", i, redacted)
 		}
 		key := []byte(s)
-		if standard {
-			var err error
+		var err error
+		switch dec {
+		case keyWhsec:
 			key, err = base64.StdEncoding.DecodeString(strings.TrimPrefix(s, whsecPrefix))
 			if err != nil {
 				return nil, fmt.Errorf("secrets[%d]: not valid base64 after the optional %s prefix", i, whsecPrefix)
+			}
+		case keyBase64:
+			key, err = base64.StdEncoding.DecodeString(s)
+			if err != nil {
+				return nil, fmt.Errorf("secrets[%d]: not valid base64", i)
 			}
 		}
 		if len(key) < MinSecretLen {

@@ -24,16 +24,38 @@ const (
 // holds space-separated "v1,<base64>" entries, each an HMAC-SHA256 of
 // "<webhook-id>.<webhook-timestamp>.<body>" under the base64 key of the
 // whsec_ secret. The signed webhook-id is the delivery id.
-type standardScheme struct{ tol time.Duration }
-
-// newStandard validates cfg for the standard scheme.
-func newStandard(cfg Config) (standardScheme, error) {
-	tol, err := schemeTolerance(cfg)
-	if err != nil {
-		return standardScheme{}, err
-	}
-	return standardScheme{tol: tol}, rejectGenericFields(cfg)
+type standardScheme struct {
+	m   *macSet
+	tol time.Duration
 }
+
+// standardProvider builds a Standard Webhooks provider.
+func standardProvider(b *builder) (scheme, error) {
+	tol, err := b.tolerance()
+	if err != nil {
+		return nil, err
+	}
+	m, err := b.macSet(algSHA256, keyWhsec)
+	if err != nil {
+		return nil, err
+	}
+	return &standardScheme{m: m, tol: tol}, nil
+}
+
+// offered implements offerer.
+func (s *standardScheme) offered() []string {
+	return []string{webhookSignatureHeader, svixSignatureHeader}
+}
+
+// standardID is the delivery id source of Standard Webhooks providers.
+var standardID = fromFunc("header webhook-id (or svix-id)", func(c *call) string {
+	v, _ := headerValue(c.header(), family(c.header()).id)
+	return v
+})
+
+// standardHeadersList are the credentials headers of Standard Webhooks
+// providers.
+var standardHeadersList = []string{webhookSignatureHeader, svixSignatureHeader}
 
 // family picks the webhook-* headers when any of them is present, else
 // the svix-* ones; the two families are never mixed.
@@ -46,32 +68,36 @@ func family(h http.Header) standardHeaders {
 }
 
 // verify implements scheme.
-func (s standardScheme) verify(m *macSet, h http.Header, body []byte, now time.Time) (Result, error) {
+func (s *standardScheme) verify(c *call) error {
+	h := c.header()
 	names := family(h)
 	sig, err := requireHeader(h, names.signature, ReasonMissingSignature)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
 	id, err := requireHeader(h, names.id, ReasonMissingID)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
 	ts, err := requireHeader(h, names.timestamp, ReasonMissingTimestamp)
 	if err != nil {
-		return Result{}, err
+		return err
 	}
-	var c candidates
-	if r := parseStandard(sig, m.size, &c); r != "" {
-		return Result{}, fail(r, names.signature)
+	var cand candidates
+	if r := parseStandard(sig, s.m.size, &cand); r != "" {
+		return fail(r, names.signature)
 	}
-	if err := checkTimestamp(ts, names.timestamp, now, s.tol); err != nil {
-		return Result{}, err
+	if err := checkTimestamp(ts, names.timestamp, c.now, s.tol); err != nil {
+		return err
 	}
-	if !m.match(&c, []byte(id), dot, []byte(ts), dot, body) {
-		return Result{}, fail(ReasonBadSignature, names.signature)
+	if !s.m.match(&cand, []byte(id), dot, []byte(ts), dot, c.body()) {
+		return fail(ReasonBadSignature, names.signature)
 	}
-	return Result{DeliveryID: cleanID(id)}, nil
+	return nil
 }
+
+// dot separates the parts of several schemes' signed content.
+var dot = []byte{'.'}
 
 // parseStandard parses a webhook-signature value: space-separated
 // "<version>,<signature>" entries; v1 entries are base64 MACs, other
