@@ -66,11 +66,14 @@ const (
 	chaosPause   = 120 * time.Millisecond // between two requests of a sender
 
 	// a stalled store: shorter load around a longer fault
-	chaosStallBefore   = 4 * time.Second
-	chaosStall         = 30 * time.Second
-	chaosStallAfter    = 8 * time.Second
-	chaosBackWithin    = 10 * time.Second // every node up again after the start of a stall of its server
-	chaosLongestOutage = 5 * time.Second  // no node down longer in a row during a stall
+	chaosStallBefore = 4 * time.Second
+	chaosStall       = 30 * time.Second
+	chaosStallAfter  = 8 * time.Second
+	chaosBackWithin  = 10 * time.Second // every node up again after the start of a stall of its server
+	// no node down longer in a row during a stall: when the stalled server
+	// leads a stream, the other two elect a new leader after NATS's
+	// election timeout (4 to 9 s, random) once writes reach it
+	chaosLongestOutage = 10 * time.Second
 	chaosStoreSize     = 512 << 20
 	chaosSample        = 500 * time.Millisecond // cluster_up and /metrics sampling
 )

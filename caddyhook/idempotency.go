@@ -38,6 +38,9 @@ func (h *Handler) dispatchOnce(ex *exchange, p plan, key string, seeds []string)
 		return cached.Status, cached.Body, nil
 	}
 	ctx := ex.r.Context()
+	if h.cluster != nil { // the claim, a publish and the settle share about one timeout
+		ctx = cluster.WithBudget(ctx, h.cluster.idem.BudgetFrom(time.Now()))
+	}
 	first, ccl, herr := h.clusterClaim(ctx, cacheKey)
 	switch {
 	case herr != nil:
@@ -46,9 +49,6 @@ func (h *Handler) dispatchOnce(ex *exchange, p plan, key string, seeds []string)
 	case first != nil: // answered on another node (or before a restart)
 		h.idem.Settle(claim, idempotency.Reply{Status: first.Status, Body: first.Body}, true, time.Now())
 		return first.Status, first.Body, nil
-	}
-	if ccl != nil { // the claim, a publish and the settle share about one timeout
-		ctx = cluster.WithBudget(ctx, ccl.Budget())
 	}
 	status, body, herr := h.dispatch(ctx, ex, p, key, seeds)
 	h.settleClusterClaim(ccl, status, body, herr == nil)

@@ -52,20 +52,16 @@ func NewIdempotency(store ClaimStore, opt IdempotencyOptions) *Idempotency {
 type Claim struct {
 	i      *Idempotency
 	key    string
-	budget time.Time // the request's cluster operations should be over by then
+	budget time.Time // the request's cluster operations should be over by then (BudgetFrom)
 }
 
-// Budget is the time by which the request that holds the claim should be
-// done with the cluster: one timeout and a quarter from the start of
-// Acquire. A publish after a slow claim gets what is left of it (see
-// WithBudget), and so does Settle or Release, so that a request that met
-// a stalled server on every operation is still answered within about one
-// timeout.
-func (c *Claim) Budget() time.Time { return c.budget }
-
-// budgetFrom is the budget of a request whose cluster operations start
-// at start.
-func (i *Idempotency) budgetFrom(start time.Time) time.Time {
+// BudgetFrom is the time by which a request whose cluster operations
+// start at start should be done with the cluster: one timeout and a
+// quarter. A publish after a slow claim gets what is left of it (see
+// WithBudget), whether the key was claimed or the claim failed, and so
+// does Settle or Release, so that a request that met a stalled server on
+// every operation is still answered within about one timeout.
+func (i *Idempotency) BudgetFrom(start time.Time) time.Time {
 	return start.Add(i.timeout + i.timeout/4)
 }
 
@@ -97,7 +93,7 @@ type Reply struct {
 // see the first request's state must not be told that it is in progress.
 func (i *Idempotency) Acquire(ctx context.Context, key string) (*Reply, *Claim, error) {
 	k := storeKey(key)
-	budget := i.budgetFrom(time.Now())
+	budget := i.BudgetFrom(time.Now())
 	deadline := time.Now().Add(i.wait)
 	for attempt := 0; ; attempt++ {
 		opTimeout := i.timeout
