@@ -134,10 +134,13 @@ func (sc *stalledCluster) load(t *testing.T, bucket string, stop <-chan struct{}
 // there is refused at once with "wrong last sequence" (10164), and that
 // refusal reaches the client before the new leader's acceptance of the
 // same write. The test shows it with a plain client (the update is
-// refused, and stored), then that a claim settled meanwhile is stored and
-// read by another node, and that the nodes take events (a stalled bucket
-// makes claims fall back to each node's own cache; it does not turn
-// events away).
+// refused, and stored), then that claims settled meanwhile are stored and
+// read by another node: one made before the stall, and one made under the
+// new leader, whose create the old one took in too, so that it refuses
+// the settle (on main before issue 34 Settle failed with that 10164 and
+// the claim stayed pending until its lease lapsed); and that the nodes
+// take events (a stalled bucket makes claims fall back to each node's own
+// cache; it does not turn events away).
 func TestSettleWhileBucketLeaderStalled(t *testing.T) {
 	sc := runStalledCluster(t, "stall")
 	bucket := "hooks_stall_idem"
@@ -214,13 +217,25 @@ func TestSettleWhileBucketLeaderStalled(t *testing.T) {
 		t.Fatal("no update was refused with 10164 while the old leader stalled: the fault was not reproduced")
 	}
 
-	// the claim made before the stall is settled and read by b
-	if err := claim.Settle(200, []byte(`{"ok":true,"runId":"stalled"}`)); err != nil {
-		t.Errorf("settle while the old leader stalls: %v", err)
+	// a claim made before the stall and one made under the new leader
+	// (whose create the old one took in too: its settle is refused by it)
+	// are settled, and read by b
+	_, during, err := cluster.NewIdempotency(a.b.Claims(), opt).Acquire(ctxT(t), "claimed-during")
+	if err != nil || during == nil {
+		t.Fatalf("claim under the new leader: %v %v", during, err)
 	}
-	rep, cl, err := cluster.NewIdempotency(b.b.Claims(), opt).Acquire(ctxT(t), "claimed-before")
-	if err != nil || cl != nil || rep == nil || string(rep.Body) != `{"ok":true,"runId":"stalled"}` {
-		t.Errorf("replay on another node: %+v %v %v, want the settled reply", rep, cl, err)
+	for _, c := range []struct {
+		key   string
+		claim *cluster.Claim
+	}{{"claimed-before", claim}, {"claimed-during", during}} {
+		reply := `{"ok":true,"runId":"` + c.key + `"}`
+		if err := c.claim.Settle(200, []byte(reply)); err != nil {
+			t.Errorf("settle of %s while the old leader stalls: %v", c.key, err)
+		}
+		rep, cl, err := cluster.NewIdempotency(b.b.Claims(), opt).Acquire(ctxT(t), c.key)
+		if err != nil || cl != nil || rep == nil || string(rep.Body) != reply {
+			t.Errorf("replay of %s on another node: %+v %v %v, want the settled reply", c.key, rep, cl, err)
+		}
 	}
 	// (the stalled server is a replica of the queue too: the queue's
 	// leader may hold up a publish while it stops hearing from it)
