@@ -215,38 +215,23 @@ func (c *chaosRun) clusterBlock(i int) string {
 		}`, strings.Join(urls, " "), chaosTimeout, itClusterKey)
 }
 
-// metaLeader is the index of the server leading the JetStream metadata.
-func (c *chaosRun) metaLeader() int {
-	leader := ""
-	waitFor(c.t, func() string { return "a metadata leader" }, func() bool {
-		for _, n := range c.nats {
-			if n.proc == nil {
-				continue
-			}
-			resp, err := http.Get(n.ready.Monitor + "/jsz")
-			if err != nil {
-				continue
-			}
-			var jsz struct {
-				Meta struct{ Leader string } `json:"meta_cluster"`
-			}
-			_ = json.NewDecoder(resp.Body).Decode(&jsz)
-			resp.Body.Close()
-			if leader = jsz.Meta.Leader; leader != "" {
-				return true
-			}
-		}
-		return false
-	})
-	return c.serverIndex(leader)
+// jsz is what the tests read of a server's /jsz monitoring page.
+type jsz struct {
+	Meta     struct{ Leader string } `json:"meta_cluster"`
+	Accounts []struct {
+		Streams []struct {
+			Name    string
+			Cluster struct{ Leader string }
+		} `json:"stream_detail"`
+	} `json:"account_details"`
 }
 
-// streamLeader is the index of the server leading stream, as the
-// servers' monitoring endpoints report it.
-func (c *chaosRun) streamLeader(stream string) int {
-	leader := ""
-	client := &http.Client{Timeout: 2 * time.Second}
-	waitFor(c.t, func() string { return "a leader of " + stream }, func() bool {
+// leaderOf is the index of the server leading what leader finds in the
+// running servers' /jsz (the first that names one), polled until one does.
+func (c *chaosRun) leaderOf(what string, leader func(j *jsz) string) int {
+	name := ""
+	client := &http.Client{Timeout: 2 * time.Second} // a frozen server may not answer
+	waitFor(c.t, func() string { return "a leader of " + what }, func() bool {
 		for _, n := range c.nats {
 			if n.proc == nil {
 				continue
@@ -255,28 +240,35 @@ func (c *chaosRun) streamLeader(stream string) int {
 			if err != nil {
 				continue
 			}
-			var jsz struct {
-				Accounts []struct {
-					Streams []struct {
-						Name    string
-						Cluster struct{ Leader string }
-					} `json:"stream_detail"`
-				} `json:"account_details"`
-			}
-			_ = json.NewDecoder(resp.Body).Decode(&jsz)
+			var j jsz
+			_ = json.NewDecoder(resp.Body).Decode(&j)
 			resp.Body.Close()
-			for _, a := range jsz.Accounts {
-				for _, st := range a.Streams {
-					if st.Name == stream && st.Cluster.Leader != "" {
-						leader = st.Cluster.Leader
-						return true
-					}
-				}
+			if name = leader(&j); name != "" {
+				return true
 			}
 		}
 		return false
 	})
-	return c.serverIndex(leader)
+	return c.serverIndex(name)
+}
+
+// metaLeader is the index of the server leading the JetStream metadata.
+func (c *chaosRun) metaLeader() int {
+	return c.leaderOf("the metadata", func(j *jsz) string { return j.Meta.Leader })
+}
+
+// streamLeader is the index of the server leading stream.
+func (c *chaosRun) streamLeader(stream string) int {
+	return c.leaderOf(stream, func(j *jsz) string {
+		for _, a := range j.Accounts {
+			for _, st := range a.Streams {
+				if st.Name == stream {
+					return st.Cluster.Leader
+				}
+			}
+		}
+		return ""
+	})
 }
 
 func (c *chaosRun) serverIndex(name string) int {
