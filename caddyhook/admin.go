@@ -18,6 +18,7 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/lockout"
+	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 func init() {
@@ -37,6 +38,7 @@ const (
 // running hooks handlers:
 //
 //	GET    /hooks/                    each handler: base path, spool status, active lockouts, idempotency entries
+//	GET    /hooks/version             the running build: version, cluster level, admin API version, formats
 //	GET    /hooks/lockouts            [{"address", "until"}]
 //	DELETE /hooks/lockouts/<address>  lifts one lockout (404 if not locked)
 //	GET    /hooks/spool/dead          the dead letters (?body=1: with the stored gateway request)
@@ -52,7 +54,8 @@ const (
 //
 // With several hooks handlers, ?path=<base path> (and ?server=<name> when
 // two servers use the same base path) selects one. No answer carries a
-// token or secret.
+// token or secret. Every answer carries the admin API's version in the
+// Hooks-Api-Version header (internal/version.API).
 type adminAPI struct {
 	ctx caddy.Context // its config's: ends the live tails when it is replaced
 }
@@ -102,9 +105,12 @@ func (a *adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 // serveAPI answers the API request sub (the path below /hooks/): on the
 // admin endpoint, and below a hooks_console handler's api/ path.
 func serveAPI(w http.ResponseWriter, r *http.Request, sub string) error {
+	w.Header().Set(version.APIHeader, strconv.Itoa(version.API))
 	var rt adminRoute
 	var arg string
 	switch {
+	case sub == "version":
+		rt = adminRoute{http.MethodGet, serveVersion}
 	case sub == "events" || strings.HasPrefix(sub, "events/"):
 		rt, arg = eventsRoute(strings.TrimPrefix(strings.TrimPrefix(sub, "events"), "/"))
 	case sub == "":
@@ -128,7 +134,7 @@ func serveAPI(w http.ResponseWriter, r *http.Request, sub string) error {
 		w.Header().Set("Allow", rt.method)
 		return apiError(http.StatusMethodNotAllowed, "%s %s: method not allowed (use %s)", r.Method, r.URL.Path, rt.method)
 	}
-	if sub == "" {
+	if sub == "" || sub == "version" {
 		return rt.serve(w, r, nil, arg)
 	}
 	lh, err := selectHandler(r)
@@ -197,6 +203,12 @@ func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ strin
 		out = append(out, st)
 	}
 	return writeAdminJSON(w, out)
+}
+
+// serveVersion answers GET /hooks/version: the running build's version,
+// cluster level, admin API version and formats.
+func serveVersion(w http.ResponseWriter, _ *http.Request, _ *liveHandler, _ string) error {
+	return writeAdminJSON(w, adminapi.VersionOf())
 }
 
 // serveLockouts lists the locked addresses, soonest released first (at

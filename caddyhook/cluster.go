@@ -108,6 +108,7 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	if err := metrics.Register(ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("cluster metrics: %w", err)
 	}
+	metrics.SetUnreadable(h.metrics.unreadable)
 	p.Metrics = metrics
 	b, err := eng.Open(p)
 	if err != nil {

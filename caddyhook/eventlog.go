@@ -21,6 +21,7 @@ import (
 	"github.com/caddyhook/caddyhook/internal/eventlog"
 	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/safetext"
+	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 // EventsConfig configures the handler's event log (on by default, bodies
@@ -144,7 +145,15 @@ func (h *Handler) provisionEvents(ctx caddy.Context) error {
 	key := fmt.Sprintf(eventsPoolPrefix+"%q|%q|%q", strings.Join(listen, ","), h.base, dir)
 	logger := h.logger.Named("events")
 	l, _, err := hold(&h.held, key, func() (*eventlog.Log, error) {
-		return eventlog.New(b, eventlog.Options{Dir: dir, OnError: func(err error) { logger.Error("event log", zap.Error(err)) }})
+		l, err := eventlog.New(b, eventlog.Options{Dir: dir, OnError: func(err error) { logger.Error("event log", zap.Error(err)) }})
+		if err == nil {
+			for v, n := range l.Newer() {
+				logger.Warn("event log: keeping events written by a newer release, unread: they stay in events.db for that release",
+					zap.String("dir", dir), zap.Int("version", v), zap.Int("events", n))
+				h.metrics.unreadable.Add(version.StoreEventLog, v, n)
+			}
+		}
+		return l, err
 	})
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/promreg"
+	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 // hookMetrics are the handler's Prometheus collectors on Caddy's registry.
@@ -19,6 +20,10 @@ type hookMetrics struct {
 	// forwardedUnparsed counts requests keyed on a trusted hop because
 	// the forwarded entry it wrote is not an address (clientAddress).
 	forwardedUnparsed prometheus.Counter
+	// buildInfo is caddy_hooks_build_info; unreadable counts the records
+	// the stores kept because a newer release wrote them.
+	buildInfo  prometheus.Collector
+	unreadable *version.Unreadable
 }
 
 // provisionMetrics takes the collectors from the usage pool, so that the
@@ -58,13 +63,16 @@ func newHookMetrics() *hookMetrics {
 			Namespace: ns, Subsystem: sub, Name: "forwarded_unparsed_total",
 			Help: "Hook requests keyed on a trusted proxy because the X-Forwarded-For entry it wrote is not an address.",
 		}),
+		buildInfo:  version.NewBuildInfo(),
+		unreadable: version.NewUnreadable(),
 	}
 }
 
 // register registers the collectors on reg; a collector already there
 // (another hooks handler of the same config) is fine.
 func (m *hookMetrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.requests, m.authFailures, m.dispatch, m.activeLockouts, m.forwardedUnparsed} {
+	for _, c := range []prometheus.Collector{m.requests, m.authFailures, m.dispatch, m.activeLockouts, m.forwardedUnparsed,
+		m.buildInfo, m.unreadable.Collector()} {
 		if _, err := promreg.Register(reg, c); err != nil {
 			return err
 		}

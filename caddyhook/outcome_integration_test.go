@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 
@@ -160,8 +161,11 @@ func TestClusterForgedOutcomeChangesNothing(t *testing.T) {
 		t.Fatalf("after forged outcomes the event is %+v; want it queued as it was", ev.Dispatch[0])
 	}
 
-	// the same outcome, sealed as a node seals it, applies
-	if err := nc.Publish(subject, sealed(forged)); err != nil {
+	// the same outcome, sealed and numbered as a node of this release
+	// writes it (the only node runs at cluster level 1), and fresh, applies
+	fresh := fmt.Sprintf(`{"v":2,"node":"evil","ms":%d,"from":"0123456789abcdef","n":1,"items":[{"id":%q,"state":"delivered","attempts":1,"status":200,"run_id":"forged"}]}`,
+		time.Now().UnixMilli(), id)
+	if err := nc.Publish(subject, sealed(fresh)); err != nil {
 		t.Fatal(err)
 	}
 	d := c.waitClusterState(t, 0, id, eventlog.StateDelivered)

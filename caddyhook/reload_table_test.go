@@ -665,6 +665,8 @@ var reloadRows = []reloadRow{
 	{option: "cluster.signing_keys", before: natsBlock("signing_keys {env.CADDYHOOK_RT_A}"),
 		after: natsBlock("signing_keys {env.CADDYHOOK_RT_A} {env.CADDYHOOK_RT_B}"), observe: clusterSetting("signing_keys")},
 	{option: "cluster.clock_skew", before: natsBlock("clock_skew 2s"), after: natsBlock("clock_skew 5s"), observe: clusterSetting("clock_skew")},
+	{option: "cluster.accept_unsealed_until", before: natsBlock(), after: natsBlock("accept_unsealed_until " + time.Now().Add(72*time.Hour).UTC().Format(time.RFC3339)),
+		observe: clusterSetting("accept_unsealed_until")},
 	{option: "cluster.duplicate_window", before: natsBlock("duplicate_window 1h"), after: natsBlock("duplicate_window 2h"),
 		observe: clusterSetting("duplicate_window")},
 

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 // SpoolConfig turns on durable accept: every accepted action is written
@@ -130,6 +131,9 @@ func (h *Handler) openSpoolShare(ctx caddy.Context, sc spool.Config) (*spoolShar
 		st, err := openSpool(sc, h.logger.Named("spool"))
 		if err != nil {
 			return nil, err
+		}
+		for v, n := range st.Newer() {
+			h.metrics.unreadable.Add(version.StoreSpool, v, n)
 		}
 		return newSpoolShare(st), nil
 	})

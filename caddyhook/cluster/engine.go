@@ -118,6 +118,10 @@ type Backend interface {
 	// ClockSkew is how far ahead of this node's clock a time read from
 	// another node may be; later times are clamped to it.
 	ClockSkew() time.Duration
+	// Gate is the namespace's cluster version gate, which the members of
+	// every role (Members) tell the levels they announce; nil: none (the
+	// behaviours it gates stay off).
+	Gate() *Gate
 
 	// Broadcast sends msg, best effort, to every Subscribe of topic in
 	// this namespace on every node (this one included). A topic is one to
@@ -130,8 +134,9 @@ type Backend interface {
 	// PutLock records a lock under key for ttl.
 	PutLock(ctx context.Context, key string, val []byte, ttl time.Duration) error
 	// WatchLocks delivers every live lock record and then each new one,
+	// with the engine's time of its write (for the freshness check),
 	// catching up by itself after a reconnection, until stop is called.
-	WatchLocks(fn func(val []byte)) (stop func(), err error)
+	WatchLocks(fn func(val []byte, stored time.Time)) (stop func(), err error)
 
 	// Claims is the idempotency store.
 	Claims() ClaimStore

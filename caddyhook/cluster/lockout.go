@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 // Addr is a client address reduced to its lockout identity (an IPv4
@@ -506,7 +508,9 @@ func (s *LockSync) writeLocks(locks []wireRecord) (failed []wireRecord) {
 		if ttl <= 0 {
 			continue
 		}
-		val := appendRecords(appendHeader(nil, kindLock, s.node, s.members.id, 0), []wireRecord{l})
+		// the record's number is its write time: a reader refuses the
+		// record written back later (a replay, see onLock)
+		val := appendRecords(appendHeader(nil, kindLock, s.node, s.members.id, uint64(time.Now().UnixMilli())), []wireRecord{l})
 		ctx, cancel := context.WithTimeout(context.Background(), s.opt.Timeout)
 		start := time.Now()
 		err := s.b.PutLock(ctx, hex.EncodeToString(l.addr[:]), val, ttl)
@@ -544,6 +548,9 @@ func (s *LockSync) keepLocks(locks []wireRecord) {
 // addresses it owns, or the confirmation of a batch it sent.
 func (s *LockSync) onInbox(msg []byte) {
 	w, err := parseWire(msg)
+	if v := newerWire(msg); v != 0 {
+		s.opt.Metrics.Newer(version.StoreFailures, v) // a newer release's: not read (soft state)
+	}
 	if err != nil || w.sender == s.members.id {
 		return
 	}
@@ -561,13 +568,22 @@ func (s *LockSync) onInbox(msg []byte) {
 func (s *LockSync) onFailures(w wireMsg) {
 	now := time.Now()
 	if !s.fresh(w.sender, w.seq, now) {
-		s.opt.Metrics.Rejected(RejectedFailures)
+		s.opt.Metrics.Replayed(ReplayedFailures, len(w.recs))
 		return
 	}
 	lo, hi := now.Add(-s.opt.Window).UnixMilli(), now.Add(s.opt.ClockSkew).UnixMilli()
+	stale := lo - s.opt.ClockSkew.Milliseconds()
 	var locks []wireRecord
 	listed := map[Addr]bool{}
+	replayed := 0
 	for _, r := range w.recs {
+		if r.ms < stale {
+			// out of the window even for a sender whose clock is behind
+			// by the skew: a batch replayed after its sender went quiet
+			// (and was forgotten), never counted
+			replayed++
+			continue
+		}
 		until, newly := s.target.FoldFailure(r.addr, time.UnixMilli(min(max(r.ms, lo), hi)))
 		if newly {
 			s.Locked(r.addr, until)
@@ -577,7 +593,8 @@ func (s *LockSync) onFailures(w wireMsg) {
 			locks = append(locks, wireRecord{r.addr, until.UnixMilli()})
 		}
 	}
-	s.opt.Metrics.remoteFailures(len(w.recs))
+	s.opt.Metrics.remoteFailures(len(w.recs) - replayed)
+	s.opt.Metrics.Replayed(ReplayedFailures, replayed)
 	ack := binary.BigEndian.AppendUint64(appendHeader(make([]byte, 0, 64), kindAck, s.node, s.members.id, 0), w.seq)
 	_ = s.b.Broadcast(LockoutInbox(hex.EncodeToString(w.sender[:])), appendRecords(ack, locks))
 }
@@ -622,8 +639,9 @@ func (s *LockSync) fresh(sender memberID, seq uint64, now time.Time) bool {
 	}
 	s.seen[sender] = seenSender{seq: seq, at: now}
 	// a sender silent for a window is forgotten: a replay of its
-	// batches would carry failures that are out of the window by then
-	if keep := s.opt.Window + s.opt.ClockSkew; now.After(s.pruneAt) {
+	// batches carries failures that are out of the window by then, which
+	// onFailures drops
+	if keep := s.opt.Window + 2*s.opt.ClockSkew; now.After(s.pruneAt) {
 		for k, v := range s.seen {
 			if now.Sub(v.at) > keep {
 				delete(s.seen, k)
@@ -635,10 +653,23 @@ func (s *LockSync) fresh(sender memberID, seq uint64, now time.Time) bool {
 }
 
 // onLock applies a lock record another node (or an earlier run) wrote,
-// its end clamped to now + lockout + skew.
-func (s *LockSync) onLock(val []byte) {
+// its end clamped to now + lockout + skew, unless it is a replay: a
+// record whose write time (its number) is more than FreshWindow before
+// the engine stored it was written back later, after an operator may have
+// lifted the lock. A record without a write time (written before v0.9.0)
+// is applied while a node of such a release runs (the cluster level is
+// 0), and refused once none does.
+func (s *LockSync) onLock(val []byte, stored time.Time) {
 	w, err := parseWire(val)
+	if v := newerWire(val); v != 0 {
+		s.opt.Metrics.Newer(version.StoreLock, v) // left in the bucket for that release, not applied here
+	}
 	if err != nil || w.kind != kindLock {
+		return
+	}
+	if w.seq == 0 && s.b.Gate().AtLeast(LevelFreshRecords) ||
+		w.seq != 0 && !Fresh(time.UnixMilli(int64(w.seq)), stored, s.opt.ClockSkew, s.opt.Timeout) {
+		s.opt.Metrics.Replayed(ReplayedLock, 1)
 		return
 	}
 	s.applyLocks(w.recs)

@@ -28,10 +28,11 @@ func (*benchBackend) Subscribe(string, func([]byte)) (func(), error) { return fu
 func (*benchBackend) PutLock(context.Context, string, []byte, time.Duration) error {
 	return nil
 }
-func (*benchBackend) WatchLocks(func([]byte)) (func(), error) { return func() {}, nil }
-func (*benchBackend) Claims() ClaimStore                      { return nil }
-func (*benchBackend) Queue() QueueStore                       { return nil }
-func (*benchBackend) Close() error                            { return nil }
+func (*benchBackend) WatchLocks(func([]byte, time.Time)) (func(), error) { return func() {}, nil }
+func (*benchBackend) Gate() *Gate                                        { return nil }
+func (*benchBackend) Claims() ClaimStore                                 { return nil }
+func (*benchBackend) Queue() QueueStore                                  { return nil }
+func (*benchBackend) Close() error                                       { return nil }
 func (b *benchBackend) Broadcast(string, []byte) error {
 	b.mu.Lock()
 	b.sent++

@@ -31,9 +31,13 @@ const (
 	memberExpiry          = 3
 )
 
-// Member flags.
+// Member flags. The bits above flagHello carry the sender's cluster
+// level (Gate): releases before levels were announced send 0 there and
+// read only flagHello, so every release reads every other's
+// announcements.
 const (
-	flagHello = 1 // the sender just joined (or came back): answer at once
+	flagHello  = 1 // the sender just joined (or came back): answer at once
+	levelShift = 1
 )
 
 // Members keeps the live members of one role: each member announces
@@ -50,6 +54,7 @@ type Members struct {
 	interval time.Duration
 	skew     time.Duration
 	onChange func()
+	gate     *Gate // the namespace's version gate (the backend's)
 
 	mu    sync.Mutex
 	peers map[memberID]*peer
@@ -84,7 +89,7 @@ func NewMembers(b Backend, topic string, interval time.Duration, onChange func()
 		interval = DefaultMemberInterval
 	}
 	m := &Members{b: b, topic: topic, node: b.Node(), interval: interval, skew: b.ClockSkew(), onChange: onChange,
-		peers: map[memberID]*peer{}, done: make(chan struct{})}
+		gate: b.Gate(), peers: map[memberID]*peer{}, done: make(chan struct{})}
 	_, _ = rand.Read(m.id[:])
 	m.rebuild()
 	return m
@@ -103,9 +108,11 @@ func (m *Members) Start() error {
 	m.stopSub = stopSub
 	m.stopState = m.b.Watch(func(up bool) {
 		if up {
+			m.gate.Unsure() // the others answer the hello within a round trip
 			m.announce(kindAlive, flagHello)
 		}
 	})
+	m.gate.Unsure()
 	m.announce(kindAlive, flagHello)
 	m.wg.Add(1)
 	go m.loop()
@@ -123,6 +130,13 @@ func (m *Members) Close() {
 		m.stopState()
 		m.announce(kindLeave, 0)
 		m.stopSub()
+		m.mu.Lock()
+		ids := make([]memberID, 0, len(m.peers))
+		for id := range m.peers {
+			ids = append(ids, id)
+		}
+		m.mu.Unlock()
+		m.gate.forget(ids...)
 	})
 }
 
@@ -166,8 +180,10 @@ func mix64(x uint64) uint64 {
 	return x ^ x>>31
 }
 
-// announce sends an alive or leaving message (best effort).
+// announce sends an alive or leaving message (best effort), with this
+// node's cluster level.
 func (m *Members) announce(kind, flags byte) {
+	flags |= byte(m.gate.Own()) << levelShift
 	m.mu.Lock()
 	m.seq++
 	msg := appendBeat(appendHeader(make([]byte, 0, 64), kind, m.node, m.id, m.seq), flags, time.Now().UnixMilli())
@@ -198,12 +214,15 @@ func (m *Members) receive(msg []byte) {
 	case w.kind == kindLeave:
 		delete(m.peers, w.sender)
 		changed = known
+		m.gate.forget(w.sender)
 	case known:
 		p.seen, p.seq = now, w.seq
 		answer = w.flags&flagHello != 0
+		m.gate.set(w.sender, int(w.flags>>levelShift))
 	default:
 		m.peers[w.sender] = &peer{seen: now, seq: w.seq}
 		changed, answer = true, w.flags&flagHello != 0
+		m.gate.set(w.sender, int(w.flags>>levelShift))
 	}
 	if changed {
 		m.rebuild()
@@ -246,6 +265,7 @@ func (m *Members) expire(now time.Time) bool {
 	for id, p := range m.peers {
 		if now.Sub(p.seen) > time.Duration(memberExpiry)*m.interval {
 			delete(m.peers, id)
+			m.gate.forget(id)
 			changed = true
 		}
 	}

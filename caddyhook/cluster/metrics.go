@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddyhook/caddyhook/internal/promreg"
+	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 // Metrics are the cluster's Prometheus collectors. A nil *Metrics records
@@ -21,9 +22,12 @@ type Metrics struct {
 	fallbacks    prometheus.Counter
 	redeliveries prometheus.Counter
 	rejected     *prometheus.CounterVec
+	replays      *prometheus.CounterVec
 	heldReqs     prometheus.Counter
 	members      *prometheus.GaugeVec
 	upGauge      prometheus.GaugeFunc
+	levelGauge   prometheus.GaugeFunc
+	unreadable   atomic.Pointer[version.Unreadable]
 	reconnects   *prometheus.CounterVec
 	redundancy   *redundancyCollector
 }
@@ -69,6 +73,10 @@ func newMetrics() *Metrics {
 			Namespace: ns, Subsystem: sub, Name: "cluster_rejected_total",
 			Help: "Records read from the cluster engine and dropped because they were not sealed with the cluster's signing key, by kind (queue, dead_letter, idempotency, lock, failures, members, outcome).",
 		}, []string{"kind"}),
+		replays: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "cluster_replays_total",
+			Help: "Sealed records read from the cluster engine and dropped as replays (repeated, or older than their freshness window), by kind (failures, lock, idempotency, lease, outcome).",
+		}, []string{"kind"}),
 		heldReqs: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "cluster_lockout_held_total",
 			Help: "Failed authentications answered as locked because earlier failures of the address were not yet confirmed by the node owning its count.",
@@ -96,6 +104,10 @@ func newMetrics() *Metrics {
 		Namespace: ns, Subsystem: sub, Name: "cluster_up",
 		Help: "1 while the cluster engine is reachable, 0 otherwise.",
 	}, m.up)
+	m.levelGauge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: ns, Subsystem: sub, Name: "cluster_level",
+		Help: "The cluster version gate: the lowest cluster level among the live nodes of the namespace, this one included (0: a node of a release before v0.9.0 runs).",
+	}, m.level)
 	return m
 }
 
@@ -103,8 +115,8 @@ func newMetrics() *Metrics {
 // one Metrics keeps counting on the registry of each config; collectors
 // registered there before are fine.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.ops, m.remoteFails, m.remoteLocks, m.fallbacks, m.redeliveries, m.rejected, m.heldReqs,
-		m.members, m.upGauge, m.reconnects, m.redundancy} {
+	for _, c := range []prometheus.Collector{m.ops, m.remoteFails, m.remoteLocks, m.fallbacks, m.redeliveries, m.rejected,
+		m.replays, m.heldReqs, m.members, m.upGauge, m.levelGauge, m.reconnects, m.redundancy} {
 		if _, err := promreg.Register(reg, c); err != nil {
 			return err
 		}
@@ -122,6 +134,13 @@ func (m *Metrics) Bind(b Backend) {
 		return
 	}
 	m.backend.Store(&backendBox{b})
+}
+
+func (m *Metrics) level() float64 {
+	if bx := m.backend.Load(); bx != nil {
+		return float64(bx.Gate().Level())
+	}
+	return 0
 }
 
 func (m *Metrics) up() float64 {
@@ -251,5 +270,28 @@ const (
 func (m *Metrics) Rejected(kind string) {
 	if m != nil {
 		m.rejected.WithLabelValues(kind).Inc()
+	}
+}
+
+// Replayed counts n sealed records of kind dropped as replays.
+func (m *Metrics) Replayed(kind string, n int) {
+	if m != nil && n > 0 {
+		m.replays.WithLabelValues(kind).Add(float64(n))
+	}
+}
+
+// SetUnreadable makes Newer count on u (the handler's
+// caddy_hooks_records_unreadable_total, shared with its other stores).
+func (m *Metrics) SetUnreadable(u *version.Unreadable) {
+	if m != nil {
+		m.unreadable.Store(u)
+	}
+}
+
+// Newer counts one record of store (internal/version's store names)
+// that a newer release wrote, kept unread.
+func (m *Metrics) Newer(store string, v int) {
+	if m != nil {
+		m.unreadable.Load().Add(store, v, 1)
 	}
 }

@@ -67,6 +67,12 @@ type OutcomeBatch struct {
 	Node  string
 	Time  time.Time
 	Items []Outcome
+	// From and N number a message of version 2: its sender's id (16
+	// lower-case hex digits, random per run) and the sender's message
+	// number, from 1 (OutcomeSender sets them). A batch without them is
+	// a message of version 1, which has no number.
+	From string
+	N    uint64
 }
 
 // outcomeStates are the states an outcome may carry (an allow-list).
@@ -78,6 +84,14 @@ var outcomeStates = map[string]bool{
 var (
 	outcomeIDRe   = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 	outcomeNodeRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	outcomeFromRe = regexp.MustCompile(`^[0-9a-f]{16}$`)
+)
+
+// Versions of an outcome message (internal/version.OutcomeMessage is the
+// newest): 1 has no number; 2 carries its sender's id and number.
+const (
+	outcomeV1 = 1
+	outcomeV2 = 2
 )
 
 // outcomeWire is the message's JSON.
@@ -85,11 +99,17 @@ type outcomeWire struct {
 	V     int       `json:"v"`
 	Node  string    `json:"node"`
 	MS    int64     `json:"ms"`
+	From  string    `json:"from,omitempty"` // version 2
+	N     uint64    `json:"n,omitempty"`    // version 2
 	Items []Outcome `json:"items"`
 }
 
 // errOutcome is every reason DecodeOutcomes refuses a message for.
 var errOutcome = errors.New("malformed outcome message")
+
+// ErrNewerOutcome: an outcome message of a version newer than this build
+// reads (a node of a later release sent it).
+var ErrNewerOutcome = errors.New("outcome message of a newer version")
 
 // Normalize returns b as DecodeOutcomes returns it once it has crossed:
 // the node name with other characters than A-Z a-z 0-9 . _ - replaced,
@@ -105,6 +125,9 @@ func (b OutcomeBatch) Normalize() OutcomeBatch {
 		return '_'
 	}, b.Node)
 	out := OutcomeBatch{Node: node[:min(len(node), 64)], Time: time.UnixMilli(b.Time.UnixMilli())}
+	if outcomeFromRe.MatchString(b.From) && b.N > 0 {
+		out.From, out.N = b.From, b.N
+	}
 	for _, o := range b.Items {
 		if len(out.Items) == MaxOutcomeItems {
 			break
@@ -138,23 +161,42 @@ func cutRunID(s string) string {
 	return s
 }
 
-// EncodeOutcomes is the message of b, normalized; ok is false when
-// nothing is left to send.
+// EncodeOutcomes is the message of b, normalized: version 2 when b is
+// numbered (From and N), else version 1; ok is false when nothing is left
+// to send.
 func EncodeOutcomes(b OutcomeBatch) (msg []byte, ok bool) {
 	b = b.Normalize()
 	if b.Node == "" || len(b.Items) == 0 {
 		return nil, false
 	}
-	msg, err := json.Marshal(outcomeWire{V: 1, Node: b.Node, MS: b.Time.UnixMilli(), Items: b.Items})
+	w := outcomeWire{V: outcomeV1, Node: b.Node, MS: b.Time.UnixMilli(), Items: b.Items}
+	if b.From != "" {
+		w.V, w.From, w.N = outcomeV2, b.From, b.N
+	}
+	msg, err := json.Marshal(w)
 	return msg, err == nil && len(msg) <= MaxOutcomeBytes
+}
+
+// OutcomeVersion is the version an outcome message says it is (0 when it
+// says none readable), for the log and metrics of a message refused.
+func OutcomeVersion(msg []byte) int {
+	var w struct {
+		V int `json:"v"`
+	}
+	_ = json.Unmarshal(msg, &w)
+	return w.V
 }
 
 // DecodeOutcomes is the one function that reads an outcome message from
 // another node (after its seal opened): it accepts only what Normalize
 // leaves as it is (a bounded node name, 1 to MaxOutcomeItems outcomes,
 // ids of A-Z a-z 0-9 . _ : -, states from an allow-list, bounded
-// attempts and statuses, one-line run ids and errors), within
-// MaxOutcomeBytes, and clamps a time later than now+skew to now.
+// attempts and statuses, one-line run ids and errors; in version 2 a
+// sender id of 16 hex digits and a number from 1), within
+// MaxOutcomeBytes, and clamps a time later than now+skew to now. A
+// version newer than this build writes is refused with an error wrapping
+// ErrNewerOutcome. Whether the message is fresh is OutcomeReader's to
+// check.
 func DecodeOutcomes(msg []byte, now time.Time, skew time.Duration) (OutcomeBatch, error) {
 	if len(msg) > MaxOutcomeBytes {
 		return OutcomeBatch{}, fmt.Errorf("%w: %d bytes, more than %d", errOutcome, len(msg), MaxOutcomeBytes)
@@ -169,14 +211,20 @@ func DecodeOutcomes(msg []byte, now time.Time, skew time.Duration) (OutcomeBatch
 		return OutcomeBatch{}, fmt.Errorf("%w: trailing data", errOutcome)
 	}
 	switch {
-	case w.V != 1:
+	case w.V > outcomeV2:
+		return OutcomeBatch{}, fmt.Errorf("%w: version %d", ErrNewerOutcome, w.V)
+	case w.V != outcomeV1 && w.V != outcomeV2:
 		return OutcomeBatch{}, fmt.Errorf("%w: version %d", errOutcome, w.V)
+	case w.V == outcomeV1 && (w.From != "" || w.N != 0):
+		return OutcomeBatch{}, fmt.Errorf("%w: a number in version 1", errOutcome)
+	case w.V == outcomeV2 && (!outcomeFromRe.MatchString(w.From) || w.N == 0):
+		return OutcomeBatch{}, fmt.Errorf("%w: version 2 without its sender or number", errOutcome)
 	case w.MS <= 0:
 		return OutcomeBatch{}, fmt.Errorf("%w: no time", errOutcome)
 	case len(w.Items) == 0 || len(w.Items) > MaxOutcomeItems:
 		return OutcomeBatch{}, fmt.Errorf("%w: %d outcomes, want 1 to %d", errOutcome, len(w.Items), MaxOutcomeItems)
 	}
-	b := OutcomeBatch{Node: w.Node, Time: time.UnixMilli(w.MS), Items: w.Items}
+	b := OutcomeBatch{Node: w.Node, Time: time.UnixMilli(w.MS), Items: w.Items, From: w.From, N: w.N}
 	n := b.Normalize()
 	if n.Node != b.Node || !outcomeNodeRe.MatchString(b.Node) || len(n.Items) != len(b.Items) {
 		return OutcomeBatch{}, fmt.Errorf("%w: a node name, id or state out of bounds", errOutcome)

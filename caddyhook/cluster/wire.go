@@ -18,11 +18,16 @@ import (
 //
 // The engine seals every message and record. A receiver drops a message
 // whose number is not above the last one of its sender and kind family
-// (a replay). The lock record's format is the one every release since
-// signed records writes and reads.
+// (a replay). A lock record's number is its write time in Unix ms (0
+// before v0.9.0), which its readers check against the engine's time of
+// the write (Fresh). The 'm' and 'x' flags byte carries flagHello and,
+// above it, the sender's cluster level (Gate). The envelope's format is
+// the one every release since signed records writes and reads: releases
+// before v0.9.0 ignore the number of a lock record and the flags' upper
+// bits.
 const (
 	wireMagic   = 'h'
-	wireVersion = 2
+	wireVersion = 2 // internal/version.ClusterEnvelope
 	kindAlive   = 'm'
 	kindLeave   = 'x'
 	kindFail    = 'f'
@@ -57,6 +62,15 @@ type wireMsg struct {
 }
 
 var errWire = errors.New("malformed cluster message")
+
+// newerWire is the version of a message of a newer envelope than this
+// build reads (0: none, or not a cluster message at all).
+func newerWire(b []byte) int {
+	if len(b) >= 2 && b[0] == wireMagic && b[1] > wireVersion {
+		return int(b[1])
+	}
+	return 0
+}
 
 // appendHeader encodes the envelope up to the payload.
 func appendHeader(b []byte, kind byte, node string, sender memberID, seq uint64) []byte {

@@ -30,6 +30,34 @@ const (
 // errCorrupt is wrapped by decodeEvent for any malformed record.
 var errCorrupt = errors.New("corrupt spool record")
 
+// ErrNewer is wrapped (by a *NewerError) when a record's version is
+// newer than this build reads: a newer release wrote it. The stores keep
+// such a record where it is, unread, for that release (a rollback loses
+// nothing); it is not corrupt.
+var ErrNewer = errors.New("record written by a newer release")
+
+// NewerError is a record of a newer version than this build reads.
+type NewerError struct {
+	Version int // the record's version
+}
+
+func (e *NewerError) Error() string {
+	return fmt.Sprintf("spool record version %d, newer than this build reads (%d)", e.Version, codecVersionV2)
+}
+
+// Unwrap makes errors.Is(err, ErrNewer) hold.
+func (e *NewerError) Unwrap() error { return ErrNewer }
+
+// NewerVersion is the version of the record err is about when err is a
+// *NewerError, and ok.
+func NewerVersion(err error) (version int, ok bool) {
+	var ne *NewerError
+	if errors.As(err, &ne) {
+		return ne.Version, true
+	}
+	return 0, false
+}
+
 // encodeEvent serialises ev into the stored record format:
 //
 //	version(1) firstSeen(varint ns) nextTry(varint ns) attempts(uvarint)
@@ -140,7 +168,11 @@ type record struct {
 func parseRecord(b []byte) (record, error) {
 	d := decoder{b: b}
 	version := d.byte()
-	if d.err == nil && version != codecVersion && version != codecVersionV2 {
+	switch {
+	case d.err != nil:
+	case version > codecVersionV2:
+		return record{}, &NewerError{Version: int(version)}
+	case version != codecVersion && version != codecVersionV2:
 		return record{}, fmt.Errorf("%w: unknown version %d", errCorrupt, version)
 	}
 	r := record{

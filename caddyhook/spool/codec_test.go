@@ -176,7 +176,7 @@ func TestCodecRejectsCorrupt(t *testing.T) {
 		in   []byte
 	}{
 		{"empty", nil},
-		{"wrong version", append([]byte{9}, valid[1:]...)},
+		{"version 0 (none)", append([]byte{0}, valid[1:]...)},
 		{"trailing byte", append(append([]byte(nil), valid...), 0)},
 		{"length past end", []byte{codecVersion, 0, 0, 0, 0x7f, 'a'}},
 		{"attempts overflow", append([]byte{codecVersion, 0, 0}, 0xff, 0xff, 0xff, 0xff, 0x0f)},

@@ -1,6 +1,7 @@
 package spool
 
 import (
+	"errors"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -15,6 +16,9 @@ func (s *Store) DeadLetters() ([]*Event, error) {
 	err := s.view(func(tx *bolt.Tx) error {
 		return tx.Bucket(deadBucket).ForEach(func(k, v []byte) error {
 			ev, err := decodeEvent(v)
+			if errors.Is(err, ErrNewer) {
+				return nil // kept for the release that wrote it (see Newer)
+			}
 			if err != nil || len(k) != keyLen {
 				s.log.Error("spool: skipping unreadable dead letter", zap.Binary("key", k), zap.Error(err))
 				return nil

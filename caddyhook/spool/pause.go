@@ -16,6 +16,8 @@ import (
 // this holds across a restart too; a pause itself ends with the process.
 
 // metaBucket holds the store's own records; pausesKey the pause spans.
+// The key is the record's version: a later format goes under another
+// key (an older release then neither reads nor overwrites it).
 var (
 	metaBucket = []byte("meta")
 	pausesKey  = []byte("pauses")

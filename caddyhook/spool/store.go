@@ -41,10 +41,11 @@ type Store struct {
 	pauseUntil  time.Time // no new sends before this (gateway unreachable)
 	netFailures int       // consecutive sends that got no response
 	started     bool
-	agentActive int      // agent-lane workers running (Reconfigure changes the target)
-	paused      bool     // by the operator (Pause/Resume)
-	pauses      PauseLog // the operator's pauses that may still matter
-	sends       sendLog  // the delivery rate limit (SetRate)
+	agentActive int         // agent-lane workers running (Reconfigure changes the target)
+	paused      bool        // by the operator (Pause/Resume)
+	pauses      PauseLog    // the operator's pauses that may still matter
+	sends       sendLog     // the delivery rate limit (SetRate)
+	newer       map[int]int // records of a newer release found at open, by version
 
 	sender   atomic.Pointer[senderBox]
 	ctx      context.Context // cancelled by Close; in-flight sends see it
@@ -188,6 +189,9 @@ func (s *Store) load() error {
 			if err == nil && len(k) != keyLen {
 				err = fmt.Errorf("%w: key of %d bytes", errCorrupt, len(k))
 			}
+			if s.keepNewer(err) {
+				return nil
+			}
 			if err != nil {
 				s.log.Error("spool: skipping unreadable queued record", zap.Binary("key", k), zap.Error(err))
 				return nil
@@ -207,14 +211,49 @@ func (s *Store) load() error {
 		}
 		err = d.ForEach(func(_, v []byte) error {
 			s.bytes += recordSize(v)
+			if _, err := parseRecord(v); s.keepNewer(err) {
+				return nil
+			}
 			s.deadDepth++
 			return nil
 		})
 		if err != nil {
 			return err
 		}
+		for v, n := range s.newer {
+			s.log.Warn("spool: keeping records written by a newer release, unread: they stay in spool.db for that release "+
+				"(not delivered, not listed, never deleted)", zap.String("path", s.path), zap.Int("version", v), zap.Int("records", n))
+		}
 		return s.loadPauses(tx)
 	})
+}
+
+// keepNewer counts a record that a newer release wrote (err is a
+// *NewerError) and reports whether it was one.
+func (s *Store) keepNewer(err error) bool {
+	v, ok := NewerVersion(err)
+	if !ok {
+		return false
+	}
+	if s.newer == nil {
+		s.newer = map[int]int{}
+	}
+	s.newer[v]++
+	return true
+}
+
+// Newer counts, by format version, the records of spool.db that a newer
+// release wrote, found when it was opened: left where they are (not
+// delivered, not listed, never deleted, though counted against
+// MaxBytes), for that release to read after a rollback.
+func (s *Store) Newer() map[int]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int]int, len(s.newer))
+	for v, n := range s.newer {
+		out[v] = n
+	}
+	return out
 }
 
 // Path returns the bbolt file's path.

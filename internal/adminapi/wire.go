@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 // Prefix is where the routes live on Caddy's admin endpoint.
@@ -211,3 +212,15 @@ type Replay struct {
 	Reason   string          `json:"reason,omitempty"`
 	Reply    json.RawMessage `json:"reply,omitempty"`
 }
+
+// Version is the answer of GET /hooks/version: the running build's
+// release, cluster level and admin API version (the version of this
+// wire, also in every answer's version.APIHeader), and the versions of
+// the formats it writes and reads.
+type Version struct {
+	version.Build
+	Formats []version.Format `json:"formats"`
+}
+
+// VersionOf is the running build's Version.
+func VersionOf() Version { return Version{Build: version.Info(), Formats: version.Formats()} }

@@ -64,6 +64,8 @@ func New(b Bounds, o Options) (*Log, error) {
 		}
 		l.store = st
 		l.dirty = map[*Event]struct{}{}
+		// numbered above every key of the file, unread ones too
+		l.seq = st.maxSeq
 		for _, e := range loaded { // oldest first
 			l.insert(e)
 			l.seq = max(l.seq, e.Seq)
@@ -72,6 +74,19 @@ func New(b Bounds, o Options) (*Log, error) {
 		go l.writeLoop()
 	}
 	return l, nil
+}
+
+// Newer counts, by version, the events of the log's file that a newer
+// release wrote, found when it was opened: kept in the file unread.
+func (l *Log) Newer() map[int]int {
+	if l.store == nil {
+		return nil
+	}
+	out := make(map[int]int, len(l.store.newer))
+	for v, n := range l.store.newer {
+		out[v] = n
+	}
+	return out
 }
 
 // Registration is one config's claim on a shared log: the oldest

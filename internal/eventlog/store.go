@@ -29,10 +29,22 @@ type store struct {
 	db   *bolt.DB
 	stop chan struct{}
 	done chan struct{}
+	// newer counts the events a newer release wrote, by version: kept in
+	// the file unread (see openStore)
+	newer map[int]int
+	// maxSeq is the highest key in the file, kept events included: the
+	// log numbers new events above it, so that none overwrites them
+	maxSeq uint64
 }
+
+// RecordVersion is the version of the events this build writes (the
+// "v" of each; one without is version 0, written before v0.9.0, and read
+// as this one). An event of a later version is kept in the file unread.
+const RecordVersion = 1
 
 // storedEvent is an event as the file holds it.
 type storedEvent struct {
+	V          int           `json:"v"`
 	Seq        uint64        `json:"seq"`
 	ID         string        `json:"id"`
 	Time       time.Time     `json:"time"`
@@ -61,7 +73,7 @@ type storedEvent struct {
 
 // stored converts e (a snapshot taken under the lock).
 func stored(e *Event) storedEvent {
-	s := storedEvent{Seq: e.Seq, ID: e.ID, Time: e.Time, Path: e.Path, Hook: e.Hook, Route: e.Route, Mapping: e.Mapping,
+	s := storedEvent{V: RecordVersion, Seq: e.Seq, ID: e.ID, Time: e.Time, Path: e.Path, Hook: e.Hook, Route: e.Route, Mapping: e.Mapping,
 		ClientBits: e.ClientBits, Auth: e.Auth, Status: e.Status, Reason: e.Reason, Latency: e.Latency, IdemKey: e.IdemKey,
 		ReplayOf: e.ReplayOf, Headers: e.Headers, Body: e.Body, BodyBytes: e.BodyBytes, BodyNote: e.BodyNote,
 		Replay: e.Replay, ReplayNote: e.ReplayNote, Dispatch: e.Dispatch, HasBody: e.Body != nil, Tracked: e.Tracked}
@@ -92,7 +104,10 @@ func seqKey(seq uint64) []byte {
 }
 
 // openStore opens (or creates) dir/events.db and returns the events it
-// holds within b and the retention, oldest first. A file bbolt cannot
+// holds within b and the retention, oldest first; the others are deleted,
+// except those a newer release wrote (a version above RecordVersion),
+// which stay in the file unread, for that release (a rollback loses
+// nothing), and are counted in the store's newer. A file bbolt cannot
 // open is moved aside (reported through onError) and a fresh one made; a
 // file another process holds is an error.
 func openStore(dir string, b Bounds, now time.Time, onError func(error)) (*store, []*Event, error) {
@@ -117,6 +132,7 @@ func openStore(dir string, b Bounds, now time.Time, onError func(error)) (*store
 	}
 	var loaded []*Event
 	var stale [][]byte
+	st := &store{db: db, stop: make(chan struct{}), done: make(chan struct{})}
 	err = db.Update(func(tx *bolt.Tx) error {
 		bk, err := tx.CreateBucketIfNotExists(bucketEvents)
 		if err != nil {
@@ -126,9 +142,19 @@ func openStore(dir string, b Bounds, now time.Time, onError func(error)) (*store
 		var bytes int64
 		c := bk.Cursor()
 		for k, v := c.Last(); k != nil; k, v = c.Prev() {
+			if len(k) == 8 {
+				st.maxSeq = max(st.maxSeq, binary.BigEndian.Uint64(k))
+			}
 			var s storedEvent
 			if json.Unmarshal(v, &s) != nil {
 				stale = append(stale, append([]byte(nil), k...))
+				continue
+			}
+			if s.V > RecordVersion {
+				if st.newer == nil {
+					st.newer = map[int]int{}
+				}
+				st.newer[s.V]++
 				continue
 			}
 			e := s.event()
@@ -154,7 +180,7 @@ func openStore(dir string, b Bounds, now time.Time, onError func(error)) (*store
 	for i, j := 0, len(loaded)-1; i < j; i, j = i+1, j-1 {
 		loaded[i], loaded[j] = loaded[j], loaded[i]
 	}
-	return &store{db: db, stop: make(chan struct{}), done: make(chan struct{})}, loaded, nil
+	return st, loaded, nil
 }
 
 // close closes the file.

@@ -56,7 +56,7 @@ func BenchmarkQueueMessage(b *testing.B) {
 	b.Run("open+decode", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := q.decode(subject, sealed, time.Time{}); err != nil {
+			if _, err := q.decode(subject, nil, sealed, time.Time{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -28,14 +28,17 @@ import (
 //		duplicate_window <duration>
 //		signing_key      <key> [<older key>...]
 //		clock_skew       <duration>
+//		accept_unsealed_until <RFC 3339 time>
 //	}
 //
 // signing_key may be repeated; the first key seals, all of them open.
+// accept_unsealed_until reads the unsealed records of a release without
+// signing_key until then (the migration to signing_key).
 func (n *NATS) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // the engine name
 	n.URLs = append(n.URLs, d.RemainingArgs()...)
 	strs := map[string]*string{"name": &n.Name, "credentials": &n.Credentials, "user": &n.User,
-		"password": &n.Password, "token": &n.Token, "nkey": &n.NKey}
+		"password": &n.Password, "token": &n.Token, "nkey": &n.NKey, "accept_unsealed_until": &n.AcceptUnsealedUntil}
 	for d.NextBlock(0) {
 		if dst, ok := strs[d.Val()]; ok {
 			if err := oneArg(d, dst); err != nil {

@@ -32,6 +32,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		signing_key {env.HOOKS_CLUSTER_KEY}
 		signing_key {file./etc/caddyhook/old.key} {env.OLDER}
 		clock_skew 500ms
+		accept_unsealed_until 2026-12-01T00:00:00Z
 	}`)
 	var n NATS
 	if err := n.UnmarshalCaddyfile(d); err != nil {
@@ -43,7 +44,7 @@ func TestUnmarshalCaddyfile(t *testing.T) {
 		TLS:     &TLS{CA: "/etc/nats/ca.pem", Cert: "/etc/nats/client.pem", Key: "/etc/nats/client-key.pem"},
 		Timeout: caddy.Duration(3 * time.Second), AckWait: caddy.Duration(45 * time.Second), DuplicateWindow: caddy.Duration(2 * time.Hour),
 		SigningKeys: []string{"{env.HOOKS_CLUSTER_KEY}", "{file./etc/caddyhook/old.key}", "{env.OLDER}"},
-		ClockSkew:   caddy.Duration(500 * time.Millisecond),
+		ClockSkew:   caddy.Duration(500 * time.Millisecond), AcceptUnsealedUntil: "2026-12-01T00:00:00Z",
 	}
 	got, _ := json.Marshal(n.Config)
 	exp, _ := json.Marshal(want)
@@ -62,6 +63,8 @@ func TestUnmarshalCaddyfileErrors(t *testing.T) {
 		{"nats {\n url\n}", "wrong argument count"},
 		{"nats {\n signing_key\n}", "wrong argument count"},
 		{"nats {\n clock_skew later\n}", "clock_skew"},
+		{"nats {\n accept_unsealed_until\n}", "wrong argument count"},
+		{"nats {\n accept_unsealed_until 2026-12-01 00:00\n}", "wrong argument count"},
 	} {
 		var n NATS
 		err := n.UnmarshalCaddyfile(caddyfile.NewTestDispenser(tc.in))
@@ -100,6 +103,12 @@ func TestValidate(t *testing.T) {
 		{Config{ClockSkew: caddy.Duration(time.Hour)}, "clock_skew: 1h0m0s must be between 0 and 10m0s"},
 		{Config{User: "u", Password: "{env.CADDYHOOK_UNIT_UNSET_PASSWORD}"}, "password: {env.CADDYHOOK_UNIT_UNSET_PASSWORD} is empty"},
 		{Config{Token: "{env.CADDYHOOK_UNIT_UNSET_TOKEN}"}, "token: {env.CADDYHOOK_UNIT_UNSET_TOKEN} is empty"},
+		{Config{AcceptUnsealedUntil: time.Now().Add(72 * time.Hour).Format(time.RFC3339)}, ""},
+		{Config{AcceptUnsealedUntil: "2020-01-01T00:00:00Z"}, ""}, // passed: unsealed records are refused
+		{Config{AcceptUnsealedUntil: "2026-12-01"}, "accept_unsealed_until: want an RFC 3339 time"},
+		{Config{AcceptUnsealedUntil: "next week"}, "accept_unsealed_until: want an RFC 3339 time"},
+		{Config{AcceptUnsealedUntil: time.Now().Add(40 * 24 * time.Hour).Format(time.RFC3339)}, "accept_unsealed_until: " +
+			"" + time.Now().Add(40 * 24 * time.Hour).Format(time.RFC3339)[:10]},
 	} {
 		if tc.c.SigningKeys == nil {
 			tc.c.SigningKeys = []string{testSigningKey}
@@ -127,11 +136,12 @@ func TestModuleLoadsFromJSON(t *testing.T) {
 		t.Fatalf("module is %T", mod.New())
 	}
 	if err := json.Unmarshal([]byte(`{"urls":["nats://127.0.0.1:4222"],"name":"x","replicas":3,"timeout":"2s",
-		"signing_keys":["{env.K}","{env.OLD}"],"clock_skew":"1s"}`), n); err != nil {
+		"signing_keys":["{env.K}","{env.OLD}"],"clock_skew":"1s","accept_unsealed_until":"2026-12-01T00:00:00Z"}`), n); err != nil {
 		t.Fatal(err)
 	}
 	if n.Name != "x" || n.Replicas != 3 || time.Duration(n.Timeout) != 2*time.Second ||
-		len(n.SigningKeys) != 2 || n.SigningKeys[1] != "{env.OLD}" || time.Duration(n.ClockSkew) != time.Second {
+		len(n.SigningKeys) != 2 || n.SigningKeys[1] != "{env.OLD}" || time.Duration(n.ClockSkew) != time.Second ||
+		n.AcceptUnsealedUntil != "2026-12-01T00:00:00Z" {
 		t.Errorf("decoded %+v", n.Config)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 // claims is the idempotency store on the idem bucket: create-if-absent
@@ -42,40 +43,77 @@ type heldClaim struct {
 	until time.Time
 }
 
-// record is a bucket value (sealed: see encode).
+// record is a bucket value (sealed: see encode). Its versions
+// (internal/version.IdempotencyRecord is the newest): 0, unsealed JSON (a
+// release without signing_key; read until accept_unsealed_until); 1,
+// sealed JSON without "v" (before v0.9.0: "t" only on settled records);
+// 2, "v" and "t" on every record.
 type record struct {
+	V       int    `json:"v,omitempty"`
 	Pending bool   `json:"p,omitempty"`
 	Node    string `json:"n"`
 	Until   int64  `json:"u,omitempty"` // pending: Unix ms the claim lapses
 	Status  int    `json:"s,omitempty"`
 	Body    []byte `json:"b,omitempty"`
-	Settled int64  `json:"t,omitempty"` // settled: Unix ms it was written
+	Written int64  `json:"t,omitempty"` // Unix ms it was written (version 1: settled records only)
 }
 
-// encode seals r for key.
+// recordVersion is the version of the records this node writes.
+const recordVersion = 2
+
+// newerNode is the node a record of a newer release shows as its
+// claimer: such a record is kept, held as a claim that lapses with the
+// bucket's TTL (never taken over, never answered from).
+const newerNode = "a node of a newer release"
+
+// encode seals r for key, stamped with this version and the time.
 func (c *claims) encode(key string, r record) []byte {
+	r.V, r.Written = recordVersion, time.Now().UnixMilli()
 	b, _ := json.Marshal(r)
 	return c.s.seal(b, sealIdem, c.s.n.idem, key)
 }
 
 // decode opens and reads the value of e. It reports false for a record
-// this node must not trust: one that does not open (counted and logged),
-// or a settled one older than the bucket's TTL (a replay). A pending
-// claim's end is clamped to the server's time of the write plus lease and
-// clock skew, so that a claim from a node whose clock runs ahead lapses
-// when the node's own lease would.
+// this node must not trust: one that does not open (counted and logged;
+// unless it is a record of a release without signing_key, read while
+// accept_unsealed_until lasts), a replay (a record stored by the server
+// later than its write time allows, or a pending claim without a write
+// time once every node stamps one; counted), or a settled one older than
+// the bucket's TTL. A record of a newer release is kept as a claim held
+// until the bucket's TTL drops it. A pending claim's end is clamped to
+// the server's time of the write plus lease and clock skew, so that a
+// claim from a node whose clock runs ahead lapses when the node's own
+// lease would.
 func (c *claims) decode(e kvEntry, lease time.Duration) (record, bool, error) {
+	var r record
 	b, ok := c.s.open(e.Value(), sealIdem, c.s.n.idem, e.Key())
-	if !ok {
+	switch {
+	case ok:
+		if err := json.Unmarshal(b, &r); err != nil {
+			return record{}, false, fmt.Errorf("idempotency record %s: %w", e.Key(), err)
+		}
+		r.V = max(r.V, 1)
+	case c.s.acceptUnsealed() && json.Unmarshal(e.Value(), &r) == nil && r.V == 0 && r.Node != "":
+		// written by a release without signing_key (version 0)
+	default:
 		c.s.reject(cluster.RejectedIdempotency, zap.String("bucket", c.s.n.idem))
 		return record{}, false, nil
 	}
-	var r record
-	if err := json.Unmarshal(b, &r); err != nil {
-		return record{}, false, fmt.Errorf("idempotency record %s: %w", e.Key(), err)
+	skew, timeout := time.Duration(c.s.cfg.ClockSkew), time.Duration(c.s.cfg.Timeout)
+	written := time.UnixMilli(r.Written)
+	switch {
+	case r.V > recordVersion:
+		c.s.newer(version.StoreIdempotency, r.V, e.Revision(), zap.String("bucket", c.s.n.idem))
+		return record{Pending: true, Node: newerNode, Until: e.Created().Add(max(c.s.p.IdempotencyTTL, time.Second) + skew).UnixMilli()}, true, nil
+	case r.Written != 0 && !cluster.Fresh(written, e.Created(), skew, timeout),
+		r.Written == 0 && r.V == 1 && c.s.gate.AtLeast(cluster.LevelFreshRecords):
+		c.s.p.Metrics.Replayed(cluster.ReplayedIdempotency, 1)
+		return record{}, false, nil
 	}
-	skew := time.Duration(c.s.cfg.ClockSkew)
-	if !r.Pending && time.Since(time.UnixMilli(r.Settled)) > max(c.s.p.IdempotencyTTL, time.Second)+skew {
+	if r.Written == 0 {
+		written = e.Created() // a settled record of version 0
+	}
+	if !r.Pending && time.Since(written) > max(c.s.p.IdempotencyTTL, time.Second)+skew {
 		return record{}, false, nil
 	}
 	if r.Pending && lease > 0 {
@@ -215,7 +253,7 @@ func (c *claims) Settle(ctx context.Context, key string, status int, body []byte
 	if err != nil {
 		return err
 	}
-	val := c.encode(key, record{Node: c.s.node, Status: status, Body: body, Settled: time.Now().UnixMilli()})
+	val := c.encode(key, record{Node: c.s.node, Status: status, Body: body})
 	return c.finish(ctx, key, h, val)
 }
 

@@ -83,6 +83,7 @@ type shared struct {
 	started     chan struct{} // closed once nc and js are set
 	bg          sync.WaitGroup
 	rejected    rejections // records dropped: not sealed with the keys
+	versions               // the cluster version gate, numbered outcomes, newer records kept (versions.go)
 }
 
 type kvBox struct{ jetstream.KeyValue }
@@ -97,6 +98,7 @@ func connect(cfg *Config, p cluster.Params) (*shared, error) {
 	s.hub.init()
 	s.side.s = s
 	s.life, s.endLife = context.WithCancel(context.Background())
+	s.initVersions()
 	s.claims = &claims{s: s}
 	if p.Queue != nil {
 		s.queue = newQueue(s)
@@ -427,6 +429,7 @@ func (h *handle) Settings() map[string]string {
 		"credentials": c.Credentials, "user": c.User, "password": secret(c.Password), "token": secret(c.Token), "nkey": c.NKey,
 		"timeout": time.Duration(c.Timeout).String(), "ack_wait": time.Duration(c.AckWait).String(),
 		"duplicate_window": time.Duration(c.DuplicateWindow).String(), "clock_skew": time.Duration(c.ClockSkew).String(),
+		"accept_unsealed_until": c.AcceptUnsealedUntil,
 	}
 	keys := make([]string, len(c.SigningKeys))
 	for i, k := range c.SigningKeys {

@@ -97,8 +97,8 @@ func (h *handle) PutLock(ctx context.Context, key string, val []byte, _ time.Dur
 
 // WatchLocks implements cluster.Backend: a watcher of the lock bucket,
 // created afresh (replaying every live lock) whenever the engine becomes
-// reachable.
-func (h *handle) WatchLocks(fn func(val []byte)) (func(), error) {
+// reachable; each record comes with the server's time of its write.
+func (h *handle) WatchLocks(fn func(val []byte, stored time.Time)) (func(), error) {
 	changed := make(chan struct{}, 1)
 	stopState := h.hub.watch(func(bool) { signal(changed) }, h.up())
 	stop := make(chan struct{})
@@ -120,7 +120,7 @@ func (h *handle) WatchLocks(fn func(val []byte)) (func(), error) {
 
 // watchLocksOnce runs one watcher while the engine stays reachable; it
 // reports false when stopped.
-func (h *handle) watchLocksOnce(fn func([]byte), changed, stop chan struct{}) bool {
+func (h *handle) watchLocksOnce(fn func([]byte, time.Time), changed, stop chan struct{}) bool {
 	kv := h.locks.Load()
 	if kv == nil || !h.up() {
 		select {
@@ -162,7 +162,7 @@ func (h *handle) watchLocksOnce(fn func([]byte), changed, stop chan struct{}) bo
 				continue
 			}
 			if val, ok := h.open(e.Value(), sealLock, h.n.locks, e.Key()); ok {
-				fn(val)
+				fn(val, e.Created())
 			} else {
 				h.reject(cluster.RejectedLock, zap.String("bucket", h.n.locks))
 			}

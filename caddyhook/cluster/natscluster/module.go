@@ -101,8 +101,16 @@ type Config struct {
 	// ClockSkew is how far ahead of this node's clock a time read from
 	// another node may be; later ones are clamped (default 2s, at most 10m).
 	ClockSkew caddy.Duration `json:"clock_skew,omitempty"`
+	// AcceptUnsealedUntil (an RFC 3339 time) makes the node read, until
+	// then, the unsealed queued events, dead letters and idempotency
+	// records that a release without signing_key wrote, so that moving a
+	// cluster to signing_key drops nothing; from then on they are refused
+	// as any record that does not open. At most 30 days ahead.
+	AcceptUnsealedUntil string `json:"accept_unsealed_until,omitempty"`
 
-	keyring *cluster.Keyring // from SigningKeys, expanded
+	keyring       *cluster.Keyring // from SigningKeys, expanded
+	unsealedUntil time.Time        // AcceptUnsealedUntil, parsed
+	level         *int             // the cluster level to run at (tests: an older node); nil: this build's
 }
 
 // CaddyModule returns the Caddy module information.
@@ -267,7 +275,8 @@ func poolKey(cfg *Config, p cluster.Params) (string, error) {
 		I time.Duration
 		Q *cluster.QueueParams
 		K string // the signing keys' fingerprint: {file.…} may change
-	}{cfg, p.Name, p.LockTTL, p.IdempotencyTTL, p.Queue, cfg.keyring.Fingerprint()})
+		V *int   // the cluster level (tests)
+	}{cfg, p.Name, p.LockTTL, p.IdempotencyTTL, p.Queue, cfg.keyring.Fingerprint(), cfg.level})
 	if err != nil {
 		return "", err
 	}

@@ -16,13 +16,18 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 // A queued event (and a dead letter) is one message whose data is the
 // event in the local spool's record format (spool.MarshalEvent: the
 // gateway path with its query, the forwarded headers, the trace context,
 // the body …), sealed with the cluster's signing key for its subject; the
-// only header is Nats-Msg-Id, which deduplicates.
+// only header is Nats-Msg-Id, which deduplicates. The record's first
+// byte is its version (spool's); the seal itself never changes, so a
+// record of a newer release opens, and is kept (left in the queue, or in
+// the dead letters) for a node of that release. Version 0, the unsealed
+// messages of a release without signing_key, is read in legacy.go.
 
 // queue is the replicated queue: the work-queue stream, its two delivery
 // lanes and the dead-letter stream.
@@ -269,15 +274,32 @@ func sealKind(subject, dead string) string {
 // errUnsealed: a message that does not open with the cluster's keys.
 var errUnsealed = errors.New("not sealed with the cluster's signing key")
 
-// decode opens a message read from subject and reads its event: an event
-// of the subject's lane, its first-seen time no later than the server's
-// time of the message (stored) plus the clock skew.
-func (q *queue) decode(subject string, data []byte, stored time.Time) (*spool.Event, error) {
-	b, ok := q.s.open(data, sealKind(subject, q.s.n.dead), subject)
-	if !ok {
+// newerRedelivery is how long a queued event of a newer release waits
+// before it is offered again: it stays in the queue for a delivery node
+// of that release.
+const newerRedelivery = 30 * time.Second
+
+// decode opens a message read from subject (with header h) and reads its
+// event: an event of the subject's lane, its first-seen time no later
+// than the server's time of the message (stored) plus the clock skew. A
+// message of a release without signing_key (version 0) is read while
+// accept_unsealed_until lasts; an event of a newer release is an error
+// for which spool.NewerVersion reports its version.
+func (q *queue) decode(subject string, h nats.Header, data []byte, stored time.Time) (*spool.Event, error) {
+	var ev *spool.Event
+	var err error
+	if b, ok := q.s.open(data, sealKind(subject, q.s.n.dead), subject); ok {
+		ev, err = spool.UnmarshalEvent(b)
+	} else if q.s.acceptUnsealed() && isLegacy(h) {
+		ev, err = decodeLegacy(h, data)
+		if err == nil && subject == q.s.n.dead {
+			if inner := q.restoreKept(ev); inner != nil {
+				ev = inner
+			}
+		}
+	} else {
 		return nil, errUnsealed
 	}
-	ev, err := spool.UnmarshalEvent(b)
 	if err != nil {
 		return nil, err
 	}
@@ -494,10 +516,15 @@ func (q *queue) open(m jetstream.Msg) (ev *spool.Event, meta *jetstream.MsgMetad
 		_ = m.Nak()
 		return nil, nil, false
 	}
-	ev, err = q.decode(m.Subject(), m.Data(), meta.Timestamp)
+	ev, err = q.decode(m.Subject(), m.Headers(), m.Data(), meta.Timestamp)
 	if errors.Is(err, errUnsealed) {
 		q.s.reject(cluster.RejectedQueue, zap.String("subject", m.Subject()), zap.Uint64("seq", meta.Sequence.Stream))
 		_ = m.Term() // removes it from the work queue: never delivered
+		return nil, nil, false
+	}
+	if v, newer := spool.NewerVersion(err); newer {
+		q.s.newer(version.StoreQueue, v, meta.Sequence.Stream, zap.String("subject", m.Subject()), zap.Uint64("seq", meta.Sequence.Stream))
+		_ = m.NakWithDelay(newerRedelivery) // left in the queue for a node of that release
 		return nil, nil, false
 	}
 	if err != nil {
@@ -670,15 +697,20 @@ func (q *queue) deadLetters(ctx context.Context) ([]deadLetter, jetstream.Stream
 		if err != nil {
 			return nil, nil, err
 		}
-		ev, derr := q.decode(raw.Subject, raw.Data, raw.Time)
-		if errors.Is(derr, errUnsealed) {
+		ev, derr := q.decode(raw.Subject, raw.Header, raw.Data, raw.Time)
+		v, newer := spool.NewerVersion(derr)
+		switch {
+		case newer:
+			// kept for a node of the release that wrote it
+			q.s.newer(version.StoreDeadLetter, v, raw.Sequence, zap.String("subject", raw.Subject), zap.Uint64("seq", raw.Sequence))
+		case errors.Is(derr, errUnsealed):
 			q.s.reject(cluster.RejectedDeadLetter, zap.String("subject", raw.Subject), zap.Uint64("seq", raw.Sequence))
 			if err := st.DeleteMsg(ctx, raw.Sequence); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 				return nil, nil, err
 			}
-		} else if derr != nil {
+		case derr != nil:
 			q.s.log.Error("cluster: skipping unreadable dead letter", zap.Uint64("seq", raw.Sequence), zap.Error(derr))
-		} else {
+		default:
 			ev.Seq = raw.Sequence
 			out = append(out, deadLetter{raw.Sequence, ev})
 		}

@@ -63,6 +63,30 @@ func (n *Config) validateTrust() error {
 		return fmt.Errorf("cluster nats: signing_key: %w", err)
 	}
 	n.keyring = kr
+	return n.validateUnsealed(time.Now())
+}
+
+// maxUnsealedWindow bounds accept_unsealed_until: while it lasts, any
+// client of the servers can write records the node trusts, as before
+// signing_key.
+const maxUnsealedWindow = 30 * 24 * time.Hour
+
+// validateUnsealed parses accept_unsealed_until (empty: off).
+func (n *Config) validateUnsealed(now time.Time) error {
+	n.unsealedUntil = time.Time{}
+	if n.AcceptUnsealedUntil == "" {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339, expand(n.AcceptUnsealedUntil))
+	if err != nil {
+		return fmt.Errorf("cluster nats: accept_unsealed_until: want an RFC 3339 time such as %s: %v",
+			now.Add(72*time.Hour).UTC().Format(time.RFC3339), err)
+	}
+	if t.After(now.Add(maxUnsealedWindow)) {
+		return fmt.Errorf("cluster nats: accept_unsealed_until: %s is more than %d days ahead; while it lasts any client of the NATS servers can write records the nodes trust",
+			t.Format(time.RFC3339), int(maxUnsealedWindow/(24*time.Hour)))
+	}
+	n.unsealedUntil = t
 	return nil
 }
 
@@ -84,6 +108,15 @@ func (n *Config) warn(logger *zap.Logger) {
 		if secret.IsLiteral(raw) {
 			logger.Warn(secret.LiteralWarning, zap.String("field", fmt.Sprintf("cluster nats: signing_key %d", i+1)))
 		}
+	}
+	switch until := n.unsealedUntil; {
+	case until.IsZero():
+	case time.Now().Before(until):
+		logger.Warn("cluster nats: accept_unsealed_until: until then this node reads the unsealed queued events, dead letters and idempotency records "+
+			"of a release without signing_key, which any client of the NATS servers could write; remove it once the migration is done",
+			zap.Time("until", until))
+	default:
+		logger.Info("cluster nats: accept_unsealed_until has passed: unsealed records are refused; the option can go", zap.Time("until", until))
 	}
 }
 

@@ -199,7 +199,7 @@ func TestClaimsIgnoreForgedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, rec := range []record{
-		{Node: "evil", Status: 200, Body: []byte(`{"ok":true,"runId":"forged"}`), Settled: time.Now().UnixMilli()},
+		{Node: "evil", Status: 200, Body: []byte(`{"ok":true,"runId":"forged"}`), Written: time.Now().UnixMilli()},
 		{Pending: true, Node: "evil", Until: time.Now().Add(365 * 24 * time.Hour).UnixMilli()},
 	} {
 		sum := sha256.Sum256([]byte{byte('a' + i)})
@@ -238,7 +238,7 @@ func TestLocksAndFailuresIgnoreForgedRecords(t *testing.T) {
 
 	var mu sync.Mutex
 	var locks, fails []string
-	stopW, err := node.b.WatchLocks(func(v []byte) { mu.Lock(); locks = append(locks, string(v)); mu.Unlock() })
+	stopW, err := node.b.WatchLocks(func(v []byte, _ time.Time) { mu.Lock(); locks = append(locks, string(v)); mu.Unlock() })
 	if err != nil {
 		t.Fatal(err)
 	}

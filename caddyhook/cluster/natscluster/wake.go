@@ -1,7 +1,9 @@
 package natscluster
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"sync"
 	"time"
@@ -9,7 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/zap"
 
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 // The wake lane keeps the acceptance order of wake events across every
@@ -36,12 +40,54 @@ const wakeBatch = 256
 // leaseKey is the wake lane's key in the lanes bucket.
 const leaseKey = "wake"
 
-// Lease states (the value is the state byte and the holder's node id,
-// sealed).
+// Lease states. The value, sealed, is the state byte and the holder's
+// node id; from v0.9.0 (version 2, internal/version.LeaseRecord) followed
+// by a NUL, the version byte and the write time (int64 Unix ms), which
+// its readers check against the server's time of the write, so that a
+// lease written back later (a replay) holds nothing. A release before
+// v0.9.0 reads a version 2 lease as held by another node (it compares the
+// rest of the value with its own id), which it is.
 const (
 	leaseHeld     = 'h'
 	leaseReleased = 'r'
+	leaseVersion  = 2
 )
+
+// leaseRecord is a decoded lease value.
+type leaseRecord struct {
+	state   byte
+	node    string
+	version int
+	written time.Time // version 2
+}
+
+// parseLease decodes a lease value (opened): version 1 has no NUL after
+// the state byte; version 2 and later have NUL, version, and (2) the time.
+func parseLease(v []byte) (leaseRecord, bool) {
+	if len(v) == 0 {
+		return leaseRecord{}, false
+	}
+	l := leaseRecord{state: v[0], version: 1}
+	rest := v[1:]
+	i := bytes.IndexByte(rest, 0)
+	if i < 0 {
+		l.node = string(rest)
+		return l, true
+	}
+	l.node, rest = string(rest[:i]), rest[i+1:]
+	if len(rest) == 0 {
+		return leaseRecord{}, false
+	}
+	l.version = int(rest[0])
+	switch {
+	case l.version > leaseVersion:
+		return l, true
+	case l.version != leaseVersion || len(rest) != 1+8:
+		return leaseRecord{}, false
+	}
+	l.written = time.UnixMilli(int64(binary.BigEndian.Uint64(rest[1:])))
+	return l, true
+}
 
 // leaseTTL is how long a lease lives unless renewed: three operation
 // timeouts, at least three seconds. The holder renews it every third.
@@ -55,10 +101,38 @@ type lease struct {
 	rev uint64
 }
 
-// leaseValue is a sealed lease record.
+// leaseValue is a sealed lease record, stamped with the time.
 func (q *queue) leaseValue(state byte) []byte {
 	v := append([]byte{state}, q.s.node...)
+	v = append(v, 0, leaseVersion)
+	v = binary.BigEndian.AppendUint64(v, uint64(time.Now().UnixMilli()))
 	return q.s.seal(v, sealLease, q.s.n.lanes, leaseKey)
+}
+
+// leaseState reads the lease record of e: its state, holder and whether
+// this node may take it: a lease that does not open, is malformed or is a
+// replay (stored later than its write time allows, or without a write
+// time once every node stamps one; counted) is free; one of a newer
+// release is kept as held (its TTL ends it).
+func (q *queue) leaseState(e jetstream.KeyValueEntry) (state byte, holder string) {
+	v, ok := q.s.open(e.Value(), sealLease, q.s.n.lanes, leaseKey)
+	if !ok {
+		return 0, ""
+	}
+	l, ok := parseLease(v)
+	skew, timeout := time.Duration(q.s.cfg.ClockSkew), time.Duration(q.s.cfg.Timeout)
+	switch {
+	case !ok:
+		return 0, ""
+	case l.version > leaseVersion:
+		q.s.newer(version.StoreLease, l.version, e.Revision(), zap.String("bucket", q.s.n.lanes))
+		return leaseHeld, newerNode
+	case l.version == leaseVersion && !cluster.Fresh(l.written, e.Created(), skew, timeout),
+		l.version == 1 && q.s.gate.AtLeast(cluster.LevelFreshRecords):
+		q.s.p.Metrics.Replayed(cluster.ReplayedLease, 1)
+		return 0, ""
+	}
+	return l.state, l.node
 }
 
 // acquireLease waits until this node holds the wake lane's lease; clean
@@ -100,12 +174,9 @@ func (q *queue) tryLease(ctx context.Context) (*lease, bool, error) {
 	case err != nil:
 		return nil, false, err
 	}
-	state := byte(0)
-	if v, ok := q.s.open(e.Value(), sealLease, q.s.n.lanes, leaseKey); ok && len(v) > 0 {
-		state = v[0]
-		if state == leaseHeld && string(v[1:]) != q.s.node {
-			return nil, false, nil // another node holds it
-		}
+	state, holder := q.leaseState(e)
+	if state == leaseHeld && holder != q.s.node {
+		return nil, false, nil // another node holds it
 	}
 	rev, err := kv.Update(ctx, leaseKey, q.leaseValue(leaseHeld), e.Revision())
 	if err != nil {
