@@ -61,15 +61,16 @@ type shared struct {
 	nc *nats.Conn
 	js jetstream.JetStream
 
-	ready       atomic.Bool // streams and buckets provisioned
-	connected   atomic.Bool // the client is connected (read without the client's lock)
-	healthy     atomic.Bool // the last probe or operation was answered in time
-	idemStalled atomic.Bool // an idempotency operation timed out and the bucket's leader has not answered since
-	servers     servers     // the servers in use, known and avoided
-	redundancy  redundancy  // the replicas last read
-	side        side        // a connection to another server, when needed
-	grayWait    time.Duration
-	grayNext    time.Time          // (healthLoop's) next comparison with another server
+	ready       atomic.Bool        // streams and buckets provisioned
+	connected   atomic.Bool        // the client is connected (read without the client's lock)
+	healthy     atomic.Bool        // the last probe or operation was answered in time
+	idemStalled atomic.Bool        // an idempotency operation timed out and the bucket's leader has not answered since
+	servers     servers            // the servers in use, known and avoided
+	redundancy  redundancy         // the replicas last read
+	side        side               // a connection to another server, when needed
+	silent      atomic.Bool        // the last probe or operation timed out
+	grayWait    time.Duration      // (healthLoop's) pause between comparisons with another server,
+	grayNext    time.Time          // and the next one
 	life        context.Context    // ends when the backend closes
 	endLife     context.CancelFunc // …here
 	stateMu     sync.Mutex         // orders the reachability changes sent to the hub
@@ -124,6 +125,7 @@ func connect(cfg *Config, p cluster.Params) (*shared, error) {
 				reason = reasonStalled
 			}
 			s.p.Metrics.Reconnected(reason)
+			s.silent.Store(false) // (that was the other server)
 			s.connected.Store(true)
 			s.log.Info("NATS reconnected", zap.String("server", s.nc.ConnectedUrlRedacted()), zap.String("reason", reason))
 			s.onConnect()

@@ -105,22 +105,18 @@ func (v *servers) leave(until time.Time) string {
 	return v.current
 }
 
-// others are the known servers but the one in use, those to avoid last.
+// others are the known servers but the one in use and those to avoid.
 func (v *servers) others() []string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	var good, avoided []string
+	var out []string
 	now := time.Now()
 	for _, u := range v.known {
-		switch {
-		case u == v.current:
-		case now.Before(v.avoid[u]):
-			avoided = append(avoided, u)
-		default:
-			good = append(good, u)
+		if u != v.current && !now.Before(v.avoid[u]) {
+			out = append(out, u)
 		}
 	}
-	return append(good, avoided...)
+	return out
 }
 
 // inUse is the server in use ("" while disconnected).
@@ -185,7 +181,7 @@ func (d *side) conn(ctx context.Context) (*nats.Conn, error) {
 	d.closeLocked()
 	others := d.s.servers.others()
 	if len(others) == 0 {
-		return nil, errors.New("no other NATS server known")
+		return nil, errors.New("no other NATS server known (or all avoided)")
 	}
 	opts, err := d.s.options()
 	if err != nil {
@@ -260,19 +256,19 @@ func (s *shared) sideProbe() error {
 }
 
 // checkGray runs after a probe through the main connection timed out
-// while it stays connected: when another server answers the same probe,
-// the one in use is stalled, and the node reconnects elsewhere. Otherwise
-// (a stream's leader stalled, a cluster without quorum: no server
-// answers) the next comparison waits, longer each time, until the probe
-// answers.
-func (s *shared) checkGray(probeErr error) {
-	if time.Now().Before(s.grayNext) {
-		return
-	}
-	if err := s.sideProbe(); err != nil {
+// while it stays connected, with the answer of another server to the same
+// probe, asked at the same moment (a stream without a leader, an election
+// under way, times out the probe everywhere until the election ends: a
+// comparison with an earlier probe could take the server in use for
+// stalled). When the other server answered, the one in use is stalled,
+// and the node reconnects elsewhere. Otherwise (a stream's leader stalled,
+// a cluster without quorum: no server answers) the next comparison waits,
+// longer each time, until the probe answers.
+func (s *shared) checkGray(probeErr, sideErr error) {
+	if sideErr != nil {
 		s.grayWait = min(max(2*s.grayWait, time.Duration(s.cfg.Timeout)), grayBackoffMax)
 		s.grayNext = time.Now().Add(s.grayWait)
-		s.log.Debug("no other NATS server answers either: not leaving this one", zap.Error(err))
+		s.log.Debug("no other NATS server answers either: not leaving this one", zap.NamedError("here", probeErr), zap.NamedError("there", sideErr))
 		return
 	}
 	s.grayWait, s.grayNext = 0, time.Time{}

@@ -37,7 +37,7 @@ func (s *shared) healthLoop() {
 		case <-t.C:
 		}
 		if s.ready.Load() && s.connected.Load() {
-			err := s.probe()
+			err, sideErr, compared := s.probeAndCompare()
 			switch was := s.healthy.Swap(err == nil); {
 			case err == nil && !was:
 				s.log.Info("cluster answers again")
@@ -45,13 +45,14 @@ func (s *shared) healthLoop() {
 				s.log.Warn("cluster does not answer; running on local state until it does", zap.Error(err))
 			}
 			s.refresh()
+			s.silent.Store(timedOut(err))
 			switch {
 			case err == nil:
 				s.grayWait, s.grayNext = 0, time.Time{}
 			case errors.Is(err, jetstream.ErrStreamNotFound):
 				s.reprovision()
-			case timedOut(err) && s.connected.Load():
-				s.checkGray(err) // connected, and JetStream silent
+			case compared && timedOut(err) && s.connected.Load():
+				s.checkGray(err, sideErr) // connected, and JetStream silent
 			}
 			if err == nil && s.idemStalled.Load() {
 				s.probeIdem()
@@ -70,6 +71,20 @@ func (s *shared) healthLoop() {
 		}
 		t.Reset(wait)
 	}
+}
+
+// probeAndCompare probes the namespace; when the last probe or operation
+// timed out while connected (silent), it asks another server the same
+// question at the same moment (see checkGray).
+func (s *shared) probeAndCompare() (err, sideErr error, compared bool) {
+	if !s.silent.Load() || time.Now().Before(s.grayNext) {
+		return s.probe(), nil, false
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); sideErr = s.sideProbe() }()
+	err = s.probe()
+	<-done
+	return err, sideErr, true
 }
 
 // probeStream is the namespace's main stream: the queue, else the
@@ -119,6 +134,7 @@ func (s *shared) opFailed(err error) {
 	if !timedOut(err) {
 		return
 	}
+	s.silent.Store(true)
 	if s.healthy.Swap(false) {
 		s.log.Warn("cluster operation timed out; running on local state until the cluster answers", zap.Error(err))
 		s.refresh()
