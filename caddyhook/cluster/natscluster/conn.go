@@ -69,7 +69,6 @@ type shared struct {
 	redundancy  redundancy         // the replicas last read
 	side        side               // a connection to another server, when needed
 	silent      atomic.Bool        // the last probe or operation timed out
-	stuck       stuck              // (healthLoop's) streams whose leader is silent everywhere
 	grayWait    time.Duration      // (healthLoop's) pause between comparisons with another server,
 	grayNext    time.Time          // and the next one
 	life        context.Context    // ends when the backend closes

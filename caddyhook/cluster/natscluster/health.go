@@ -54,14 +54,9 @@ func (s *shared) healthLoop() {
 			case compared && timedOut(err) && s.connected.Load():
 				s.checkGray(err, sideErr) // connected, and JetStream silent
 			}
-			// silent through every server (compared now, or since an
-			// earlier comparison): the stream's leader is stuck
-			main := s.probeStream()
-			s.stuck.saw(main, timedOut(err) && (compared && timedOut(sideErr) || !compared && !s.stuck.since(main).IsZero()))
 			if err == nil && s.idemStalled.Load() {
 				s.probeIdem()
 			}
-			s.nudgeStuck()
 		}
 		s.side.closeIdle()
 		wait := every
@@ -173,69 +168,8 @@ func (s *shared) idemFailed(err error) {
 // probeIdem asks the idempotency bucket's leader, and ends idemStalled
 // when it answers.
 func (s *shared) probeIdem() {
-	err := s.askLeader("KV_" + s.n.idem)
-	// the main stream answers through this server: the bucket's leader is
-	// the one that does not
-	s.stuck.saw("KV_"+s.n.idem, timedOut(err))
-	if err == nil && s.idemStalled.Swap(false) {
+	if err := s.askLeader("KV_" + s.n.idem); err == nil && s.idemStalled.Swap(false) {
 		s.log.Info("cluster idempotency bucket answers again", zap.String("bucket", s.n.idem))
-	}
-}
-
-// A stream leader whose store stalls can keep its leadership for as long
-// as the stall lasts: it goes on sending heartbeats while the writes wait
-// (seen in the fault run: 28 s, the whole stall, with the other two
-// servers holding the quorum). Asked to step down, it stops (or blocks
-// writing the transfer, and its heartbeats stop with it), and the others
-// elect a leader.
-const (
-	// nudgeAfter is how long a stream's leader must stay silent through
-	// every server before the node asks it to step down (NATS's own
-	// elections take 4 to 9 s once a leader's writes block).
-	nudgeAfter = 8 * time.Second
-	// nudgeEvery bounds the requests per stream.
-	nudgeEvery = 15 * time.Second
-)
-
-// stuck follows the streams whose leader does not answer through any
-// server (health loop only).
-type stuck struct {
-	silent map[string]time.Time // stream → since when
-	nudged map[string]time.Time // stream → the last request to step down
-}
-
-// saw records whether stream's leader was silent everywhere now.
-func (k *stuck) saw(stream string, silent bool) {
-	if !silent {
-		delete(k.silent, stream)
-		return
-	}
-	if k.silent == nil {
-		k.silent, k.nudged = map[string]time.Time{}, map[string]time.Time{}
-	}
-	if _, ok := k.silent[stream]; !ok {
-		k.silent[stream] = time.Now()
-	}
-}
-
-// since is when stream's leader fell silent (zero: it answers).
-func (k *stuck) since(stream string) time.Time { return k.silent[stream] }
-
-// nudgeStuck asks each leader silent for nudgeAfter to step down (in the
-// background: a stuck leader does not answer).
-func (s *shared) nudgeStuck() {
-	for stream, since := range s.stuck.silent {
-		if time.Since(since) < nudgeAfter || time.Since(s.stuck.nudged[stream]) < nudgeEvery {
-			continue
-		}
-		s.stuck.nudged[stream] = time.Now()
-		s.log.Warn("the leader of a stream does not answer through any server; asking it to step down",
-			zap.String("stream", stream), zap.Duration("silent_for", time.Since(since)))
-		s.bg.Add(1)
-		go func() {
-			defer s.bg.Done()
-			_, _ = s.nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+stream, nil, time.Duration(s.cfg.Timeout))
-		}()
 	}
 }
 
