@@ -36,19 +36,19 @@ func (accessLogIdentity) CaddyModule() caddy.ModuleInfo {
 type accessLog struct {
 	logger *zap.Logger
 	logs   *caddyhttp.ServerLogConfig
-	h      *Handler
+	tokens *tokenChecker
 	// signatureHeaders are the canonical names of the headers carrying
 	// the signatures the handler's verify blocks check.
 	signatureHeaders []string
 }
 
 // newAccessLog returns nil when the server has no access log.
-func newAccessLog(ctx caddy.Context, h *Handler) *accessLog {
+func newAccessLog(ctx caddy.Context, tokens *tokenChecker, signatureHeaders []string) *accessLog {
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	if srv == nil || srv.Logs == nil {
 		return nil
 	}
-	return &accessLog{logger: ctx.Logger(accessLogIdentity{}), logs: srv.Logs, h: h, signatureHeaders: h.signatureHeaders()}
+	return &accessLog{logger: ctx.Logger(accessLogIdentity{}), logs: srv.Logs, tokens: tokens, signatureHeaders: signatureHeaders}
 }
 
 // takeOver reports whether r would leak a token into the access log and,
@@ -57,8 +57,8 @@ func (l *accessLog) takeOver(r *http.Request) bool {
 	if l == nil {
 		return false
 	}
-	if !l.h.tokenHeaderPresent(r) && !l.signed(r) && !l.credentials(r) {
-		if _, redact := l.h.scanTarget(requestTarget(r)); !redact {
+	if !l.tokens.headerPresent(r) && !l.signed(r) && !l.credentials(r) {
+		if _, redact := l.tokens.scanTarget(requestTarget(r)); !redact {
 			return false
 		}
 	}
@@ -86,9 +86,9 @@ func (l *accessLog) signed(r *http.Request) bool {
 // emit writes the access entry Caddy skipped, with tokens redacted.
 func (l *accessLog) emit(r *http.Request, status, size int, start time.Time) {
 	clean := *r
-	clean.RequestURI = l.h.redactTarget(requestTarget(r))
+	clean.RequestURI = l.tokens.redactTarget(requestTarget(r))
 	clean.Header = r.Header.Clone()
-	for _, names := range [][]string{{"Authorization", "Proxy-Authorization", "Cookie"}, l.h.tokenHeaders, l.signatureHeaders} {
+	for _, names := range [][]string{{"Authorization", "Proxy-Authorization", "Cookie"}, l.tokens.headerNames(), l.signatureHeaders} {
 		for _, name := range names {
 			if _, ok := clean.Header[name]; ok {
 				clean.Header[name] = []string{"REDACTED"}

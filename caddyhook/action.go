@@ -1,6 +1,7 @@
 package caddyhook
 
 import (
+	"bytes"
 	"strings"
 	"unicode/utf8"
 )
@@ -195,6 +196,14 @@ func jsTrim(s string) string {
 		return s // the common case: nothing to trim
 	}
 	return strings.TrimFunc(s, isJSSpace)
+}
+
+// trimJSSpace trims what JavaScript's trim does (see jsTrim) from b.
+func trimJSSpace(b []byte) []byte {
+	if len(b) == 0 || b[0] > ' ' && b[0] < 0x80 && b[len(b)-1] > ' ' && b[len(b)-1] < 0x80 {
+		return b
+	}
+	return bytes.TrimFunc(b, isJSSpace)
 }
 
 // isJSSpace reports the characters JavaScript's trim removes.

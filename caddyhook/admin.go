@@ -2,8 +2,6 @@ package caddyhook
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -12,10 +10,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/version"
@@ -25,10 +21,9 @@ func init() {
 	caddy.RegisterModule(adminAPI{})
 }
 
-// Admin API limits.
+// Limits of GET /hooks/lockouts.
 const (
-	maxAdminBody        = 1 << 20 // a retry/drop request
-	defaultLockoutsList = 10_000  // lockouts listed without ?limit
+	defaultLockoutsList = 10_000 // lockouts listed without ?limit
 	maxLockoutsList     = 1_000_000
 )
 
@@ -50,7 +45,7 @@ const (
 //	GET    /hooks/events/<id>         one event; POST …/<id>/replay dispatches it again
 //	GET    /hooks/events/stream       the live tail (Server-Sent Events)
 //	GET    /hooks/events/rates        the last hour's rates
-//	GET    /hooks/console             the console page (see console.go)
+//	GET    /hooks/console             the console page (see console_page.go)
 //
 // With several hooks handlers, ?path=<base path> (and ?server=<name> when
 // two servers use the same base path) selects one. No answer carries a
@@ -78,13 +73,6 @@ func (a *adminAPI) Provision(ctx caddy.Context) error {
 // Routes returns the /hooks/ route.
 func (a *adminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{{Pattern: adminapi.Prefix, Handler: caddy.AdminHandlerFunc(a.serve)}}
-}
-
-// adminRoute is one endpoint: its method and what it does for the
-// selected handler (nil handler: the endpoint lists every handler).
-type adminRoute struct {
-	method string
-	serve  func(w http.ResponseWriter, r *http.Request, lh *liveHandler, arg string) error
 }
 
 // serve dispatches an admin request by path and method.
@@ -144,27 +132,6 @@ func serveAPI(w http.ResponseWriter, r *http.Request, sub string) error {
 	return rt.serve(w, r, lh, arg)
 }
 
-// eventsStatus summarises h's event log (nil with events off).
-func eventsStatus(h *Handler) *adminapi.Events {
-	rec := h.evrec
-	if rec == nil {
-		return nil
-	}
-	b := rec.log.Bounds()
-	es := &adminapi.Events{Bodies: rec.bodies, MaxBody: rec.maxBody, MaxEvents: b.MaxEvents, MaxBytes: b.MaxBytes,
-		RetainSeconds: b.Retain.Seconds(), MaxRejections: b.MaxRejections}
-	if h.Events != nil {
-		es.Dir = h.Events.Dir
-	}
-	for name := range rec.allow {
-		if !slices.Contains(defaultEventHeaders, name) {
-			es.Headers = append(es.Headers, name)
-		}
-	}
-	slices.Sort(es.Headers)
-	return es
-}
-
 // serveStatus answers GET /hooks/ for every handler, or the ?path one.
 func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ string) error {
 	all := liveHandlers()
@@ -178,27 +145,25 @@ func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ strin
 	out := make([]adminapi.HandlerStatus, 0, len(all))
 	now := time.Now()
 	for _, lh := range all {
-		st := adminapi.HandlerStatus{Path: lh.h.base, Server: lh.server,
-			ActiveLockouts: lh.h.lockout.Active(now), IdempotencyEntries: lh.h.idem.Len(),
-			Settings: adminapi.Settings{UnauthenticatedBodies: cap(lh.h.unauth.slots), UnauthenticatedTimeoutSecond: lh.h.unauth.timeout.Seconds(),
-				UnauthenticatedPerAddress: int(lh.h.unauth.perAddr.max),
-				LockoutTableSize:          lh.h.lockout.Capacity(), IdempotencyTTLSeconds: lh.h.idem.TTL().Seconds()}}
-		st.Events = eventsStatus(lh.h)
-		if cs := lh.h.cluster; cs != nil {
-			st.Cluster = &adminapi.Cluster{Name: cs.name, Up: cs.backend.Up()}
-			if d, ok := cs.backend.(cluster.Describer); ok {
-				st.Cluster.Settings = d.Settings()
-			}
-			if r, ok := cs.backend.(cluster.Redundant); ok {
-				st.Cluster.SetRedundancy(r.Redundancy())
-			}
+		v := lh.view
+		slots, timeout, perAddr := v.bodies.settings()
+		st := adminapi.HandlerStatus{Path: v.base, Server: lh.server,
+			ActiveLockouts: v.lockout.Active(now), IdempotencyEntries: v.idem.Len(),
+			Settings: adminapi.Settings{UnauthenticatedBodies: slots, UnauthenticatedTimeoutSecond: timeout.Seconds(),
+				UnauthenticatedPerAddress: perAddr,
+				LockoutTableSize:          v.lockout.Capacity(), IdempotencyTTLSeconds: v.idem.TTL().Seconds()}}
+		if v.events != nil {
+			st.Events = v.events.status()
 		}
-		if lh.h.spoolOps != nil {
+		if v.cluster != nil {
+			st.Cluster = v.cluster.status()
+		}
+		if v.spool != nil {
 			// a spool whose counters cannot be read (the cluster queue
 			// while NATS is down) is reported with its error; the other
 			// handlers and this one's local state are still answered
-			s, err := lh.h.spoolOps.Status()
-			st.Spool = adminapi.SpoolOf(lh.h.spoolDir, s, err)
+			s, err := v.spool.Status()
+			st.Spool = adminapi.SpoolOf(v.spoolDir, s, err)
 		}
 		out = append(out, st)
 	}
@@ -222,7 +187,7 @@ func serveLockouts(w http.ResponseWriter, r *http.Request, lh *liveHandler, _ st
 		}
 		limit = n
 	}
-	locks := lh.h.lockout.Locks(time.Now(), limit)
+	locks := lh.view.lockout.Locks(time.Now(), limit)
 	slices.SortFunc(locks, func(a, b lockout.Lock) int {
 		if c := a.Until.Compare(b.Until); c != 0 {
 			return c
@@ -247,136 +212,11 @@ func serveLift(w http.ResponseWriter, _ *http.Request, lh *liveHandler, arg stri
 		}
 		ip = p.Addr()
 	}
-	if !lh.h.lockout.Lift(ip, time.Now()) {
+	if !lh.view.lockout.Lift(ip, time.Now()) {
 		return apiError(http.StatusNotFound, "%s is not locked out", ip)
 	}
-	lh.h.logger.Info("lockout lifted through the admin API", zap.String("client_ip", ip.String()))
+	lh.view.logger.Info("lockout lifted through the admin API", zap.String("client_ip", ip.String()))
 	return writeAdminJSON(w, map[string]string{"lifted": ip.String()})
-}
-
-// liveHandler is a hooks handler of the running config.
-type liveHandler struct {
-	h      *Handler
-	server string // the http server (site listener) it belongs to
-}
-
-// selectHandler picks the handler named by ?path (and ?server), or the only
-// one; several without a choice is a 400 naming them.
-func selectHandler(r *http.Request) (*liveHandler, error) {
-	q := r.URL.Query()
-	path, server := strings.TrimRight(q.Get("path"), "/"), q.Get("server")
-	all := liveHandlers()
-	var match []liveHandler
-	for _, lh := range all {
-		if (path == "" || lh.h.base == path) && (server == "" || lh.server == server) {
-			match = append(match, lh)
-		}
-	}
-	switch {
-	case len(match) == 1:
-		return &match[0], nil
-	case len(all) == 0:
-		return nil, apiError(http.StatusNotFound, "no hooks handler in the running config")
-	case len(match) == 0:
-		return nil, apiError(http.StatusNotFound, "no hooks handler at path=%q server=%q; the handlers are: %s", path, server, handlerChoices(all))
-	case path == "" && server == "":
-		return nil, apiError(http.StatusBadRequest, "several hooks handlers: choose one with ?path= (%s)", handlerChoices(all))
-	}
-	return nil, apiError(http.StatusBadRequest, "several hooks handlers match; add ?server= (%s)", handlerChoices(match))
-}
-
-// handlerChoices names handlers for an error message.
-func handlerChoices(hs []liveHandler) string {
-	names := make([]string, len(hs))
-	for i, lh := range hs {
-		names[i] = "path=" + lh.h.base
-		if lh.server != "" {
-			names[i] += " server=" + lh.server
-		}
-	}
-	return strings.Join(names, ", ")
-}
-
-// adminEntry is a provisioned handler's registration with the admin API,
-// held in the usage pool from Provision to Cleanup.
-type adminEntry struct {
-	h      *Handler
-	server *caddyhttp.Server // the server whose routes hold h (nil outside the http app)
-}
-
-// Destruct implements caddy.Destructor; the handler cleans up itself.
-func (*adminEntry) Destruct() error { return nil }
-
-// registerAdmin makes h visible to the admin API until its Cleanup.
-func (h *Handler) registerAdmin(ctx caddy.Context) {
-	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
-	_, _, _ = hold(&h.held, fmt.Sprintf(adminPoolPrefix+"%p", h), func() (*adminEntry, error) {
-		return &adminEntry{h: h, server: srv}, nil
-	})
-}
-
-// liveHandlers returns the registered handlers of the running config,
-// ordered by base path and server. During a reload the new config's
-// handlers are registered before they serve and the old ones until their
-// Cleanup; the running config's http servers tell them apart.
-func liveHandlers() []liveHandler {
-	servers := runningServers()
-	var out []liveHandler
-	sharedPool.Range(func(_, v any) bool {
-		e, ok := v.(*adminEntry)
-		if !ok {
-			return true
-		}
-		name, running := servers[e.server]
-		if servers == nil || running {
-			out = append(out, liveHandler{h: e.h, server: name})
-		}
-		return true
-	})
-	slices.SortFunc(out, func(a, b liveHandler) int {
-		if c := strings.Compare(a.h.base, b.h.base); c != 0 {
-			return c
-		}
-		return strings.Compare(a.server, b.server)
-	})
-	return out
-}
-
-// runningServers maps the running config's http servers to their names;
-// nil when no http app is running.
-func runningServers() map[*caddyhttp.Server]string {
-	app, err := caddy.ActiveContext().AppIfConfigured("http")
-	if err != nil {
-		return nil
-	}
-	httpApp, ok := app.(*caddyhttp.App)
-	if !ok {
-		return nil
-	}
-	m := make(map[*caddyhttp.Server]string, len(httpApp.Servers))
-	for name, srv := range httpApp.Servers {
-		m[srv] = name
-	}
-	return m
-}
-
-// writeAdminJSON writes v as the JSON answer. Stored bodies go out
-// byte for byte (no HTML escaping, no re-indenting), so that the CLI shows
-// the same through the admin API as from the spool file.
-func writeAdminJSON(w http.ResponseWriter, v any) error {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return apiError(http.StatusInternalServerError, "encoding the answer: %v", err)
-	}
-	return nil
-}
-
-// apiError is an admin API error with its status; Caddy answers it as
-// {"error": "<message>"}.
-func apiError(status int, format string, args ...any) error {
-	return caddy.APIError{HTTPStatus: status, Err: fmt.Errorf(format, args...)}
 }
 
 // Interface guards

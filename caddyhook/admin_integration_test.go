@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/caddyhook/caddyhook/internal/adminapi"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // testAdmin talks to the test Caddy's admin endpoint on its Unix socket
@@ -368,7 +369,7 @@ func TestAdminDeadLettersRetryAndDrop(t *testing.T) {
 		ids[r.json(t)["runId"].(string)] = i
 	}
 	var dead []adminapi.DeadLetter
-	waitFor(t, func() string {
+	testkit.WaitForState(t, func() string {
 		return fmt.Sprintf("%d of %d dead letters after the gateway stayed down past max_age", len(dead), n)
 	},
 		func() bool { dead = adm.dead(""); return len(dead) >= n })
@@ -424,7 +425,7 @@ func TestAdminDeadLettersRetryAndDrop(t *testing.T) {
 			t.Fatalf("accept: %d", r.status)
 		}
 	}
-	waitFor(t, func() string { return fmt.Sprintf("%d of 3 refused events dead-lettered", len(dead)) },
+	testkit.WaitForState(t, func() string { return fmt.Sprintf("%d of 3 refused events dead-lettered", len(dead)) },
 		func() bool { dead = adm.dead(""); return len(dead) == 3 })
 	if !strings.Contains(dead[0].Reason, "gateway status 422") {
 		t.Fatalf("reason %q", dead[0].Reason)
@@ -493,7 +494,7 @@ func TestAdminPauseResumeAcrossReloads(t *testing.T) {
 	if paused["paused"] {
 		t.Fatalf("resume answer %v", paused)
 	}
-	waitFor(t, func() string { return fmt.Sprintf("%d of %d delivered after resume", in.gw.Count("wake"), n+1) },
+	testkit.WaitForState(t, func() string { return fmt.Sprintf("%d of %d delivered after resume", in.gw.Count("wake"), n+1) },
 		func() bool { return in.gw.Count("wake") >= n+1 })
 	for i, r := range in.gw.Received() {
 		if want := fmt.Sprintf("wake %d", i); r.Body["text"] != want {
@@ -504,7 +505,7 @@ func TestAdminPauseResumeAcrossReloads(t *testing.T) {
 		}
 	}
 	// the gateway has the last event before the spool hears its answer
-	waitFor(t, func() string { return fmt.Sprintf("after resume: spool %+v", st.Spool) },
+	testkit.WaitForState(t, func() string { return fmt.Sprintf("after resume: spool %+v", st.Spool) },
 		func() bool { st = adm.status(""); return !st.Spool.Paused && st.Spool.Depth == 0 })
 }
 
@@ -535,7 +536,7 @@ func TestSpoolRateHolds(t *testing.T) {
 	if st.Spool.Depth < burst-perWindow*windows || st.Spool.Rate != "5/1s" || m["caddy_hooks_spool_depth"] == 0 {
 		t.Fatalf("%v after the burst began: spool %+v, metrics %v", time.Since(start), st.Spool, m)
 	}
-	waitFor(t, func() string { return "the oldest-age metric never showed the burst waiting" }, func() bool {
+	testkit.WaitForState(t, func() string { return "the oldest-age metric never showed the burst waiting" }, func() bool {
 		m := spoolRegistryMetrics(t)
 		return m["caddy_hooks_spool_oldest_age_seconds"] >= 1 && m["caddy_hooks_spool_depth"] > 0
 	})
@@ -633,7 +634,7 @@ func TestSpoolCommandThroughAdminAPI(t *testing.T) {
 		}
 		ids = append(ids, r.json(t)["runId"].(string))
 	}
-	waitFor(t, func() string { return "dead letters not created" }, func() bool { return adm.status("").Spool.DeadLetters >= 4 })
+	testkit.WaitForState(t, func() string { return "dead letters not created" }, func() bool { return adm.status("").Spool.DeadLetters >= 4 })
 	address := "unix/" + adm.sock
 	run := func(args ...string) string {
 		t.Helper()
@@ -648,7 +649,7 @@ func TestSpoolCommandThroughAdminAPI(t *testing.T) {
 	if out := run("retry", "--address", address, ids[0]); !strings.Contains(out, "requeued 1 dead letter(s) in "+dir+"; the running Caddy delivers them now") {
 		t.Fatalf("live retry: %s", out)
 	}
-	waitFor(t, func() string { return "the retried dead letter was not delivered" }, func() bool { return in.gw.DistinctKeys() >= 1 })
+	testkit.WaitForState(t, func() string { return "the retried dead letter was not delivered" }, func() bool { return in.gw.DistinctKeys() >= 1 })
 	if got := in.gw.Received(); got[len(got)-1].IdempotencyKey != ids[0] || got[len(got)-1].TraceParent != traceParentFor(0) {
 		t.Fatalf("delivered %+v, want %s with its traceparent", got[len(got)-1], ids[0])
 	}
@@ -667,7 +668,7 @@ func TestSpoolCommandThroughAdminAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Caddy shuts the old admin endpoint down in the background
-	waitFor(t, func() string { return "the admin endpoint still answers after Caddy stopped" }, func() bool {
+	testkit.WaitForState(t, func() string { return "the admin endpoint still answers after Caddy stopped" }, func() bool {
 		c, err := net.Dial("unix", adm.sock)
 		if err == nil {
 			c.Close()

@@ -20,7 +20,7 @@ func serveDeadLetters(w http.ResponseWriter, r *http.Request, lh *liveHandler, _
 	}
 	dead, err := ops.DeadLetters()
 	if err != nil {
-		return apiError(http.StatusServiceUnavailable, "spool of %s: %v", lh.h.base, err)
+		return apiError(http.StatusServiceUnavailable, "spool of %s: %v", lh.view.base, err)
 	}
 	q := r.URL.Query().Get("body")
 	withBody := q != "" && q != "0" && q != "false"
@@ -55,7 +55,7 @@ func serveRetryDrop(w http.ResponseWriter, r *http.Request, lh *liveHandler, ver
 		op, state = ops.Drop, eventlog.StateDropped
 	}
 	ids := sel.IDs
-	if sel.All && lh.h.evrec != nil {
+	if sel.All && lh.view.events != nil {
 		if dead, err := ops.DeadLetters(); err == nil {
 			for _, ev := range dead {
 				ids = append(ids, ev.ID)
@@ -64,10 +64,10 @@ func serveRetryDrop(w http.ResponseWriter, r *http.Request, lh *liveHandler, ver
 	}
 	n, err := op(sel.IDs...) // no ids (all: true) = every dead letter
 	if err != nil {
-		return apiError(http.StatusServiceUnavailable, "spool of %s: %v", lh.h.base, err)
+		return apiError(http.StatusServiceUnavailable, "spool of %s: %v", lh.view.base, err)
 	}
-	lh.h.recordOperator(ids, state)
-	lh.h.logger.Info("dead letters "+verb+" through the admin API", zap.Int("count", n), zap.Bool("all", sel.All))
+	lh.view.outcomes.operator(ids, state)
+	lh.view.logger.Info("dead letters "+verb+" through the admin API", zap.Int("count", n), zap.Bool("all", sel.All))
 	return writeAdminJSON(w, map[string]int{verb: n})
 }
 
@@ -84,15 +84,15 @@ func servePause(w http.ResponseWriter, _ *http.Request, lh *liveHandler, what st
 		err = ops.Resume()
 	}
 	if err != nil {
-		return apiError(http.StatusServiceUnavailable, "spool of %s: %v", lh.h.base, err)
+		return apiError(http.StatusServiceUnavailable, "spool of %s: %v", lh.view.base, err)
 	}
 	return writeAdminJSON(w, map[string]bool{"paused": pause})
 }
 
 // spool returns the handler's spool, or a 404 when it has none.
 func (lh *liveHandler) spool() (spool.Ops, error) {
-	if lh.h.spoolOps == nil {
-		return nil, apiError(http.StatusNotFound, "the hooks handler at %s has no spool", lh.h.base)
+	if lh.view.spool == nil {
+		return nil, apiError(http.StatusNotFound, "the hooks handler at %s has no spool", lh.view.base)
 	}
-	return lh.h.spoolOps, nil
+	return lh.view.spool, nil
 }

@@ -30,7 +30,7 @@ const (
 // A locked address's request that offers a signature header is read only
 // when its declared body is at most lockedBodyMax bytes, within
 // lockedBodyWait (or the unauthenticated timeout, if shorter), and never
-// with one of the unauthenticated_bodies slots (see unauthReads.begin).
+// with one of the unauthenticated_bodies slots (see bodyReads.begin).
 const (
 	lockedBodyMax  = 64 << 10
 	lockedBodyWait = 2 * time.Second
@@ -44,6 +44,12 @@ const (
 	earlyDrainLimit = 64 << 10
 	earlyDrainWait  = 20 * time.Millisecond
 	lateBodyGrace   = 2 * time.Second
+)
+
+// Reasons of the body step.
+const (
+	reasonContentType = "content type must be application/json"
+	reasonTooLarge    = "payload too large"
 )
 
 // reasonBodyTimeout answers a body that did not arrive in time (the
@@ -71,29 +77,37 @@ type UnauthenticatedBodies struct {
 	PerAddress int `json:"per_address,omitempty"`
 }
 
-// unauthReads is the handler's allowance of unauthenticated body reads:
-// slots for every address together, reads in progress per address, and a
-// separate allowance for the small reads of locked addresses.
-type unauthReads struct {
-	slots   chan struct{}
-	locked  chan struct{}
-	timeout time.Duration
-	perAddr addrCounts
+// reasonTooManyUnauth answers an unauthenticated read over the shared
+// slots.
+const reasonTooManyUnauth = "too many unauthenticated requests in progress"
+
+// bodyReads reads request bodies within their bounds: body_timeout for an
+// authenticated request; for one a signature must authenticate, the
+// handler's allowance of unauthenticated reads: slots for every address
+// together, reads in progress per address, and a separate allowance for
+// the small reads of locked addresses.
+type bodyReads struct {
+	slots         chan struct{}
+	locked        chan struct{}
+	unauthTimeout time.Duration
+	perAddr       addrCounts
+	timeout       time.Duration // body_timeout
 }
 
-// provisionBodyReads fills the defaults of unauthenticated_bodies and
-// body_timeout and checks their ranges.
-func (h *Handler) provisionBodyReads() error {
+// newBodyReads fills the defaults of unauthenticated_bodies (*cfg) and
+// body_timeout (*bodyTimeout), checks their ranges and makes the
+// allowance.
+func newBodyReads(cfg **UnauthenticatedBodies, bodyTimeout *caddy.Duration) (*bodyReads, error) {
 	u := UnauthenticatedBodies{Max: defaultUnauthBodies, Timeout: caddy.Duration(defaultUnauthTimeout), PerAddress: defaultUnauthPerAddress}
-	if c := h.UnauthenticatedBodies; c != nil {
+	if c := *cfg; c != nil {
 		if c.Max < 0 || c.Max > 1<<16 {
-			return fmt.Errorf("unauthenticated_bodies: %d must be between 1 and 65536", c.Max)
+			return nil, fmt.Errorf("unauthenticated_bodies: %d must be between 1 and 65536", c.Max)
 		}
 		if c.Timeout < 0 || time.Duration(c.Timeout) > 10*time.Minute {
-			return fmt.Errorf("unauthenticated_bodies: timeout %s must be between 1ms and 10m", time.Duration(c.Timeout))
+			return nil, fmt.Errorf("unauthenticated_bodies: timeout %s must be between 1ms and 10m", time.Duration(c.Timeout))
 		}
 		if c.PerAddress < 0 || c.PerAddress > 1<<16 {
-			return fmt.Errorf("unauthenticated_bodies: per_address %d must be between 1 and 65536", c.PerAddress)
+			return nil, fmt.Errorf("unauthenticated_bodies: per_address %d must be between 1 and 65536", c.PerAddress)
 		}
 		if c.Max > 0 {
 			u.Max = c.Max
@@ -106,20 +120,25 @@ func (h *Handler) provisionBodyReads() error {
 		}
 	}
 	u.PerAddress = min(u.PerAddress, u.Max)
-	if h.BodyTimeout < 0 || time.Duration(h.BodyTimeout) > time.Hour {
-		return fmt.Errorf("body_timeout: %s must be between 1ms and 1h", time.Duration(h.BodyTimeout))
+	if *bodyTimeout < 0 || time.Duration(*bodyTimeout) > time.Hour {
+		return nil, fmt.Errorf("body_timeout: %s must be between 1ms and 1h", time.Duration(*bodyTimeout))
 	}
-	if h.BodyTimeout == 0 {
-		h.BodyTimeout = caddy.Duration(defaultBodyTimeout)
+	if *bodyTimeout == 0 {
+		*bodyTimeout = caddy.Duration(defaultBodyTimeout)
 	}
-	h.UnauthenticatedBodies = &u
-	h.unauth = &unauthReads{
-		slots:   make(chan struct{}, u.Max),
-		locked:  make(chan struct{}, u.Max),
-		timeout: time.Duration(u.Timeout),
-		perAddr: newAddrCounts(u.PerAddress),
-	}
-	return nil
+	*cfg = &u
+	return &bodyReads{
+		slots:         make(chan struct{}, u.Max),
+		locked:        make(chan struct{}, u.Max),
+		unauthTimeout: time.Duration(u.Timeout),
+		perAddr:       newAddrCounts(u.PerAddress),
+		timeout:       time.Duration(*bodyTimeout),
+	}, nil
+}
+
+// settings are the allowance's bounds, as the admin API shows them.
+func (u *bodyReads) settings() (slots int, timeout time.Duration, perAddress int) {
+	return cap(u.slots), u.unauthTimeout, int(u.perAddr.max)
 }
 
 // begin takes what one unauthenticated read of ex's body needs and sets
@@ -129,8 +148,8 @@ func (h *Handler) provisionBodyReads() error {
 // signature) gets none of those slots: only a declared body of at most
 // lockedBodyMax bytes is read, from a separate allowance, within
 // lockedBodyWait; anything else is its 429 at once.
-func (u *unauthReads) begin(ex *exchange, key lockout.Key) *hookError {
-	pool, wait := u.pool(ex), u.timeout
+func (u *bodyReads) begin(ex *exchange, key lockout.Key) *hookError {
+	pool, wait := u.pool(ex), u.unauthTimeout
 	if ex.lockedFor > 0 {
 		if ex.r.ContentLength < 0 || ex.r.ContentLength > lockedBodyMax {
 			return lockedOut(ex.lockedFor)
@@ -159,13 +178,13 @@ func (u *unauthReads) begin(ex *exchange, key lockout.Key) *hookError {
 }
 
 // end gives back what begin took for ex.
-func (u *unauthReads) end(ex *exchange, key lockout.Key) {
+func (u *bodyReads) end(ex *exchange, key lockout.Key) {
 	<-u.pool(ex)
 	u.perAddr.give(key)
 }
 
 // pool is the allowance ex's read comes from.
-func (u *unauthReads) pool(ex *exchange) chan struct{} {
+func (u *bodyReads) pool(ex *exchange) chan struct{} {
 	if ex.lockedFor > 0 {
 		return u.locked
 	}
@@ -316,25 +335,26 @@ func setReadDeadline(w http.ResponseWriter, d time.Time) bool {
 	}
 }
 
-// readRequestBody reads the body through the hook name's limit and within
+// read reads ex's body through limit (the hook name's) and within
 // body_timeout. A body read before the request is authenticated (one a
 // signature must authenticate) is bounded by unauthenticated_bodies
-// instead (see unauthReads.begin); a slow or abandoned one counts as an
-// authentication failure of its address. A slow authenticated body is a
-// 408 that counts as nothing: the sender holds the token.
-func (h *Handler) readRequestBody(ex *exchange) *hookError {
+// instead (see begin; keys gives its address's lockout key); a slow or
+// abandoned one counts as an authentication failure of its address. A
+// slow authenticated body is a 408 that counts as nothing: the sender
+// holds the token.
+func (u *bodyReads) read(ex *exchange, limit int64, keys *lockoutGuard) *hookError {
 	unauth := !ex.tokenOK
 	if unauth {
-		key := h.lockout.KeyOf(ex.ip)
-		if herr := h.unauth.begin(ex, key); herr != nil {
+		key := keys.KeyOf(ex.ip)
+		if herr := u.begin(ex, key); herr != nil {
 			return herr
 		}
-		defer h.unauth.end(ex, key)
+		defer u.end(ex, key)
 	} else if ex.w != nil {
-		setReadDeadline(ex.w, ex.now.Add(time.Duration(h.BodyTimeout)))
+		setReadDeadline(ex.w, ex.now.Add(u.timeout))
 	}
 	var err error
-	ex.body, err = readBody(ex.r, h.bodyLimit(ex.sub), ex.body)
+	ex.body, err = readBody(ex.r, limit, ex.body)
 	switch {
 	case err == nil:
 		ex.bodyDone = true
@@ -345,9 +365,9 @@ func (h *Handler) readRequestBody(ex *exchange) *hookError {
 		}
 		return reject(http.StatusRequestEntityTooLarge, reasonTooLarge)
 	case unauth && isTimeout(err):
-		return h.failure(ex, http.StatusRequestTimeout, reasonBodyTimeout)
+		return authFailure(http.StatusRequestTimeout, reasonBodyTimeout)
 	case unauth:
-		return h.failure(ex, http.StatusBadRequest, "could not read body")
+		return authFailure(http.StatusBadRequest, "could not read body")
 	case isTimeout(err):
 		return reject(http.StatusRequestTimeout, reasonBodyTimeout)
 	}

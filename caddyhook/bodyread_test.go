@@ -1,10 +1,15 @@
 package caddyhook
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/caddyhook/caddyhook/internal/lockout"
@@ -19,7 +24,7 @@ func TestUnauthReadsAllowance(t *testing.T) {
 	h := newTestHandler(t, nil, func(h *Handler) {
 		h.UnauthenticatedBodies = &UnauthenticatedBodies{Max: 4, PerAddress: 2}
 	})
-	u := h.unauth
+	u := h.bodies
 	type step struct {
 		name   string
 		ip     string
@@ -90,6 +95,151 @@ func TestAddrCountsForget(t *testing.T) {
 	for i := range c.shards {
 		if n := len(c.shards[i].n); n != 0 {
 			t.Fatalf("shard %d keeps %d entries after every read ended", i, n)
+		}
+	}
+}
+
+// TestSettleUnreadBody: an answer given before the body is read keeps the
+// connection only when the body has already arrived in full.
+func TestSettleUnreadBody(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		req    func() *http.Request
+		closes bool
+	}{
+		{"no body", func() *http.Request { r, _ := http.NewRequest("POST", "/", nil); return r }, false},
+		{"HTTP/2", func() *http.Request {
+			r, _ := http.NewRequest("POST", "/", strings.NewReader("x"))
+			r.ProtoMajor = 2
+			return r
+		}, false},
+		// httptest's recorder has no read deadline: nothing can be drained
+		// safely, so the connection closes
+		{"body, no deadline support", func() *http.Request {
+			r, _ := http.NewRequest("POST", "/", bytes.NewReader([]byte("{}")))
+			r.ProtoMajor, r.ProtoMinor = 1, 1
+			return r
+		}, true},
+	} {
+		w := httptest.NewRecorder()
+		settleUnreadBody(w, tc.req())
+		if got := w.Header().Get("Connection") == "close"; got != tc.closes {
+			t.Errorf("%s: closes %v, want %v", tc.name, got, tc.closes)
+		}
+	}
+}
+
+func TestIsJSONContentType(t *testing.T) {
+	for _, tc := range []struct {
+		ct   string
+		want bool
+	}{
+		{"application/json", true},
+		{"application/json; charset=utf-8", true},
+		{"application/json;charset=UTF-8", true},
+		{"Application/JSON", true},
+		{"application/json;", true},
+		{"application/vnd.api+json", true},
+		{"application/cloudevents+json; charset=utf-8", true},
+		{"application/problem+json", true},
+		{"", false},
+		{"text/plain", false},
+		{"text/plain; charset=utf-8", false},
+		{"text/json", false},
+		{"application/x-www-form-urlencoded", false},
+		{"multipart/form-data; boundary=x", false},
+		{"application/jsonx", false},
+		{"text/vnd.x+json", false},
+		{"application/json; charset", false},
+		{"application/", false},
+		{"application/json/x", false},
+		{"json", false},
+	} {
+		if got := isJSONContentType(tc.ct); got != tc.want {
+			t.Errorf("isJSONContentType(%q) = %v, want %v", tc.ct, got, tc.want)
+		}
+	}
+}
+
+// failingReader fails the test if the body is read at all.
+type failingReader struct{ t *testing.T }
+
+func (r failingReader) Read([]byte) (int, error) {
+	r.t.Error("body was read although Content-Length is over the limit")
+	return 0, io.EOF
+}
+
+func TestReadBody(t *testing.T) {
+	const limit = 10
+	errBoom := errors.New("boom")
+	for _, tc := range []struct {
+		name    string
+		body    io.Reader // nil: http.NoBody
+		length  int64     // Content-Length; -1 = chunked/unknown
+		bufCap  int
+		want    string
+		wantErr error
+	}{
+		{name: "declared over limit", body: strings.NewReader("01234567890"), length: 11, wantErr: errBodyTooLarge},
+		{name: "declared exactly limit", body: strings.NewReader("0123456789"), length: 10, want: "0123456789"},
+		{name: "chunked over limit", body: strings.NewReader("01234567890"), length: -1, wantErr: errBodyTooLarge},
+		{name: "chunked far over limit", body: strings.NewReader(strings.Repeat("x", 1<<20)), length: -1, wantErr: errBodyTooLarge},
+		{name: "chunked exactly limit", body: strings.NewReader("0123456789"), length: -1, want: "0123456789"},
+		{name: "chunked one byte at a time", body: iotest.OneByteReader(strings.NewReader("0123456789")), length: -1, want: "0123456789"},
+		{name: "chunked over limit one byte at a time", body: iotest.OneByteReader(strings.NewReader("0123456789A")), length: -1, wantErr: errBodyTooLarge},
+		{name: "understated length", body: strings.NewReader("0123456789ABC"), length: 3, wantErr: errBodyTooLarge},
+		{name: "empty", body: strings.NewReader(""), length: 0, want: ""},
+		{name: "no body", length: 0, want: ""},
+		{name: "zero-capacity buffer grows", body: strings.NewReader("0123456789"), length: -1, bufCap: -1, want: "0123456789"},
+		{name: "read error", body: io.MultiReader(strings.NewReader("01"), iotest.ErrReader(errBoom)), length: -1, wantErr: errBoom},
+		{name: "data with EOF", body: iotest.DataErrReader(strings.NewReader("0123")), length: -1, want: "0123"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/hooks/wake", nil)
+			r.Body = http.NoBody
+			if tc.body != nil {
+				r.Body = io.NopCloser(tc.body)
+			}
+			if tc.length > limit {
+				r.Body = io.NopCloser(failingReader{t})
+			}
+			r.ContentLength = tc.length
+			var buf []byte
+			switch {
+			case tc.bufCap > 0:
+				buf = make([]byte, 0, tc.bufCap)
+			case tc.bufCap == 0:
+				buf = make([]byte, 0, 4)
+			}
+			got, err := readBody(r, limit, buf)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if errors.Is(err, errBodyTooLarge) && tc.length <= limit && len(got) <= limit {
+				t.Fatalf("oversize body cut to %d bytes", len(got))
+			}
+			if err == nil && string(got) != tc.want {
+				t.Fatalf("body = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestReadBodyLarge reads a body much larger than the pooled buffer.
+func TestReadBodyLarge(t *testing.T) {
+	data := bytes.Repeat([]byte("0123456789abcdef"), 16<<10) // 256 KiB
+	for _, limit := range []int64{int64(len(data)), int64(len(data)) - 1} {
+		r := httptest.NewRequest(http.MethodPost, "/hooks/wake", io.NopCloser(iotest.HalfReader(bytes.NewReader(data))))
+		r.ContentLength = -1
+		got, err := readBody(r, limit, make([]byte, 0, 4<<10))
+		if limit == int64(len(data)) {
+			if err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("limit %d: err=%v, %d bytes, equal=%v", limit, err, len(got), bytes.Equal(got, data))
+			}
+			continue
+		}
+		if !errors.Is(err, errBodyTooLarge) {
+			t.Fatalf("limit %d: err = %v, want errBodyTooLarge", limit, err)
 		}
 	}
 }

@@ -1,18 +1,13 @@
 package caddyhook
 
 import (
-	"slices"
-	"strconv"
-	"strings"
+	"encoding/json"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
-	"github.com/dustin/go-humanize"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
-	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/lockout"
 )
 
@@ -72,7 +67,11 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 	case "token_headers":
 		return listArg(d, &h.TokenHeaders, true)
 	case "unauthenticated_bodies":
-		return h.unmarshalUnauthBodies(d)
+		u, err := unmarshalUnauthBodies(d)
+		if err == nil {
+			h.UnauthenticatedBodies = u
+		}
+		return err
 	case "body_timeout":
 		return durationArg(d, &h.BodyTimeout)
 	case "gateway":
@@ -130,13 +129,29 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		h.AllowedAgentIDs = &ids
 		return nil
 	case "auth_failures":
-		return h.unmarshalAuthFailures(d)
+		af, err := unmarshalAuthFailures(d)
+		if err == nil {
+			h.AuthFailures = af
+		}
+		return err
 	case "spool":
-		return h.unmarshalSpool(d)
+		sc, err := unmarshalSpool(d)
+		if err == nil {
+			h.Spool = sc
+		}
+		return err
 	case "events":
-		return h.unmarshalEvents(d)
+		ec, err := unmarshalEvents(d)
+		if err == nil {
+			h.Events = ec
+		}
+		return err
 	case "cluster":
-		return h.unmarshalCluster(d)
+		raw, err := unmarshalCluster(d)
+		if err == nil {
+			h.ClusterRaw = raw
+		}
+		return err
 	case "mapping":
 		m, err := unmarshalMapping(d)
 		if err != nil {
@@ -170,78 +185,53 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 }
 
 // unmarshalAuthFailures parses `auth_failures <count> [<window>]`.
-func (h *Handler) unmarshalAuthFailures(d *caddyfile.Dispenser) error {
+func unmarshalAuthFailures(d *caddyfile.Dispenser) (*AuthFailures, error) {
 	n, w, err := countAndDuration(d, "count", lockout.MaxCount, "window")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	h.AuthFailures = &AuthFailures{Count: n, Window: w}
-	return nil
+	return &AuthFailures{Count: n, Window: w}, nil
 }
 
 // unmarshalUnauthBodies parses
 // `unauthenticated_bodies [<max> [<timeout>]] [{ per_address <n> }]`.
-func (h *Handler) unmarshalUnauthBodies(d *caddyfile.Dispenser) error {
+func unmarshalUnauthBodies(d *caddyfile.Dispenser) (*UnauthenticatedBodies, error) {
 	u := new(UnauthenticatedBodies)
 	if d.CountRemainingArgs() > 0 {
 		var err error
 		if u.Max, u.Timeout, err = countAndDuration(d, "max", 1<<16, "timeout"); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		if d.Val() != "per_address" {
-			return d.Errf("unrecognized unauthenticated_bodies subdirective '%s'", d.Val())
+			return nil, d.Errf("unrecognized unauthenticated_bodies subdirective '%s'", d.Val())
 		}
 		if err := intArg(d, &u.PerAddress); err != nil {
-			return err
+			return nil, err
 		}
 		if u.PerAddress < 1 || u.PerAddress > 1<<16 {
-			return d.Errf("unauthenticated_bodies: per_address %d must be between 1 and 65536", u.PerAddress)
+			return nil, d.Errf("unauthenticated_bodies: per_address %d must be between 1 and 65536", u.PerAddress)
 		}
 	}
 	if u.Max == 0 && u.PerAddress == 0 {
-		return d.Errf("unauthenticated_bodies: expected <max> [<timeout>] or a block with per_address")
+		return nil, d.Errf("unauthenticated_bodies: expected <max> [<timeout>] or a block with per_address")
 	}
-	h.UnauthenticatedBodies = u
-	return nil
-}
-
-// countAndDuration reads `<count> [<duration>]` (count from 1 to max,
-// duration positive); the field names go into the errors.
-func countAndDuration(d *caddyfile.Dispenser, countName string, max int, durName string) (int, caddy.Duration, error) {
-	name := d.Val()
-	args := d.RemainingArgs()
-	if len(args) < 1 || len(args) > 2 {
-		return 0, 0, d.ArgErr()
-	}
-	n, err := strconv.Atoi(args[0])
-	if err != nil || n < 1 || n > max {
-		return 0, 0, d.Errf("%s: %s %q must be an integer between 1 and %d", name, countName, args[0], max)
-	}
-	var dur caddy.Duration
-	if len(args) == 2 {
-		v, err := caddy.ParseDuration(args[1])
-		if err != nil || v <= 0 {
-			return 0, 0, d.Errf("%s: %s %q must be a positive duration", name, durName, args[1])
-		}
-		dur = caddy.Duration(v)
-	}
-	return n, dur, nil
+	return u, nil
 }
 
 // unmarshalSpool parses `spool <dir> { ... }`.
-func (h *Handler) unmarshalSpool(d *caddyfile.Dispenser) error {
+func unmarshalSpool(d *caddyfile.Dispenser) (*SpoolConfig, error) {
 	sc := new(SpoolConfig)
 	if !d.NextArg() {
-		return d.Errf("spool: directory required")
+		return nil, d.Errf("spool: directory required")
 	}
 	sc.Dir = d.Val()
 	if sc.Dir == "cluster" { // a directory named so: ./cluster
 		sc.Dir, sc.Cluster = "", true
 	}
 	if d.NextArg() {
-		return d.ArgErr()
+		return nil, d.ArgErr()
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		var err error
@@ -264,11 +254,10 @@ func (h *Handler) unmarshalSpool(d *caddyfile.Dispenser) error {
 			err = d.Errf("unrecognized spool subdirective '%s'", d.Val())
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	h.Spool = sc
-	return nil
+	return sc, nil
 }
 
 // unmarshalClusterSpool parses `deliver on|off` and `fallback <dir>|reject`
@@ -298,21 +287,20 @@ func unmarshalClusterSpool(d *caddyfile.Dispenser, sc *SpoolConfig) error {
 }
 
 // unmarshalCluster parses `cluster <engine> …` into the engine module.
-func (h *Handler) unmarshalCluster(d *caddyfile.Dispenser) error {
+func unmarshalCluster(d *caddyfile.Dispenser) (json.RawMessage, error) {
 	if !d.NextArg() {
-		return d.Errf("cluster: expected an engine name, e.g. cluster nats { … }")
+		return nil, d.Errf("cluster: expected an engine name, e.g. cluster nats { … }")
 	}
 	name := d.Val()
 	unm, err := caddyfile.UnmarshalModule(d, cluster.Namespace+"."+name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	h.ClusterRaw = caddyconfig.JSONModuleObject(unm, "engine", name, nil)
-	return nil
+	return caddyconfig.JSONModuleObject(unm, "engine", name, nil), nil
 }
 
 // unmarshalEvents parses `events off|on` or `events { … }`.
-func (h *Handler) unmarshalEvents(d *caddyfile.Dispenser) error {
+func unmarshalEvents(d *caddyfile.Dispenser) (*EventsConfig, error) {
 	ec := new(EventsConfig)
 	if d.NextArg() {
 		switch d.Val() {
@@ -320,15 +308,15 @@ func (h *Handler) unmarshalEvents(d *caddyfile.Dispenser) error {
 			ec.Disabled = true
 		case "on":
 		default:
-			return d.Errf("events: expected on, off or a block, got %q", d.Val())
+			return nil, d.Errf("events: expected on, off or a block, got %q", d.Val())
 		}
 		if d.NextArg() {
-			return d.ArgErr()
+			return nil, d.ArgErr()
 		}
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		if ec.Disabled {
-			return d.Errf("events: off takes no block")
+			return nil, d.Errf("events: off takes no block")
 		}
 		var err error
 		switch d.Val() {
@@ -362,124 +350,10 @@ func (h *Handler) unmarshalEvents(d *caddyfile.Dispenser) error {
 			err = d.Errf("unrecognized events subdirective '%s'", d.Val())
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	h.Events = ec
-	return nil
-}
-
-// oneArg reads exactly one argument.
-func oneArg(d *caddyfile.Dispenser, dst *string) error {
-	name := d.Val()
-	args := d.RemainingArgs()
-	if len(args) != 1 {
-		return d.Errf("%s: expected exactly one value", name)
-	}
-	*dst = args[0]
-	return nil
-}
-
-// choiceArg reads one argument that must be one of choices.
-func choiceArg(d *caddyfile.Dispenser, dst *string, choices ...string) error {
-	name := d.Val()
-	var s string
-	if err := oneArg(d, &s); err != nil {
-		return err
-	}
-	if !slices.Contains(choices, s) {
-		return d.Errf("%s: %q must be %s", name, s, strings.Join(choices, " or "))
-	}
-	*dst = s
-	return nil
-}
-
-// durationArg reads one duration.
-func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
-	name := d.Val()
-	var s string
-	if err := oneArg(d, &s); err != nil {
-		return err
-	}
-	v, err := caddy.ParseDuration(s)
-	if err != nil {
-		return d.Errf("%s: invalid duration %q: %v", name, s, err)
-	}
-	*dst = caddy.Duration(v)
-	return nil
-}
-
-// sizeArg reads one byte size such as 256KiB or 1MB.
-func sizeArg(d *caddyfile.Dispenser, dst *int64) error {
-	name := d.Val()
-	var s string
-	if err := oneArg(d, &s); err != nil {
-		return err
-	}
-	v, err := humanize.ParseBytes(s)
-	if err != nil || v == 0 || v > 1<<40 {
-		return d.Errf("%s: invalid size %q", name, s)
-	}
-	*dst = int64(v)
-	return nil
-}
-
-// intArg reads one integer.
-func intArg(d *caddyfile.Dispenser, dst *int) error {
-	name := d.Val()
-	var s string
-	if err := oneArg(d, &s); err != nil {
-		return err
-	}
-	v, err := strconv.Atoi(s)
-	if err != nil {
-		return d.Errf("%s: invalid integer %q", name, s)
-	}
-	*dst = v
-	return nil
-}
-
-// flagArg reads an optional true/false (no value means true).
-func flagArg(d *caddyfile.Dispenser, dst *bool) error {
-	name := d.Val()
-	args := d.RemainingArgs()
-	switch {
-	case len(args) == 0:
-		*dst = true
-	case len(args) == 1:
-		v, err := strconv.ParseBool(args[0])
-		if err != nil {
-			return d.Errf("%s: expected true or false, got %q", name, args[0])
-		}
-		*dst = v
-	default:
-		return d.ArgErr()
-	}
-	return nil
-}
-
-// listArg appends the remaining arguments; required lists need one.
-func listArg(d *caddyfile.Dispenser, dst *[]string, required bool) error {
-	args := d.RemainingArgs()
-	if required && len(args) == 0 {
-		return d.Errf("%s: expected at least one value", d.Val())
-	}
-	*dst = append(*dst, args...)
-	return nil
-}
-
-// rateArg reads one <count>/<interval> rate such as 5/s or 100/1m.
-func rateArg(d *caddyfile.Dispenser, dst **SpoolRate) error {
-	var s string
-	if err := oneArg(d, &s); err != nil {
-		return err
-	}
-	r, err := spool.ParseRate(s)
-	if err != nil {
-		return d.Errf("spool: %v", err)
-	}
-	*dst = &SpoolRate{Count: r.Count, Interval: caddy.Duration(r.Interval)}
-	return nil
+	return ec, nil
 }
 
 // Interface guard

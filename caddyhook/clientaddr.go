@@ -41,12 +41,22 @@ var (
 const reasonLeftmostForwarded = "server misconfigured: trusted_proxies without trusted_proxies_strict"
 
 // clientAddressCheck is what provision learnt about the server's client
-// addresses; leftmostUnknown asks for the request-time check.
+// addresses (leftmostUnknown asks for the request-time check), and what
+// reads a request's client address: the lockout's key.
 type clientAddressCheck struct {
 	server          *caddyhttp.Server
 	leftmostUnknown bool
 	// logs bounds the lines about unparseable forwarded entries.
 	logs *logBudget
+	// metrics count the requests keyed on a trusted hop (see address).
+	metrics *hookMetrics
+	logger  *zap.Logger
+}
+
+// counting is c with the metrics and the logger of address.
+func (c clientAddressCheck) counting(metrics *hookMetrics, logger *zap.Logger) clientAddressCheck {
+	c.metrics, c.logger = metrics, logger
+	return c
 }
 
 // checkClientAddressSource refuses a server whose client addresses cannot
@@ -141,7 +151,7 @@ func serverHasWrapper(srv *caddyhttp.Server, name string) bool {
 // hop because the entry that hop wrote is not an address.
 const msgForwardedUnparsed = "X-Forwarded-For entry is not an address"
 
-// clientAddress is the address the lockout keys r on: Caddy's client
+// address is the address the lockout keys r on: Caddy's client
 // address (see clientAddr), except where Caddy, in strict mode, skipped a
 // forwarded entry that is not an address. Caddy then takes the next entry
 // to its left, which the client may have written, or the peer when there is
@@ -149,9 +159,9 @@ const msgForwardedUnparsed = "X-Forwarded-For entry is not an address"
 // entry to its right, or the peer), so the client never chooses it. Such a
 // request is counted and logged: the proxy in front writes something other
 // than its client's address.
-func (h *Handler) clientAddress(r *http.Request) netip.Addr {
+func (c clientAddressCheck) address(r *http.Request) netip.Addr {
 	ip := clientAddr(r)
-	srv := h.addrCheck.server
+	srv := c.server
 	if srv == nil || srv.TrustedProxiesStrict <= 0 {
 		return ip
 	}
@@ -162,15 +172,31 @@ func (h *Handler) clientAddress(r *http.Request) netip.Addr {
 	if !skipped {
 		return ip
 	}
-	h.metrics.forwardedUnparsed.Inc()
-	if ok, suppressed := h.addrCheck.logs.allow(time.Now()); ok {
-		h.logger.Warn(msgForwardedUnparsed,
+	c.metrics.observeForwardedUnparsed()
+	if ok, suppressed := c.logs.allow(time.Now()); ok {
+		c.logger.Warn(msgForwardedUnparsed,
 			zap.String("client_ip", hop.String()),
 			zap.String("caddy_client_ip", ip.String()),
 			zap.Strings("headers", srv.ClientIPHeaders),
 			zap.Uint64("suppressed", suppressed))
 	}
 	return hop
+}
+
+// clientAddr is Caddy's resolved client IP (which honours the server's
+// trusted_proxies), falling back to the peer address.
+func clientAddr(r *http.Request) netip.Addr {
+	if s, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok {
+		if ip, err := netip.ParseAddr(s); err == nil {
+			return ip
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip, _ := netip.ParseAddr(host)
+	return ip
 }
 
 // forwardedHop walks the client IP headers of r as Caddy's strict mode

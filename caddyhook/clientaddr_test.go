@@ -1,11 +1,18 @@
 package caddyhook
 
 import (
+	"context"
+	"encoding/json"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // TestForwardedHop (issue 20 item 7): the key of a request whose client IP
@@ -140,5 +147,127 @@ func TestCoversAll(t *testing.T) {
 		if got := coversAll(set, v6); got != c.v6 {
 			t.Errorf("%q covers IPv6: %v, want %v", c.allow, got, c.v6)
 		}
+	}
+}
+
+// TestClientAddressProblem (issue 17 items 3, 4): the server settings the
+// lockout cannot key on are refused. trusted_proxies and the listener
+// wrappers are read from the provisioned server (their raw JSON is gone by
+// then): the test runs real servers, so a Caddy upgrade that hides them
+// fails here.
+func TestClientAddressProblem(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		server   string // JSON
+		want     error
+		leftmost bool
+	}{
+		{name: "plain", server: `{"listen":["127.0.0.1:0"]}`},
+		{name: "trusted strict", server: `{"listen":["127.0.0.1:0"],"trusted_proxies":{"source":"static","ranges":["10.0.0.0/8"]},"trusted_proxies_strict":1}`},
+		{name: "trusted not strict", server: `{"listen":["127.0.0.1:0"],"trusted_proxies":{"source":"static","ranges":["10.0.0.0/8"]}}`, want: errLeftmostForwarded},
+		{name: "unix", server: `{"listen":["unix/%s/c.sock"]}`, want: errUnixNoProxy},
+		{name: "unix and tcp", server: `{"listen":["127.0.0.1:0","unix/%s/c.sock"]}`, want: errUnixNoProxy},
+		{name: "unix trusted not strict", server: `{"listen":["unix/%s/c.sock"],"trusted_proxies_unix":true}`, want: errLeftmostForwarded},
+		{name: "unix trusted strict", server: `{"listen":["unix/%s/c.sock"],"trusted_proxies_unix":true,"trusted_proxies_strict":1}`},
+		{name: "unix behind proxy_protocol", server: `{"listen":["unix/%s/c.sock"],"listener_wrappers":[{"wrapper":"proxy_protocol","allow":["127.0.0.1/32"]}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := provisionedServer(t, tc.server)
+			c, err := clientAddressProblem(srv)
+			if tc.want == nil && err != nil || tc.want != nil && (err == nil || !strings.Contains(err.Error(), tc.want.Error())) {
+				t.Fatalf("error %v, want %v", err, tc.want)
+			}
+			if c.leftmostUnknown {
+				t.Fatal("this Caddy hides trusted_proxies from handlers: the provision check cannot work")
+			}
+		})
+	}
+}
+
+// serverProbe is a test handler that keeps the server its Provision sees.
+type serverProbe struct{}
+
+// probedServer is the server the last serverProbe was provisioned in.
+var probedServer *caddyhttp.Server
+
+func init() { caddy.RegisterModule(serverProbe{}) }
+
+// CaddyModule implements caddy.Module.
+func (serverProbe) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.hooks_test_server_probe", New: func() caddy.Module { return new(serverProbe) }}
+}
+
+// Provision records the server.
+func (*serverProbe) Provision(ctx caddy.Context) error {
+	probedServer, _ = ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	return nil
+}
+
+// ServeHTTP implements caddyhttp.MiddlewareHandler.
+func (*serverProbe) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	return next.ServeHTTP(w, r)
+}
+
+// provisionedServer runs a Caddy with one server from JSON (its listen
+// addresses with %s for a temp dir) and returns that server as a
+// handler's Provision sees it.
+func provisionedServer(t *testing.T, server string) *caddyhttp.Server {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "chkp") // short: socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	server = strings.ReplaceAll(server, "%s", dir)
+	var s map[string]any
+	if err := json.Unmarshal([]byte(server), &s); err != nil {
+		t.Fatal(err)
+	}
+	s["routes"] = []any{map[string]any{"handle": []any{map[string]any{"handler": "hooks_test_server_probe"}}}}
+	cfg, _ := json.Marshal(map[string]any{"admin": map[string]any{"disabled": true},
+		"apps": map[string]any{"http": map[string]any{"servers": map[string]any{"s": s}}}})
+	probedServer = nil
+	if err := caddy.Load(cfg, true); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = caddy.Stop() })
+	if probedServer == nil {
+		t.Fatal("the probe saw no server")
+	}
+	return probedServer
+}
+
+// TestLeftmostRequestCheck: where a Caddy version hides trusted_proxies
+// from provision, a request whose address a non-strict trusted proxy
+// supplied is refused (500) instead of keying the lockout on it.
+func TestLeftmostRequestCheck(t *testing.T) {
+	req := func(trusted bool) *http.Request {
+		r := httptest.NewRequest("POST", "/hooks/wake", nil)
+		vars := map[string]any{caddyhttp.TrustedProxyVarKey: trusted}
+		return r.WithContext(context.WithValue(r.Context(), caddyhttp.VarsCtxKey, vars))
+	}
+	loose, strict := &caddyhttp.Server{}, &caddyhttp.Server{TrustedProxiesStrict: 1}
+	for _, tc := range []struct {
+		name    string
+		check   clientAddressCheck
+		trusted bool
+		want    bool
+	}{
+		{"known at provision", clientAddressCheck{server: loose}, true, false},
+		{"unknown, from a trusted proxy", clientAddressCheck{server: loose, leftmostUnknown: true}, true, true},
+		{"unknown, direct", clientAddressCheck{server: loose, leftmostUnknown: true}, false, false},
+		{"unknown, strict", clientAddressCheck{server: strict, leftmostUnknown: true}, true, false},
+		{"no server (dry run)", clientAddressCheck{}, true, false},
+	} {
+		if got := tc.check.leftmost(req(tc.trusted)); got != tc.want {
+			t.Errorf("%s: leftmost = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	h := newTestHandler(t, nil, nil)
+	h.addrs = clientAddressCheck{server: loose, leftmostUnknown: true}
+	w := httptest.NewRecorder()
+	h.serveHook(w, req(true), "wake")
+	if w.Code != 500 || !strings.Contains(w.Body.String(), reasonLeftmostForwarded) {
+		t.Fatalf("request through a non-strict trusted proxy: %d %s", w.Code, w.Body)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/caddyhook/caddyhook/internal/boundary"
 	"github.com/caddyhook/caddyhook/internal/devgw"
 	"github.com/caddyhook/caddyhook/internal/natstest"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // The combination matrix (issue 21, Build 2): every hook kind a sender
@@ -617,9 +618,9 @@ func TestCombinationMatrix(t *testing.T) {
 	in.load(in.caddyfile(testSiteAddress + " {\n\tbind 127.0.0.1\n" + strings.Join(handlers, "") + "\trespond \"no hooks handler here\" 404\n}\n"))
 	host := strings.TrimPrefix(in.base, "http://")
 	handlerAt := func(base string) *Handler {
-		for _, lh := range liveHandlers() {
-			if lh.h.base == base {
-				return lh.h
+		for _, rh := range runningHooks(t) {
+			if rh.h.base == base {
+				return rh.h
 			}
 		}
 		t.Fatalf("no running handler at %s", base)
@@ -627,7 +628,7 @@ func TestCombinationMatrix(t *testing.T) {
 	}
 	for _, c := range cluster {
 		h := handlerAt(c.base)
-		waitFor(t, func() string { return c.base + " connected to NATS" }, h.cluster.backend.Up)
+		testkit.WaitForState(t, func() string { return c.base + " connected to NATS" }, h.cluster.backend.Up)
 	}
 
 	// the sender: exactly the headers of the request (no Accept-Encoding
@@ -675,13 +676,13 @@ func TestCombinationMatrix(t *testing.T) {
 			for k := range mxKinds {
 				total += len(mxWant(g.mode, k, g.path, host))
 			}
-			if !eventually(pollTimeout, func() bool { return len(g.gw.Received()) >= total }) {
+			if !testkit.Eventually(testkit.PollTimeout, func() bool { return len(g.gw.Received()) >= total }) {
 				// the cells say which requests are missing
 				dead := ""
 				if g.path.spooled() {
 					_, dead = adminCall(t, http.MethodGet, "/hooks/spool/dead?path="+g.deliverer(), "")
 				}
-				t.Errorf("%s: %d of %d requests at the gateway after %v; dead letters: %s", g.base, len(g.gw.Received()), total, pollTimeout, dead)
+				t.Errorf("%s: %d of %d requests at the gateway after %v; dead letters: %s", g.base, len(g.gw.Received()), total, testkit.PollTimeout, dead)
 			}
 			got := g.gw.Received()
 			for k := range mxKinds {
@@ -780,7 +781,7 @@ func TestCombinationMatrix(t *testing.T) {
 	r1.Stop()
 	for _, g := range fb {
 		h := handlerAt(g.base)
-		waitFor(t, func() string { return g.base + " sees NATS down" }, func() bool { return !h.cluster.backend.Up() })
+		testkit.WaitForState(t, func() string { return g.base + " sees NATS down" }, func() bool { return !h.cluster.backend.Up() })
 	}
 	sendGroups(fb)
 	for _, g := range fb {
@@ -921,7 +922,7 @@ func TestSpooledEventUsesDeliveringGatewaySettings(t *testing.T) {
 		_, body := adminCall(t, http.MethodGet, "/hooks/spool/dead?path=/hooks", "")
 		return body
 	}
-	waitFor(t, func() string { return "both events at the moved gateway; dead letters: " + deadLetters() }, func() bool {
+	testkit.WaitForState(t, func() string { return "both events at the moved gateway; dead letters: " + deadLetters() }, func() bool {
 		return len(after.Received()) == 2 || strings.Contains(deadLetters(), `"id"`)
 	})
 	var got []string

@@ -37,8 +37,12 @@ func hooksSubcommands() []*cobra.Command {
 	}, cli.Commands()...)
 }
 
-// importEdge is the edge as `caddy hooks import` asks it
+// ImportEdge is the edge as `caddy hooks import` asks it
 // (importcmd.Edge): every answer is the handler's own provisioning code.
+// The import's own tests (internal/importcmd) translate through it.
+func ImportEdge() importcmd.Edge { return importEdge{} }
+
+// importEdge implements ImportEdge.
 type importEdge struct{}
 
 // BasePath implements importcmd.Edge.
@@ -73,14 +77,14 @@ func (importEdge) Policy(p importcmd.Policy) (importcmd.Checker, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{policy: pol, AllowRequestSessionKey: p.AllowRequestSessionKey, forward: p.Forward}
-	return importCheck{h: h, env: env}, nil
+	rt := &router{policy: pol, allowRequestKey: p.AllowRequestSessionKey, forward: p.Forward}
+	return importCheck{rt: rt, env: env}, nil
 }
 
 // importCheck compiles imported mappings as provisioning does
 // (importcmd.Checker).
 type importCheck struct {
-	h   *Handler
+	rt  *router
 	env *tmpl.Env
 }
 
@@ -117,9 +121,9 @@ func (c importCheck) Preset(name string, n int) (string, error) {
 
 // check compiles m, the n-th mapping, and applies the session-key rules.
 func (c importCheck) check(m *Mapping, n int) error {
-	cm, err := c.h.compileMapping(m, n, c.env)
+	cm, err := c.rt.compileMapping(m, n, c.env)
 	if err != nil {
 		return err
 	}
-	return c.h.checkMappingKey(cm)
+	return c.rt.checkMappingKey(cm)
 }

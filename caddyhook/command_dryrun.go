@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/caddyhook/caddyhook/internal/safetext"
 	"github.com/caddyhook/caddyhook/internal/secret"
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
@@ -146,7 +147,7 @@ func newDryRunAction(it *prepared) dryRunAction {
 	a := dryRunAction{Kind: it.kind.String(), IdempotencyKey: it.idemKey}
 	if it.forward {
 		// the key the gateway gets is the sender's own, if any (see
-		// prepareForward; a dry run has no spool)
+		// forwarder.prepare; a dry run has no spool)
 		a.Kind, a.Forward, a.Path, a.IdempotencyKey = "forward", true, it.path, strings.Join(it.header["Idempotency-Key"], ", ")
 		a.Headers = make(map[string]string, len(it.header))
 		for k, v := range it.header {
@@ -192,7 +193,8 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	h.logger = dryRunLogger(notes, o.debug)
+	var logLevel zap.AtomicLevel
+	h.logger, logLevel = dryRunLogger(notes, o.debug)
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
 	err = h.Provision(ctx)
@@ -206,7 +208,9 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	if !h.enabled {
 		return false, errors.New("the hooks handler is disabled (enabled false)")
 	}
-	h.logger = zap.NewNop() // the report says everything; never echo payloads
+	// the report says everything; never echo payloads: nothing the
+	// handler's concerns log from here on is written
+	logLevel.SetLevel(zapcore.FatalLevel + 1)
 	dry := &dryRunSink{}
 	h.sink = dry
 
@@ -231,14 +235,14 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 			return false, fmt.Errorf("--token: %s", secret.Empty(o.token, "--token '{env.HOOK_TOKEN}'"))
 		}
 	}
-	if !o.noToken && req.Header.Get("Authorization") == "" && !h.tokenHeaderPresent(req) {
+	if !o.noToken && req.Header.Get("Authorization") == "" && !h.tokens.headerPresent(req) {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	ex := exchange{r: req, sub: sub, ip: clientAddr(req), now: time.Now(), route: "none"}
 	status, reply, herr := h.process(&ex)
 	rep := dryRunReport{Status: status, Dropped: dry.dropped}
-	if i := tokenIndex(presentedToken(req.Header, h.tokenHeaders), h.tokens); i >= 0 {
-		rep.Auth = fmt.Sprintf("token %d of %d", i+1, len(h.tokens))
+	if i := h.tokens.index(h.tokens.presented(req.Header)); i >= 0 {
+		rep.Auth = fmt.Sprintf("token %d of %d", i+1, h.tokens.count())
 	}
 	if herr != nil {
 		// the precise reason, also where a live 401/404 answers with the
@@ -250,7 +254,7 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	for i := range dry.items {
 		rep.Actions = append(rep.Actions, newDryRunAction(&dry.items[i]))
 	}
-	enc := json.NewEncoder(out)
+	enc := json.NewEncoder(safetext.JSONWriter(out)) // no control or bidi character raw: the terminal shows what is there
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(rep); err != nil {
@@ -350,19 +354,20 @@ func ptrs(s []string) []*string {
 // dryRunLogger is the handler's logger during a dry run: each warning
 // (and error) on one line of notes, without stack traces; with debug,
 // everything down to debug level, with stack traces from warnings up.
-func dryRunLogger(notes io.Writer, debug bool) *zap.Logger {
+// Its level can be raised to silence it once the handler is set up.
+func dryRunLogger(notes io.Writer, debug bool) (*zap.Logger, zap.AtomicLevel) {
 	enc := zapcore.NewConsoleEncoder(zapcore.EncoderConfig{
 		LevelKey: "level", MessageKey: "msg", NameKey: "logger", StacktraceKey: "stack",
 		EncodeLevel: func(l zapcore.Level, pe zapcore.PrimitiveArrayEncoder) { pe.AppendString(l.String() + ":") },
 		EncodeName:  zapcore.FullNameEncoder, ConsoleSeparator: " ", LineEnding: "\n",
 	})
-	level := zapcore.WarnLevel
+	level := zap.NewAtomicLevelAt(zapcore.WarnLevel)
 	var opts []zap.Option
 	if debug {
-		level = zapcore.DebugLevel
+		level.SetLevel(zapcore.DebugLevel)
 		opts = append(opts, zap.AddStacktrace(zapcore.WarnLevel))
 	}
-	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(notes), level), opts...)
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(notes), level), opts...), level
 }
 
 // randomToken returns a fresh 64-hex-digit token.

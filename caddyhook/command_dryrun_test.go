@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 const (
@@ -396,7 +398,7 @@ func TestDryRunForward(t *testing.T) {
 // traces only with --debug.
 func TestDryRunQuiet(t *testing.T) {
 	for _, v := range []string{"HOOK_TOKEN", "GATEWAY_TOKEN", "GATEWAY_SOCKET", "GITHUB_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET"} {
-		unsetEnv(t, v)
+		testkit.UnsetEnv(t, v)
 	}
 	t.Chdir("..") // as the README runs it, from the repository root
 	// whatever goes to the process's stderr too (a logger of its own)

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // refusingSender answers every delivery with a permanent gateway 400, so
@@ -49,7 +50,7 @@ func seedSpool(t *testing.T, dir string, deadIDs []string, queued int) {
 		}
 	}
 	st.SetSender(refusingSender{})
-	waitFor(t, func() string { return fmt.Sprintf("seeding: %d of %d dead letters", st.Stats().Dead, len(deadIDs)) },
+	testkit.WaitForState(t, func() string { return fmt.Sprintf("seeding: %d of %d dead letters", st.Stats().Dead, len(deadIDs)) },
 		func() bool { return st.Stats().Dead >= len(deadIDs) })
 	st.SetSender(nil)
 	for i := range queued {

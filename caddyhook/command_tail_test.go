@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyhook/caddyhook/internal/testkit"
 	"github.com/spf13/cobra"
 )
 
@@ -37,9 +38,9 @@ func TestTailCommand(t *testing.T) {
 		return done, cancel
 	}
 	waitSubscribers := func(n int) {
-		waitFor(t, func() string { return "the tails did not connect" }, func() bool {
+		testkit.WaitForState(t, func() string { return "the tails did not connect" }, func() bool {
 			lh := liveHandlers()
-			return len(lh) == 1 && lh[0].h.evrec.log.Subscribers() >= n
+			return len(lh) == 1 && lh[0].view.events.eventLog().Subscribers() >= n
 		})
 	}
 	plain, stop1 := tail("--count", "3")

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/safetext"
 )
@@ -19,20 +21,37 @@ import (
 // fanoutParallelism bounds concurrent dispatches of one fan-out.
 const fanoutParallelism = 8
 
+// sink is where prepared actions go: the gateway now (sync), the spool,
+// or a dry run. It also composes the caller's reply.
+type sink interface {
+	deliver(ctx context.Context, items []prepared, dropped int, ip netip.Addr) (int, []byte, *hookError)
+}
+
+// dispatcher takes prepared requests to the gateway: the sending, its
+// metric and its failure log, and, for a spooled event, the outcome of
+// each delivery attempt (to the event logs).
+type dispatcher struct {
+	gateway  *gatewayClient
+	metrics  *hookMetrics
+	logs     *logBudget // the gateway failure lines (shared with the cluster warnings)
+	logger   *zap.Logger
+	outcomes *outcomeRelay
+}
+
 // syncSink dispatches to the gateway while the caller waits.
-type syncSink struct{ h *Handler }
+type syncSink struct{ d *dispatcher }
 
 // deliver dispatches items to the gateway now and composes the reply: a
 // single action passes the gateway's JSON through; a fan-out answers with
 // every runId.
 func (s syncSink) deliver(ctx context.Context, items []prepared, dropped int, ip netip.Addr) (int, []byte, *hookError) {
-	h := s.h
+	d := s.d
 	clientIP := ""
-	if h.gateway.forwardIP {
+	if d.gateway.forwardsClientIP() {
 		clientIP = ip.String()
 	}
 	if len(items) == 1 {
-		d := h.send(ctx, &items[0], clientIP, false)
+		d := d.send(ctx, &items[0], clientIP, false)
 		if d.herr != nil {
 			return 0, nil, d.herr
 		}
@@ -47,8 +66,8 @@ func (s syncSink) deliver(ctx context.Context, items []prepared, dropped int, ip
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			d := h.send(ctx, &items[i], clientIP, false)
-			replies[i], errs[i] = d.reply, d.herr
+			sent := d.send(ctx, &items[i], clientIP, false)
+			replies[i], errs[i] = sent.reply, sent.herr
 		}()
 	}
 	wg.Wait()
@@ -71,6 +90,48 @@ func (s syncSink) deliver(ctx context.Context, items []prepared, dropped int, ip
 	return http.StatusOK, composeReply(items, runIDs, outcome, dropped), nil
 }
 
+// composeReply builds the reply for several actions (or for spooled ones):
+// {"ok":true,"runId":<first>,"runIds":[…],"dispatched":N[,"dropped":M]}
+// for agent actions; for wakes the gateway's shape,
+// {"ok":true,"mode":…[,"eventOutcome":…]}, where eventOutcome is the first
+// "queued" outcome of the gateway's replies, else the first one.
+func composeReply(items []prepared, runIDs []string, eventOutcome string, dropped int) []byte {
+	b := make([]byte, 0, 64+len(runIDs)*40)
+	b = append(b, `{"ok":true`...)
+	if len(items) > 0 && items[0].kind == kindWake {
+		b = append(b, `,"mode":`...)
+		b = appendJSONString(b, items[0].mode)
+		if eventOutcome != "" {
+			b = append(b, `,"eventOutcome":`...)
+			b = appendJSONString(b, eventOutcome)
+		}
+		return append(b, '}')
+	}
+	if len(runIDs) > 0 {
+		b = append(b, `,"runId":`...)
+		b = appendJSONString(b, runIDs[0])
+		if len(items) > 1 || dropped > 0 {
+			b = append(b, `,"runIds":[`...)
+			for i, id := range runIDs {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, id)
+			}
+			b = append(b, ']')
+		}
+	}
+	if len(items) > 1 || dropped > 0 {
+		b = append(b, `,"dispatched":`...)
+		b = strconv.AppendInt(b, int64(len(items)), 10)
+	}
+	if dropped > 0 {
+		b = append(b, `,"dropped":`...)
+		b = strconv.AppendInt(b, int64(dropped), 10)
+	}
+	return append(b, '}')
+}
+
 // sent is one request's trip to the gateway: the reply (err nil) or the
 // transport error, and the sender's answer it makes (herr nil: the
 // gateway's reply passes as it is).
@@ -86,11 +147,11 @@ type sent struct {
 // delivery: once ctx is over (the spool closing) nothing is logged, and
 // any 2xx is delivered; a synchronous one wants a JSON reply (or a
 // forwarded 204).
-func (h *Handler) send(ctx context.Context, it *prepared, clientIP string, spooled bool) sent {
+func (d *dispatcher) send(ctx context.Context, it *prepared, clientIP string, spooled bool) sent {
 	start := time.Now()
-	rep, err := h.gateway.send(ctx, &it.gatewayRequest, clientIP)
+	rep, err := d.gateway.send(ctx, &it.gatewayRequest, clientIP)
 	if !spooled || ctx.Err() == nil {
-		h.gatewayFailure(it.kind, it.eventID, rep.status, err)
+		d.gatewayFailure(it.kind, it.eventID, rep.status, err)
 	}
 	herr := answer(rep, err, it.forward)
 	if herr == nil && !spooled && !json.Valid(rep.body) && !(it.forward && rep.status == http.StatusNoContent) {
@@ -100,20 +161,41 @@ func (h *Handler) send(ctx context.Context, it *prepared, clientIP string, spool
 	if herr != nil {
 		outcome = statusLabel(herr.status)
 	}
-	h.metrics.observeDispatch(it.kind, outcome, time.Since(start))
+	d.metrics.observeDispatch(it.kind, outcome, time.Since(start))
 	return sent{reply: rep, err: err, herr: herr}
 }
 
-// Reasons for gateway failures.
-const (
-	reasonGatewayTimeout = "gateway timeout: the run may have started; retry with the same Idempotency-Key so that it does not run twice"
-	reasonGatewayDown    = "gateway unreachable"
-	// reasonGatewayAuth answers a gateway refusal of the edge itself
-	// (401, 403, 407, 429). The sender learns nothing of the edge's
-	// configuration; the operator gets the detail in the log (see
-	// gatewayFailure).
-	reasonGatewayAuth = "gateway unavailable"
-)
+// gatewayFailure logs a dispatch the gateway did not take: no connection,
+// a timeout, a 5xx (an answer the sender sees as 502/504, or a spooled
+// event retried), or a refusal of caddyhook itself (401, 403, 407, 429:
+// a wrong gateway_token, untrusted forwarded headers), with a hint for
+// the operator that the sender's 502 leaves out. It names the gateway address and the error, never
+// a token or payload, at most rejectLogsPerSecond lines a second.
+func (d *dispatcher) gatewayFailure(kind actionKind, eventID string, status int, err error) {
+	if err == nil && status < 500 && !refusesEdge(status) {
+		return
+	}
+	ok, suppressed := d.logs.allow(time.Now())
+	if !ok {
+		return
+	}
+	fields := []zap.Field{zap.String("gateway", d.gateway.address()), zap.String("kind", kind.String()),
+		zap.String("event_id", eventID)}
+	if err != nil {
+		fields = append(fields, zap.Error(err))
+	} else {
+		fields = append(fields, zap.Int("status", status))
+	}
+	if err == nil && refusesEdge(status) {
+		// the sender got a bare 502 "gateway unavailable": the why is here
+		fields = append(fields, zap.String("hint", "the gateway refused caddyhook itself: check gateway_token (the gateway's hooks token), "+
+			"that the gateway does not see forwarded headers from the edge (gateway_forward_client_ip), and the gateway's own lockout"))
+	}
+	if suppressed > 0 {
+		fields = append(fields, zap.Uint64("suppressed", suppressed))
+	}
+	d.logger.Warn("gateway dispatch failed", fields...)
+}
 
 // refusesEdge reports a gateway status that concerns the edge's own
 // credentials or address, not the sender's request: a wrong
@@ -175,15 +257,15 @@ func (r gatewayReply) passThrough() *hookError {
 }
 
 // gatewaySender delivers spooled events with the gateway client.
-type gatewaySender struct{ h *Handler }
+type gatewaySender struct{ d *dispatcher }
 
 // Send implements spool.Sender.
 func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, error) {
-	it := s.h.eventItem(ev)
+	it := s.d.eventItem(ev)
 	ctx = withTrace(ctx, traceContext{parent: ev.TraceParent, state: ev.TraceState})
-	d := s.h.send(ctx, &it, ev.ClientIP, true)
+	d := s.d.send(ctx, &it, ev.ClientIP, true)
 	if ctx.Err() == nil { // not the spool closing
-		s.h.recordDelivery(ev.ID, ev.Attempts, d.reply.status, d.err, d.reply.body)
+		s.d.outcomes.delivery(ev.ID, ev.Attempts, d.reply.status, d.err, d.reply.body)
 	}
 	if d.err != nil {
 		return 0, "", d.err
@@ -197,13 +279,13 @@ func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, 
 
 // Expired implements spool.Expirer: the event log says the event is dead
 // (here and, in a cluster, on the node that accepted it).
-func (s gatewaySender) Expired(ev *spool.Event) { s.h.recordExpired(ev.ID, ev.Attempts) }
+func (s gatewaySender) Expired(ev *spool.Event) { s.d.outcomes.expired(ev.ID, ev.Attempts) }
 
 // eventItem is the gateway request of a spooled event: a rendered
 // action goes to {prefix}/{kind} with its id as Idempotency-Key; a
-// forwarded one to its stored path below h's gateway prefix (or, stored
+// forwarded one to its stored path below d's gateway prefix (or, stored
 // without it, to its stored path) with its stored headers.
-func (h *Handler) eventItem(ev *spool.Event) prepared {
+func (d *dispatcher) eventItem(ev *spool.Event) prepared {
 	kind := kindAgent
 	if ev.Kind == spool.KindWake {
 		kind = kindWake
@@ -214,14 +296,8 @@ func (h *Handler) eventItem(ev *spool.Event) prepared {
 		// attempt stores ev again
 		g.path, g.header = ev.Path, ev.Header.Clone()
 		if ev.PathBelowPrefix != "" {
-			g.path = h.gateway.prefix + ev.PathBelowPrefix
+			g.path = d.gateway.prefixed(ev.PathBelowPrefix)
 		}
 	}
 	return prepared{gatewayRequest: g, eventID: ev.ID, forward: ev.Header != nil}
-}
-
-// sink is where prepared actions go: the gateway now (sync), the spool,
-// or a dry run. It also composes the caller's reply.
-type sink interface {
-	deliver(ctx context.Context, items []prepared, dropped int, ip netip.Addr) (int, []byte, *hookError)
 }

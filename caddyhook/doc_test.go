@@ -14,7 +14,7 @@ import (
 // handlerDoc returns the doc comment of the Handler type.
 func handlerDoc(t *testing.T, fset *token.FileSet) string {
 	t.Helper()
-	f, err := parser.ParseFile(fset, "module.go", nil, parser.ParseComments)
+	f, err := parser.ParseFile(fset, "handler.go", nil, parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,25 +2,23 @@ package caddyhook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/google/uuid"
 	"go.uber.org/zap"
 
-	"github.com/caddyhook/caddyhook/caddyhook/cluster"
-	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
-	"github.com/caddyhook/caddyhook/internal/lockout"
-	"github.com/caddyhook/caddyhook/internal/safetext"
 	"github.com/caddyhook/caddyhook/internal/version"
 )
 
@@ -70,19 +68,27 @@ var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Cookie
 // maxHeaderValue bounds an allow-listed header value kept.
 const maxHeaderValue = 256
 
-// eventRecorder is what a handler records with: its log, its share of it
-// and its own settings (bodies, the header allow-list).
+// eventRecorder keeps the requests the handler answered in its event
+// log: its share of the log (shared across reloads by the handlers of the
+// same listeners, base path and directory), its settings (bodies, the
+// header allow-list), and what it reads of a request through the other
+// concerns (the client's lockout key, the presented token to redact, the
+// idempotency key). Replays (eventlog_admin.go) go through the handler's
+// sink.
 type eventRecorder struct {
 	log     *eventlog.Log
 	reg     *eventlog.Registration
 	bodies  bool
 	maxBody int
 	allow   map[string]bool
-	node    string // this node's name, for cluster deliveries
+	dir     string // as configured, for the admin API
 	spooled bool   // a 200 means queued, not sent
-	// stopOutcomes ends the subscription to the other nodes' outcomes
-	// (cluster engines that carry them; see outcome.go).
-	stopOutcomes func()
+	base    string
+	logger  *zap.Logger
+
+	lockout *lockoutGuard
+	tokens  *tokenChecker
+	idem    *idempotencyCheck
 }
 
 // bounds converts the config to the log's bounds.
@@ -90,43 +96,58 @@ func (c *EventsConfig) bounds() eventlog.Bounds {
 	return eventlog.Bounds{MaxEvents: c.MaxEvents, MaxBytes: c.MaxBytes, Retain: time.Duration(c.Retain), MaxRejections: c.MaxRejections}
 }
 
-// provisionEvents opens (or shares, across a reload) the handler's event
-// log. The log belongs to the server's listeners, the base path and the
-// directory, so a reload that keeps them keeps the events; the bounds of
-// the oldest config using it apply (a refused reload changes nothing).
-func (h *Handler) provisionEvents(ctx caddy.Context) error {
-	ec := h.Events
+// eventsSetup is what newEventRecorder needs of its handler.
+type eventsSetup struct {
+	listen     []string // the server's listener addresses
+	base       string
+	sigHeaders []string // the handler's signature headers (never recorded)
+	spooled    bool
+	held       *poolHold
+	metrics    *hookMetrics // counts the events a newer release wrote
+	logger     *zap.Logger
+	lockout    *lockoutGuard
+	tokens     *tokenChecker
+	idem       *idempotencyCheck
+}
+
+// newEventRecorder opens (or shares, across a reload) the handler's event
+// log; nil when ec turns it off. The log belongs to the server's
+// listeners, the base path and the directory, so a reload that keeps them
+// keeps the events; the bounds of the oldest config using it apply (a
+// refused reload changes nothing).
+func newEventRecorder(ec *EventsConfig, s eventsSetup) (*eventRecorder, error) {
 	if ec == nil {
 		ec = &EventsConfig{}
 	}
 	if ec.Disabled {
-		return nil
+		return nil, nil
 	}
 	b := ec.bounds()
 	if err := b.Validate(); err != nil {
-		return err
+		return nil, err
 	}
-	rec := &eventRecorder{bodies: ec.Bodies, maxBody: eventlog.DefaultMaxBody, allow: map[string]bool{}}
+	rec := &eventRecorder{bodies: ec.Bodies, maxBody: eventlog.DefaultMaxBody, allow: map[string]bool{}, dir: ec.Dir,
+		spooled: s.spooled, base: s.base, logger: s.logger, lockout: s.lockout, tokens: s.tokens, idem: s.idem}
 	if ec.MaxBody != 0 {
 		if ec.MaxBody < 0 || ec.MaxBody > eventlog.MaxMaxBody {
-			return fmt.Errorf("events: max_body %d must be between 1 and %d", ec.MaxBody, eventlog.MaxMaxBody)
+			return nil, fmt.Errorf("events: max_body %d must be between 1 and %d", ec.MaxBody, eventlog.MaxMaxBody)
 		}
 		rec.maxBody = int(ec.MaxBody)
 	}
 	if mb := b.MaxBytes; mb == 0 && int64(rec.maxBody) > eventlog.DefaultMaxBytes/4 || mb > 0 && int64(rec.maxBody) > mb/4 {
-		return fmt.Errorf("events: max_body %d must be at most a quarter of max_bytes", rec.maxBody)
+		return nil, fmt.Errorf("events: max_body %d must be at most a quarter of max_bytes", rec.maxBody)
 	}
 	for _, n := range defaultEventHeaders {
 		rec.allow[n] = true
 	}
-	secret := slices.Concat(credentialHeaders, h.tokenHeaders, h.signatureHeaders())
+	secret := slices.Concat(credentialHeaders, s.tokens.headerNames(), s.sigHeaders)
 	for _, n := range ec.Headers {
 		c := http.CanonicalHeaderKey(strings.TrimSpace(n))
 		if c == "" || strings.ContainsAny(c, " \t:\r\n") {
-			return fmt.Errorf("events: headers: %q is not a header name", n)
+			return nil, fmt.Errorf("events: headers: %q is not a header name", n)
 		}
 		if slices.ContainsFunc(secret, func(s string) bool { return strings.EqualFold(s, c) }) {
-			return fmt.Errorf("events: headers: %s carries a credential or a signature; its value is never recorded", c)
+			return nil, fmt.Errorf("events: headers: %s carries a credential or a signature; its value is never recorded", c)
 		}
 		rec.allow[c] = true
 	}
@@ -134,64 +155,62 @@ func (h *Handler) provisionEvents(ctx caddy.Context) error {
 	if ec.Dir != "" {
 		d, err := filepath.Abs(caddy.NewReplacer().ReplaceKnown(ec.Dir, ""))
 		if err != nil {
-			return fmt.Errorf("events: dir: %w", err)
+			return nil, fmt.Errorf("events: dir: %w", err)
 		}
 		dir = d
 	}
-	var listen []string
-	if srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok && srv != nil {
-		listen = slices.Sorted(slices.Values(srv.Listen))
-	}
-	key := fmt.Sprintf(eventsPoolPrefix+"%q|%q|%q", strings.Join(listen, ","), h.base, dir)
-	logger := h.logger.Named("events")
-	l, _, err := hold(&h.held, key, func() (*eventlog.Log, error) {
+	key := fmt.Sprintf(eventsPoolPrefix+"%q|%q|%q", strings.Join(s.listen, ","), s.base, dir)
+	logger := s.logger.Named("events")
+	l, _, err := hold(s.held, key, func() (*eventlog.Log, error) {
 		l, err := eventlog.New(b, eventlog.Options{Dir: dir, OnError: func(err error) { logger.Error("event log", zap.Error(err)) }})
 		if err == nil {
 			for v, n := range l.Newer() {
 				logger.Warn("event log: keeping events written by a newer release, unread: they stay in events.db for that release",
 					zap.String("dir", dir), zap.Int("version", v), zap.Int("events", n))
-				h.metrics.unreadable.Add(version.StoreEventLog, v, n)
+				s.metrics.countUnreadable(version.StoreEventLog, v, n)
 			}
 		}
 		return l, err
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rec.log = l
 	rec.reg = rec.log.Register(b)
-	rec.node = h.nodeName()
-	rec.spooled = h.Spool != nil
-	h.evrec = rec
-	return h.subscribeOutcomes()
+	return rec, nil
 }
 
-// releaseEvents ends the outcome subscription and gives back the
-// handler's registration (its bounds).
-func (h *Handler) releaseEvents() {
-	if h.evrec == nil {
-		return
-	}
-	if h.evrec.stopOutcomes != nil {
-		h.evrec.stopOutcomes()
-		h.evrec.stopOutcomes = nil
-	}
-	if h.evrec.reg != nil {
-		h.evrec.reg.Release()
-		h.evrec.reg = nil
+// release gives back the recorder's registration (its bounds); nil-safe.
+func (rec *eventRecorder) release() {
+	if rec != nil && rec.reg != nil {
+		rec.reg.Release()
+		rec.reg = nil
 	}
 }
 
-// recordEvent is the one call where the handler answers: an accepted
-// event (it reached dispatch, or was answered without one) is kept with
-// its outcome; a refusal is counted in its address's row.
-func (h *Handler) recordEvent(ex *exchange, status int, body []byte, herr *hookError) {
-	rec := h.evrec
-	if rec == nil {
-		return
+// eventLog is the log the recorder keeps the events in.
+func (rec *eventRecorder) eventLog() *eventlog.Log { return rec.log }
+
+// status summarises the recorder's settings for the admin API.
+func (rec *eventRecorder) status() *adminapi.Events {
+	b := rec.log.Bounds()
+	es := &adminapi.Events{Bodies: rec.bodies, MaxBody: rec.maxBody, MaxEvents: b.MaxEvents, MaxBytes: b.MaxBytes,
+		RetainSeconds: b.Retain.Seconds(), MaxRejections: b.MaxRejections, Dir: rec.dir}
+	for name := range rec.allow {
+		if !slices.Contains(defaultEventHeaders, name) {
+			es.Headers = append(es.Headers, name)
+		}
 	}
-	key := h.lockout.KeyOf(ex.ip)
-	client, bits := h.displayAddr(key)
+	slices.Sort(es.Headers)
+	return es
+}
+
+// record is the one call where the handler answers: an accepted event
+// (it reached dispatch, or was answered without one) is kept with its
+// outcome; a refusal is counted in its address's row.
+func (rec *eventRecorder) record(ex *exchange, status int, body []byte, herr *hookError) {
+	key := rec.lockout.KeyOf(ex.ip)
+	client, bits := rec.lockout.display(key)
 	if ex.items == nil && herr != nil {
 		hook := ex.sub
 		if herr.reason == reasonQueryToken {
@@ -204,8 +223,8 @@ func (h *Handler) recordEvent(ex *exchange, status int, body []byte, herr *hookE
 	now := time.Now()
 	box := new(eventBox) // the event and its first action in one allocation
 	e := &box.e
-	*e = eventlog.Event{Time: ex.now, Path: h.base, Hook: ex.sub, Route: ex.route, Mapping: ex.mapping,
-		Client: client, ClientBits: bits, Auth: authOf(ex), Status: status, IdemKey: h.idempotencyKey(ex),
+	*e = eventlog.Event{Time: ex.now, Path: rec.base, Hook: ex.sub, Route: ex.route, Mapping: ex.mapping,
+		Client: client, ClientBits: bits, Auth: authOf(ex), Status: status, IdemKey: rec.idem.key(ex),
 		Tracked: rec.spooled && ex.items != nil, Latency: now.Sub(ex.now)}
 	if herr != nil {
 		e.Reason = herr.reason
@@ -216,7 +235,7 @@ func (h *Handler) recordEvent(ex *exchange, status int, body []byte, herr *hookE
 	if rec.bodies {
 		var token string
 		if ex.tokenOK {
-			token = presentedToken(ex.r.Header, h.tokenHeaders)
+			token = rec.tokens.presented(ex.r.Header)
 		}
 		rec.keepBody(e, ex.body, token)
 		rec.keepReplay(e, ex.items, ex.ip, token)
@@ -228,15 +247,6 @@ func (h *Handler) recordEvent(ex *exchange, status int, body []byte, herr *hookE
 type eventBox struct {
 	e eventlog.Event
 	d [1]eventlog.Dispatch
-}
-
-// displayAddr is a lockout key as an address (and its IPv6 grouping).
-func (h *Handler) displayAddr(key lockout.Key) (netip.Addr, int) {
-	ip := netip.AddrFrom16(key).Unmap()
-	if ip.Is6() && h.IPv6Prefix < 128 {
-		return ip, h.IPv6Prefix
-	}
-	return ip, 0
 }
 
 // authOf says how the request authenticated.
@@ -306,30 +316,6 @@ func (rec *eventRecorder) outcomes(dst []eventlog.Dispatch, items []prepared, st
 		ds[i] = d
 	}
 	return ds
-}
-
-// runIDs reads the n run ids of a fan-out reply ("" where missing).
-func runIDs(body []byte, n int) []string {
-	out := make([]string, n)
-	var r struct {
-		RunIDs []string `json:"runIds"`
-	}
-	if bytes.Contains(body, []byte(`"runIds"`)) && json.Unmarshal(body, &r) == nil {
-		copy(out, r.RunIDs)
-	}
-	return out
-}
-
-// runID reads the runId of a reply ("" when it has none: a wake).
-func runID(body []byte) string {
-	if !bytes.Contains(body, []byte(`"runId"`)) {
-		return ""
-	}
-	var r struct {
-		RunID string `json:"runId"`
-	}
-	_ = json.Unmarshal(body, &r)
-	return r.RunID
 }
 
 // redacted replaces the hook token in kept text.
@@ -420,51 +406,86 @@ func headerHolds(h http.Header, s string) bool {
 	return false
 }
 
-// recordDelivery is the callback for dispatch outcomes: a delivery
-// attempt of the spooled event id (its attempts so far) got status, err
-// and the gateway's reply body. It is noted in this node's event log
-// and, in a cluster, published to the other nodes (see noteOutcomes).
-func (h *Handler) recordDelivery(id string, attempts, status int, err error, reply []byte) {
-	o := cluster.Outcome{ID: id, Attempts: attempts + 1, GatewayStatus: status}
-	switch spool.Classify(status, err) {
-	case spool.OutcomeDone:
-		o.State, o.RunID = eventlog.StateDelivered, runID(reply)
-	case spool.OutcomeDead:
-		o.State, o.Error = eventlog.StateDead, deliveryError(status, err, reply)
-	default:
-		o.State, o.Error = eventlog.StateRetrying, deliveryError(status, err, reply)
-	}
-	h.noteOutcomes([]cluster.Outcome{o})
+// replayRefusal is why an event cannot be replayed, and the admin API's
+// status for it.
+type replayRefusal struct {
+	status int
+	msg    string
 }
 
-// recordExpired notes that the spooled event id went to the dead letters
-// past max_age after attempts attempts.
-func (h *Handler) recordExpired(id string, attempts int) {
-	h.noteOutcomes([]cluster.Outcome{{ID: id, Attempts: attempts, State: eventlog.StateDead, Error: spool.ReasonExpired}})
-}
+func (r replayRefusal) Error() string { return r.msg }
 
-// deliveryError is a failed attempt's reason, fit for the console.
-func deliveryError(status int, err error, reply []byte) string {
-	if err != nil {
-		if err == errGatewayTimeout {
-			return "gateway timeout"
+// replay dispatches the kept gateway requests of event id again,
+// through the handler's own path (snk: the gateway now, or the spool or
+// the cluster queue when configured), each with a new idempotency key derived
+// from the original event's, so that the gateway runs it again. The
+// replay is an event of its own (replay_of names the original), which the
+// answer names.
+func (rec *eventRecorder) replay(ctx context.Context, id string, snk sink) (*adminapi.Replay, error) {
+	orig, data, ok := rec.log.Get(id)
+	switch {
+	case !ok:
+		return nil, replayRefusal{http.StatusNotFound, fmt.Sprintf("no event %q in the log of %s (it may have been evicted)", id, rec.base)}
+	case data == nil:
+		why := orig.ReplayNote
+		if why == "" {
+			why = "what the gateway was sent is kept only with events { bodies on }"
 		}
-		return reasonGatewayDown
+		return nil, replayRefusal{http.StatusConflict, fmt.Sprintf("event %s cannot be replayed: %s", orig.ID, why)}
 	}
-	return safetext.Line(fmt.Sprintf("gateway status %d: %s", status, reply[:min(len(reply), 200)]))
-}
-
-// recordOperator notes an operator's action on dead letters (retried:
-// queued again; dropped) in their events, here and, in a cluster, on the
-// other nodes.
-func (h *Handler) recordOperator(ids []string, state string) {
-	for len(ids) > 0 {
-		n := min(len(ids), cluster.MaxOutcomeItems)
-		batch := make([]cluster.Outcome, n)
-		for i, id := range ids[:n] {
-			batch[i] = cluster.Outcome{ID: id, State: state}
+	var kept []replayItem
+	if err := json.Unmarshal(data, &kept); err != nil || len(kept) == 0 {
+		return nil, replayRefusal{http.StatusConflict, fmt.Sprintf("event %s cannot be replayed: its kept requests are unreadable", orig.ID)}
+	}
+	now := time.Now()
+	items := make([]prepared, len(kept))
+	var ip netip.Addr
+	for i, k := range kept {
+		seed := orig.ID + "\x00replay\x00" + strconv.FormatInt(now.UnixNano(), 10) + "\x00" + strconv.Itoa(i)
+		eid := uuid.NewSHA1(eventNamespace, []byte(seed)).String()
+		kind := kindAgent
+		if k.Kind == kindWake.String() {
+			kind = kindWake
 		}
-		h.noteOutcomes(batch)
-		ids = ids[n:]
+		g := gatewayRequest{kind: kind, path: k.Path, body: k.Body, idemKey: eid}
+		if k.Header != nil {
+			g.header = k.Header.Clone()
+			// a forwarded request is sent with its own headers only: the
+			// new key, which the gateway reads before any other, makes it
+			// run the replay again
+			g.header["Idempotency-Key"] = []string{eid}
+		}
+		items[i] = prepared{gatewayRequest: g, mode: k.Mode, eventID: eid, forward: k.Forward}
+		if i == 0 {
+			ip, _ = netip.ParseAddr(k.ClientIP)
+		}
 	}
+	status, body, herr := snk.deliver(ctx, items, 0, ip)
+	if herr != nil {
+		status = herr.status
+	}
+	e := &eventlog.Event{Time: now, Path: rec.base, Hook: orig.Hook, Route: orig.Route, Mapping: orig.Mapping,
+		Auth: "replay", Status: status, IdemKey: items[0].eventID, ReplayOf: orig.ID, Headers: orig.Headers,
+		BodyBytes: orig.BodyBytes, BodyNote: orig.BodyNote, Replay: data, Tracked: rec.spooled}
+	if orig.Body != nil {
+		e.Body = []byte(*orig.Body)
+	}
+	if ip.IsValid() {
+		e.Client, e.ClientBits = rec.lockout.display(rec.lockout.KeyOf(ip))
+	}
+	if herr != nil {
+		e.Reason = herr.reason
+	}
+	e.Latency = time.Since(now)
+	e.Dispatch = rec.outcomes(nil, items, status, body, herr, false, now.Add(e.Latency))
+	e.ID = e.Dispatch[0].ID
+	rec.log.Accept(e)
+	rec.logger.Info("event replayed through the admin API", zap.String("event", orig.ID), zap.String("replay", e.ID))
+	ans := &adminapi.Replay{ID: e.ID, ReplayOf: orig.ID, Status: status, OK: herr == nil}
+	if herr != nil {
+		ans.Reason = herr.reason
+	} else if json.Valid(body) {
+		ans.Reply = body
+	}
+	return ans, nil
 }

@@ -3,17 +3,13 @@ package caddyhook
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-	"go.uber.org/zap"
-
-	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
 )
 
@@ -47,10 +43,10 @@ func eventsRoute(rest string) (adminRoute, string) {
 
 // events returns the handler's event log, or a 404 when it is off.
 func (lh *liveHandler) events() (*eventlog.Log, error) {
-	if lh.h.evrec == nil {
-		return nil, apiError(http.StatusNotFound, "the hooks handler at %s has its event log off (events off)", lh.h.base)
+	if lh.view.events == nil {
+		return nil, apiError(http.StatusNotFound, "the hooks handler at %s has its event log off (events off)", lh.view.base)
 	}
-	return lh.h.evrec.log, nil
+	return lh.view.events.eventLog(), nil
 }
 
 // eventsFiltered returns the handler's event log and the request's filter.
@@ -84,7 +80,7 @@ func serveEventDetail(w http.ResponseWriter, _ *http.Request, lh *liveHandler, i
 	}
 	ev, _, ok := l.Get(id)
 	if !ok {
-		return apiError(http.StatusNotFound, "no event %q in the log of %s (it may have been evicted)", id, lh.h.base)
+		return apiError(http.StatusNotFound, "no event %q in the log of %s (it may have been evicted)", id, lh.view.base)
 	}
 	return writeAdminJSON(w, ev)
 }
@@ -103,7 +99,11 @@ func serveReplay(w http.ResponseWriter, r *http.Request, lh *liveHandler, id str
 	if _, err := lh.events(); err != nil {
 		return err
 	}
-	ans, err := lh.h.replayEvent(r.Context(), id)
+	ans, err := lh.view.events.replay(r.Context(), id, lh.view.sink)
+	var refused replayRefusal
+	if errors.As(err, &refused) {
+		return apiError(refused.status, "%s", refused.msg)
+	}
 	if err != nil {
 		return err
 	}
@@ -205,80 +205,4 @@ func sseMessage(b []byte, typ string, id uint64, v any) []byte {
 	b = append(b, "\ndata: "...)
 	b = append(b, data...)
 	return append(b, "\n\n"...)
-}
-
-// replayEvent dispatches the kept gateway requests of event id again,
-// through the handler's own path (the gateway now, or the spool or the
-// cluster queue when configured), each with a new idempotency key derived
-// from the original event's, so that the gateway runs it again. The
-// replay is an event of its own (replay_of names the original), which the
-// answer names.
-func (h *Handler) replayEvent(ctx context.Context, id string) (*adminapi.Replay, error) {
-	rec := h.evrec
-	orig, data, ok := rec.log.Get(id)
-	switch {
-	case !ok:
-		return nil, apiError(http.StatusNotFound, "no event %q in the log of %s (it may have been evicted)", id, h.base)
-	case data == nil:
-		why := orig.ReplayNote
-		if why == "" {
-			why = "what the gateway was sent is kept only with events { bodies on }"
-		}
-		return nil, apiError(http.StatusConflict, "event %s cannot be replayed: %s", orig.ID, why)
-	}
-	var kept []replayItem
-	if err := json.Unmarshal(data, &kept); err != nil || len(kept) == 0 {
-		return nil, apiError(http.StatusConflict, "event %s cannot be replayed: its kept requests are unreadable", orig.ID)
-	}
-	now := time.Now()
-	items := make([]prepared, len(kept))
-	var ip netip.Addr
-	for i, k := range kept {
-		seed := orig.ID + "\x00replay\x00" + strconv.FormatInt(now.UnixNano(), 10) + "\x00" + strconv.Itoa(i)
-		eid := uuid.NewSHA1(eventNamespace, []byte(seed)).String()
-		kind := kindAgent
-		if k.Kind == kindWake.String() {
-			kind = kindWake
-		}
-		g := gatewayRequest{kind: kind, path: k.Path, body: k.Body, idemKey: eid}
-		if k.Header != nil {
-			g.header = k.Header.Clone()
-			// a forwarded request is sent with its own headers only: the
-			// new key, which the gateway reads before any other, makes it
-			// run the replay again
-			g.header["Idempotency-Key"] = []string{eid}
-		}
-		items[i] = prepared{gatewayRequest: g, mode: k.Mode, eventID: eid, forward: k.Forward}
-		if i == 0 {
-			ip, _ = netip.ParseAddr(k.ClientIP)
-		}
-	}
-	status, body, herr := h.sink.deliver(ctx, items, 0, ip)
-	if herr != nil {
-		status = herr.status
-	}
-	e := &eventlog.Event{Time: now, Path: h.base, Hook: orig.Hook, Route: orig.Route, Mapping: orig.Mapping,
-		Auth: "replay", Status: status, IdemKey: items[0].eventID, ReplayOf: orig.ID, Headers: orig.Headers,
-		BodyBytes: orig.BodyBytes, BodyNote: orig.BodyNote, Replay: data, Tracked: rec.spooled}
-	if orig.Body != nil {
-		e.Body = []byte(*orig.Body)
-	}
-	if ip.IsValid() {
-		e.Client, e.ClientBits = h.displayAddr(h.lockout.KeyOf(ip))
-	}
-	if herr != nil {
-		e.Reason = herr.reason
-	}
-	e.Latency = time.Since(now)
-	e.Dispatch = h.evrec.outcomes(nil, items, status, body, herr, false, now.Add(e.Latency))
-	e.ID = e.Dispatch[0].ID
-	rec.log.Accept(e)
-	h.logger.Info("event replayed through the admin API", zap.String("event", orig.ID), zap.String("replay", e.ID))
-	ans := &adminapi.Replay{ID: e.ID, ReplayOf: orig.ID, Status: status, OK: herr == nil}
-	if herr != nil {
-		ans.Reason = herr.reason
-	} else if json.Valid(body) {
-		ans.Reply = body
-	}
-	return ans, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
 	"github.com/caddyhook/caddyhook/internal/natstest"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // eventPage is a decoded GET /hooks/events answer.
@@ -77,7 +78,7 @@ func (a *testAdmin) event(id string) eventlog.EventJSON {
 func (a *testAdmin) waitState(id, state string) eventlog.EventJSON {
 	a.t.Helper()
 	var ev eventlog.EventJSON
-	waitFor(a.t, func() string { return fmt.Sprintf("event %s is %q, want %q (%+v)", id, ev.State, state, ev.Dispatch) },
+	testkit.WaitForState(a.t, func() string { return fmt.Sprintf("event %s is %q, want %q (%+v)", id, ev.State, state, ev.Dispatch) },
 		func() bool { ev = a.event(id); return ev.State == state })
 	return ev
 }
@@ -205,7 +206,7 @@ func TestEventReplayAcrossDispatchPaths(t *testing.T) {
 				adm.waitState(ans.ID, eventlog.StateDelivered)
 			}
 			var got []string
-			waitFor(t, func() string { return fmt.Sprintf("gateway received %v", got) }, func() bool {
+			testkit.WaitForState(t, func() string { return fmt.Sprintf("gateway received %v", got) }, func() bool {
 				got = got[:0]
 				for _, rc := range in.gw.Received() {
 					if strings.Contains(string(rc.Raw), "replay me") {
@@ -450,9 +451,9 @@ func TestStreamsEndOnReload(t *testing.T) {
 	}
 	siteEnded := make(chan struct{})
 	go func() { _, _ = io.Copy(io.Discard, resp.Body); resp.Body.Close(); close(siteEnded) }()
-	waitFor(t, func() string { return "the streams did not subscribe" }, func() bool {
+	testkit.WaitForState(t, func() string { return "the streams did not subscribe" }, func() bool {
 		lh := liveHandlers()
-		return len(lh) == 1 && lh[0].h.evrec.log.Subscribers() == 2
+		return len(lh) == 1 && lh[0].view.events.eventLog().Subscribers() == 2
 	})
 	loaded := make(chan error, 1)
 	go func() { loaded <- in.tryLoad(cf) }()

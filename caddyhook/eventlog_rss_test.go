@@ -81,8 +81,8 @@ func TestEventLogRSSBound(t *testing.T) {
 		serve(i)
 	}
 	after := settle()
-	b := h.evrec.log.Bounds()
-	page := h.evrec.log.List(eventlog.Filter{Limit: 1})
+	b := h.events.log.Bounds()
+	page := h.events.log.List(eventlog.Filter{Limit: 1})
 	bound := 2*(b.MaxBytes+int64(b.MaxRejections)*400) + 8<<20
 	t.Logf("%d requests: RSS %.1f → %.1f MiB (+%.1f MiB); the log holds %d events in %.1f MiB and %d rejection rows; bound %.1f MiB",
 		n, mib(before), mib(after), mib(after-before), page.Events, mib(page.Bytes), page.Rejections, mib(bound))

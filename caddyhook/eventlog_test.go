@@ -48,7 +48,7 @@ func TestEventsConfigErrors(t *testing.T) {
 	}
 	h := validHandler()
 	h.Events = &EventsConfig{Headers: []string{"x-shopify-topic"}, Bodies: true}
-	if err := provision(t, h); err != nil || !h.evrec.allow["X-Shopify-Topic"] || !h.evrec.bodies {
+	if err := provision(t, h); err != nil || !h.events.allow["X-Shopify-Topic"] || !h.events.bodies {
 		t.Fatalf("a valid events block: %v", err)
 	}
 }

@@ -16,7 +16,7 @@ type forwardReq struct {
 	kind actionKind // the spool lane: wake for /wake, agent for the rest
 	// path is the gateway path and query: the gateway prefix, the
 	// sender's path below the base as the gateway reads it, and the query
-	// as sent (forwardTarget).
+	// as sent (forwarder.target).
 	path string
 	// header is what of the sender's headers crosses (crossingHeaders).
 	header http.Header
@@ -34,26 +34,71 @@ type forwardReq struct {
 // percent-encoded).
 const reasonNotForwardable = "hook path cannot be forwarded as sent"
 
-// newForward is the forward plan of ex: its gateway path and the headers
-// that cross.
-func (h *Handler) newForward(ex *exchange, kind actionKind) (forwardReq, *hookError) {
-	path, ok := h.forwardTarget(ex)
+// forwarder builds the requests the edge forwards as sent: the gateway
+// path (the base path's part as the gateway reads it, the query as sent),
+// the headers that cross (forward_headers.go) and, at dispatch, the
+// gateway request with its idempotency key. Immutable after
+// newForwarder.
+type forwarder struct {
+	base    string
+	gateway *gatewayClient
+	// skip are the handler's own headers that a forwarded request leaves
+	// out (its token header aliases, its verifiers' signature headers).
+	skip map[string]bool
+	// spooled: a spool holds the request until it is delivered, so one
+	// without an idempotency key the gateway reads gets its event id as
+	// one (see prepare).
+	spooled bool
+}
+
+// newForwarder collects the handler's own credential headers, which
+// never cross whatever their names: its token header aliases
+// (x-service-token and token_headers) and its verifiers' signature
+// headers.
+func newForwarder(base string, gw *gatewayClient, signatureHeaders, tokenHeaders []string, spooled bool) *forwarder {
+	f := &forwarder{base: base, gateway: gw, skip: map[string]bool{}, spooled: spooled}
+	for _, n := range signatureHeaders {
+		f.skip[http.CanonicalHeaderKey(n)] = true
+	}
+	for _, n := range tokenHeaders {
+		f.skip[n] = true
+	}
+	return f
+}
+
+// plan is the forward plan of ex: its gateway path and the headers that
+// cross; acts is the validated /wake or /agent request, if that is what
+// is forwarded (a forward mapping's hook has none).
+func (fw *forwarder) plan(ex *exchange, acts []action) (forwardReq, *hookError) {
+	kind := kindAgent
+	if len(acts) == 1 {
+		kind = acts[0].Kind
+	}
+	path, ok := fw.target(ex)
 	if !ok {
 		return forwardReq{}, reject(http.StatusNotFound, reasonNotForwardable)
 	}
-	hdr, herr := h.crossingHeaders(ex.r, path)
+	hdr, herr := crossingHeaders(ex.r, path, fw.skip)
 	if herr != nil {
 		return forwardReq{}, herr
 	}
-	return forwardReq{name: ex.sub, kind: kind, path: path, header: hdr, body: ex.body}, nil
+	f := forwardReq{name: ex.sub, kind: kind, path: path, header: hdr, body: ex.body}
+	if len(acts) == 1 {
+		a := &acts[0]
+		f.mode, f.wait, f.timeoutSeconds = a.Mode, a.Wait, a.TimeoutSeconds
+	}
+	return f, nil
 }
 
-// forwardBuiltin is the forward plan of a validated /wake or /agent
-// request.
-func (h *Handler) forwardBuiltin(ex *exchange, a *action) (forwardReq, *hookError) {
-	f, herr := h.newForward(ex, a.Kind)
-	f.mode, f.wait, f.timeoutSeconds = a.Mode, a.Wait, a.TimeoutSeconds
-	return f, herr
+// withSessionKey sets the edge's own default_session_key in the body of
+// a forwarded /agent request that the policy resolved a to, as the last
+// member: it wins over a sessionKey the policy read as none (null, "",
+// blank), which the gateway would otherwise read last; the gateway
+// resolves every other omitted field itself.
+func (f *forwardReq) withSessionKey(a *action) {
+	if a.Kind == kindAgent && a.keySource == keyNone && a.SessionKey != "" {
+		f.body = withField(f.body, "sessionKey", a.SessionKey)
+	}
 }
 
 // seed derives the request's event id from its idempotency key and what
@@ -69,130 +114,31 @@ func (f *forwardReq) seed(key string) string {
 	return uuid.NewSHA1(eventNamespace, buf).String()
 }
 
-// forwardTarget returns the gateway path and query of a forwarded
-// request: the gateway prefix, then the sender's path below the base as
-// the gateway's own URL parser reads it (gatewayRest: an escaped name
-// stays escaped, so a hook name such as %E2%9C%93 reaches the gateway as
-// the gateway would have seen it), then the query exactly as sent (every
-// parameter: only the edge's own token parameters are refused, earlier).
-// ok is false when the gateway would read another name than the edge
-// routed.
-func (h *Handler) forwardTarget(ex *exchange) (string, bool) {
-	rest, ok := h.forwardRest(ex)
+// target returns the gateway path and query of a forwarded request: the
+// gateway prefix, then the sender's path below the base as the gateway's
+// own URL parser reads it (gatewayRest: an escaped name stays escaped, so
+// a hook name such as %E2%9C%93 reaches the gateway as the gateway would
+// have seen it), then the query exactly as sent (every parameter: only
+// the edge's own token parameters are refused, earlier). ok is false when
+// the gateway would read another name than the edge routed.
+func (fw *forwarder) target(ex *exchange) (string, bool) {
+	rest, ok := ex.gatewayRest(fw.base)
 	if !ok {
 		return "", false
 	}
 	q := ex.r.URL.RawQuery
 	switch {
 	case q == "" && rest == "/"+routeWake:
-		return h.gateway.paths[kindWake], true // no allocation on the common paths
+		return fw.gateway.kindPath(kindWake), true // no allocation on the common paths
 	case q == "" && rest == "/"+routeAgent:
-		return h.gateway.paths[kindAgent], true
+		return fw.gateway.kindPath(kindAgent), true
 	case q == "":
-		return h.gateway.prefix + rest, true
+		return fw.gateway.prefixed(rest), true
 	}
-	return h.gateway.prefix + rest + "?" + q, true
+	return fw.gateway.prefixed(rest + "?" + q), true
 }
 
-// forwardRest is gatewayRest of ex's request target, computed once.
-func (h *Handler) forwardRest(ex *exchange) (string, bool) {
-	if !ex.gwDone {
-		ex.gwRest, ex.gwOK = gatewayRest(requestTarget(ex.r), h.base)
-		ex.gwDone = true
-	}
-	return ex.gwRest, ex.gwOK
-}
-
-// gatewayName is the hook name the gateway reads from ex's path (its
-// sub-path with the slashes around it trimmed, as the gateway compares it
-// with a mapping's match.path); ok is false when forwardTarget refuses the
-// path.
-func (h *Handler) gatewayName(ex *exchange) (string, bool) {
-	rest, ok := h.forwardRest(ex)
-	return strings.Trim(rest, "/"), ok
-}
-
-// gatewayRest returns the part of a request target's path below base as
-// the gateway's URL parser (WHATWG) reads it: the path up to the query or
-// fragment, of an absolute-form target too, with backslashes read as
-// slashes and the characters the parser percent-encodes encoded; escapes
-// are kept as sent. ok is false when the path as sent is not under base
-// (a base sent percent-encoded, which the gateway does not serve) or has
-// a dot segment (".", "..", "%2e" and their mixes, which the parser
-// resolves into another path).
-func gatewayRest(target, base string) (string, bool) {
-	p := target
-	if i := strings.IndexAny(p, "?#"); i >= 0 {
-		p = p[:i]
-	}
-	if !strings.HasPrefix(p, "/") {
-		i := strings.Index(p, "://")
-		if i < 0 {
-			return "", false
-		}
-		p = p[i+3:]
-		if j := strings.IndexByte(p, '/'); j >= 0 {
-			p = p[j:]
-		} else {
-			p = "/"
-		}
-	}
-	if strings.IndexFunc(p, needsGatewayEscape) >= 0 {
-		const hex = "0123456789ABCDEF"
-		var b strings.Builder
-		for i := 0; i < len(p); i++ {
-			switch c := p[i]; {
-			case c == '\\':
-				b.WriteByte('/')
-			case needsGatewayEscape(rune(c)):
-				b.Write([]byte{'%', hex[c>>4], hex[c&15]})
-			default:
-				b.WriteByte(c)
-			}
-		}
-		p = b.String()
-	}
-	rest, found := strings.CutPrefix(p, base)
-	if !found || rest != "" && rest[0] != '/' {
-		return "", false
-	}
-	for seg := range strings.SplitSeq(rest, "/") {
-		switch strings.ToLower(seg) {
-		case ".", "..", "%2e", ".%2e", "%2e.", "%2e%2e":
-			return "", false
-		}
-	}
-	return rest, true
-}
-
-// needsGatewayEscape reports the bytes the gateway's URL parser
-// percent-encodes in a path (the WHATWG path percent-encode set), and the
-// backslash, which it reads as a slash.
-func needsGatewayEscape(r rune) bool {
-	switch {
-	case r <= ' ' || r >= 0x7f:
-		return true
-	}
-	return strings.ContainsRune("\"#<>?`{}\\", r)
-}
-
-// reasonRawTarget is the 400 of a request target with raw bytes the
-// gateway's HTTP parser refuses.
-const reasonRawTarget = "invalid request target: percent-encode non-ASCII and control characters"
-
-// rawTargetOK reports whether a request target has only the bytes the
-// gateway's HTTP parser accepts in one (no control character, no byte
-// outside ASCII: a raw UTF-8 path or query is refused with 400 there).
-func rawTargetOK(target string) bool {
-	for i := 0; i < len(target); i++ {
-		if c := target[i]; c <= ' ' || c >= 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-// prepareForward builds the gateway request of f: the body as sent to
+// prepare builds the gateway request of f: the body as sent to
 // f.path with the headers that cross. An Idempotency-Key is the sender's
 // own, if any, under the name the sender used; with a spool, a request
 // that carries no key the gateway reads (the Idempotency-Key or
@@ -200,12 +146,12 @@ func rawTargetOK(target string) bool {
 // event id as its Idempotency-Key, so that a redelivery after a lost
 // answer does not run twice. eventID is the idempotent request's
 // deterministic event id, or "" for a random one.
-func (h *Handler) prepareForward(ex *exchange, f *forwardReq, eventID string) prepared {
+func (fw *forwarder) prepare(ex *exchange, f *forwardReq, eventID string) prepared {
 	if eventID == "" {
 		eventID = uuid.NewString()
 	}
 	g := gatewayRequest{kind: f.kind, path: f.path, header: f.header, body: f.body, idemKey: eventID}
-	if h.Spool != nil && !gatewayHasIdemKey(f.header, ex.payload) {
+	if fw.spooled && !gatewayHasIdemKey(f.header, ex.payload) {
 		for _, name := range []string{"Idempotency-Key", headerOpenClawIdemKey} {
 			if _, sent := f.header[name]; !sent {
 				f.header[name] = []string{eventID}
@@ -214,7 +160,7 @@ func (h *Handler) prepareForward(ex *exchange, f *forwardReq, eventID string) pr
 		}
 	}
 	if f.wait {
-		g.timeout = h.gateway.waitTimeoutFor(f.timeoutSeconds)
+		g.timeout = fw.gateway.waitTimeoutFor(f.timeoutSeconds)
 	}
 	return prepared{gatewayRequest: g, mode: f.mode, eventID: eventID, forward: true}
 }
@@ -256,12 +202,4 @@ func withField(body []byte, name, value string) []byte {
 	out = append(out, ':')
 	out = appendJSONString(out, value)
 	return append(out, '}')
-}
-
-// trimJSSpace trims what JavaScript's trim does (see jsTrim) from b.
-func trimJSSpace(b []byte) []byte {
-	if len(b) == 0 || b[0] > ' ' && b[0] < 0x80 && b[len(b)-1] > ' ' && b[len(b)-1] < 0x80 {
-		return b
-	}
-	return bytes.TrimFunc(b, isJSSpace)
 }

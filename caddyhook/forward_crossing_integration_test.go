@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/caddyhook/caddyhook/internal/devgw"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // What a forwarded request carries to the gateway (issues 26, 20 item 9,
@@ -67,7 +68,7 @@ func (in *ingress) forwarded(path, body string, hdr ...string) (result, devgw.Re
 	if r.status != http.StatusOK {
 		in.t.Fatalf("%s: %d %s", path, r.status, r.body)
 	}
-	waitFor(in.t, func() string { return path + " never reached the gateway" }, func() bool { return len(in.gw.Received()) > n })
+	testkit.WaitForState(in.t, func() string { return path + " never reached the gateway" }, func() bool { return len(in.gw.Received()) > n })
 	return r, lastReceived(in.t, in.gw, n)
 }
 
@@ -182,7 +183,7 @@ func TestForwardCredentialHeadersNeverCross(t *testing.T) {
 			if r.status != http.StatusOK {
 				t.Fatalf("%d %s", r.status, r.body)
 			}
-			waitFor(t, func() string { return "not delivered" }, func() bool { return len(in.gw.Received()) > n })
+			testkit.WaitForState(t, func() string { return "not delivered" }, func() bool { return len(in.gw.Received()) > n })
 			rec := lastReceived(t, in.gw, n)
 			if rec.Header.Get("X-Github-Event") != "push" {
 				t.Fatalf("provider header lost: %v", rec.Header)
@@ -310,7 +311,7 @@ func TestForwardSpoolStoresNoGatewayCredential(t *testing.T) {
 	if r := in.post("/hooks/github", `{}`, "X-GitHub-Event: push"); r.status != http.StatusOK {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	waitFor(t, func() string { return "no dead letter" }, func() bool { return adm.status("").Spool.DeadLetters == 1 })
+	testkit.WaitForState(t, func() string { return "no dead letter" }, func() bool { return adm.status("").Spool.DeadLetters == 1 })
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
 	for _, f := range files {
 		data, err := os.ReadFile(f)

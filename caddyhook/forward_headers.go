@@ -256,8 +256,8 @@ func validHeaderValue(v string) bool {
 // crossingHeaders is the one function that decides what of a sender's
 // request headers reaches the gateway in forward mode: every header whose
 // name classifyHeader lets cross, that is not one of the handler's own
-// credential headers (its token header aliases, its verifiers' signature
-// headers) nor listed in the request's Connection header, and whose values
+// credential headers (skip: its token header aliases, its verifiers'
+// signature headers) nor listed in the request's Connection header, and whose values
 // are all valid; plus the request's Host, under "Host" (the gateway client
 // sends it as the request's host). Trace context goes through
 // requestTrace. target is the forwarded path and query, counted with the
@@ -265,7 +265,7 @@ func validHeaderValue(v string) bool {
 //
 // The result is a new map whose value slices are the request's (capacity
 // clipped, so appending to one copies it).
-func (h *Handler) crossingHeaders(r *http.Request, target string) (http.Header, *hookError) {
+func crossingHeaders(r *http.Request, target string, skip map[string]bool) (http.Header, *hookError) {
 	src := r.Header
 	var listed map[string]bool // names the Connection header marks hop-by-hop
 	for _, v := range src["Connection"] {
@@ -287,7 +287,7 @@ func (h *Handler) crossingHeaders(r *http.Request, target string) (http.Header, 
 	}
 	for k, v := range src {
 		ck := http.CanonicalHeaderKey(k) // no copy when k is canonical, as the server makes it
-		if classifyHeader(k) != headerCrosses || h.forwardSkip[ck] || listed[ck] || !allValid(v) {
+		if classifyHeader(k) != headerCrosses || skip[ck] || listed[ck] || !allValid(v) {
 			continue
 		}
 		for _, s := range v {
@@ -310,18 +310,4 @@ func allValid(vs []string) bool {
 		}
 	}
 	return true
-}
-
-// provisionForwardHeaders collects the handler's own credential headers,
-// which never cross whatever their names: its token header aliases
-// (x-service-token and token_headers) and its verifiers' signature
-// headers.
-func (h *Handler) provisionForwardHeaders() {
-	h.forwardSkip = map[string]bool{}
-	for _, n := range h.signatureHeaders() {
-		h.forwardSkip[http.CanonicalHeaderKey(n)] = true
-	}
-	for _, n := range h.tokenHeaders {
-		h.forwardSkip[n] = true
-	}
 }

@@ -142,10 +142,10 @@ func TestCrossingHeadersProperty(t *testing.T) {
 			r.Header["Connection"] = []string{"close, " + names[0]}
 			listed[http.CanonicalHeaderKey(names[0])] = true
 		}
-		got, herr := h.crossingHeaders(r, "/hooks/github")
+		got, herr := crossingHeaders(r, "/hooks/github", h.forwarder.skip)
 		size := len("/hooks/github") + len("Host: \r\n") + len(r.Host)
 		for k, vs := range r.Header {
-			if classifyHeader(k) == headerCrosses && !h.forwardSkip[http.CanonicalHeaderKey(k)] && allValid(vs) && !listed[http.CanonicalHeaderKey(k)] {
+			if classifyHeader(k) == headerCrosses && !h.forwarder.skip[http.CanonicalHeaderKey(k)] && allValid(vs) && !listed[http.CanonicalHeaderKey(k)] {
 				for _, v := range vs {
 					size += len(k) + len(v) + len(": \r\n")
 				}
@@ -177,12 +177,12 @@ func TestCrossingHeadersProperty(t *testing.T) {
 					t.Fatalf("%s crossed (it mentions %q)", k, m)
 				}
 			}
-			if c := classifyHeader(k); c != headerCrosses || h.forwardSkip[http.CanonicalHeaderKey(k)] || !allValid(vs) || listed[http.CanonicalHeaderKey(k)] {
+			if c := classifyHeader(k); c != headerCrosses || h.forwarder.skip[http.CanonicalHeaderKey(k)] || !allValid(vs) || listed[http.CanonicalHeaderKey(k)] {
 				t.Fatalf("%s (class %d) crossed", k, c)
 			}
 		}
 		for k, vs := range r.Header {
-			if classifyHeader(k) == headerCrosses && !h.forwardSkip[http.CanonicalHeaderKey(k)] && allValid(vs) && !listed[http.CanonicalHeaderKey(k)] {
+			if classifyHeader(k) == headerCrosses && !h.forwarder.skip[http.CanonicalHeaderKey(k)] && allValid(vs) && !listed[http.CanonicalHeaderKey(k)] {
 				if _, crossed := got[k]; !crossed {
 					t.Fatalf("%s: %q did not cross", k, vs)
 				}
@@ -200,7 +200,7 @@ func TestCrossingHeadersValues(t *testing.T) {
 	h := newTestHandler(t, nil, nil)
 	r := httptest.NewRequest(http.MethodPost, "/hooks/x", nil)
 	r.Header["X-Custom"] = append(make([]string, 0, 4), "a", "b")
-	got, _ := h.crossingHeaders(r, "/hooks/x")
+	got, _ := crossingHeaders(r, "/hooks/x", h.forwarder.skip)
 	v := append(got["X-Custom"], "c")
 	v[0] = "changed"
 	if r.Header["X-Custom"][0] != "a" {
@@ -224,5 +224,18 @@ func BenchmarkClassifyHeader(b *testing.B) {
 				classifyHeader(bc.names[i%len(bc.names)])
 			}
 		})
+	}
+}
+
+// TestForwardDropsTokenHeaders: a forwarded request never carries a token
+// header, token_headers aliases included.
+func TestForwardDropsTokenHeaders(t *testing.T) {
+	h := newTestHandler(t, nil, func(h *Handler) { h.TokenHeaders = []string{"x-hook-alias"} })
+	r := httptest.NewRequest(http.MethodPost, "/hooks/github", nil)
+	r.Header = http.Header{"X-Hook-Alias": {"t"}, "X-Service-Token": {"t"}, "Authorization": {"Bearer t"},
+		"X-Github-Event": {"push"}}
+	got, herr := crossingHeaders(r, "/hooks/github", h.forwarder.skip)
+	if herr != nil || len(got) != 2 || got.Get("X-Github-Event") != "push" || got.Get("Host") != "example.com" {
+		t.Fatalf("forwarded headers %v (%v)", got, herr)
 	}
 }

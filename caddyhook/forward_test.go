@@ -81,8 +81,8 @@ func TestForwardMappingProvision(t *testing.T) {
 
 func TestForwardModePresets(t *testing.T) {
 	h := newTestHandler(t, nil, func(h *Handler) { h.Mode, h.Presets = modeForward, []string{"gmail"} })
-	if len(h.mappings) != 1 || !h.mappings[0].forward || h.mappings[0].path != "gmail" || h.mappings[0].bodyLimit != gmailMaxBody {
-		t.Fatalf("gmail preset in forward mode: %+v", h.mappings[0])
+	if len(h.router.mappings) != 1 || !h.router.mappings[0].forward || h.router.mappings[0].path != "gmail" || h.router.mappings[0].bodyLimit != gmailMaxBody {
+		t.Fatalf("gmail preset in forward mode: %+v", h.router.mappings[0])
 	}
 	if h.wrapEdge {
 		t.Fatal("forward mode wraps at the edge by default")
@@ -143,7 +143,7 @@ func TestIdempotencyKeyResolution(t *testing.T) {
 				r.Header[k] = v
 			}
 			ex := exchange{r: r, payload: tc.body}
-			if got := h.idempotencyKey(&ex); got != tc.want {
+			if got := h.idem.key(&ex); got != tc.want {
 				t.Fatalf("key %q, want %q", got, tc.want)
 			}
 		})

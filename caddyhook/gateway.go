@@ -93,6 +93,27 @@ func newGatewayClient(addr gatewayAddr, prefix, token string, timeout time.Durat
 	return c
 }
 
+// address is the gateway's address as configured (for the log).
+func (c *gatewayClient) address() string { return c.addr.String() }
+
+// setWaitTimeout sets the bound of a request that waits for its run
+// (gateway_wait_timeout).
+func (c *gatewayClient) setWaitTimeout(d time.Duration) { c.waitTimeout = d }
+
+// forwardsClientIP reports gateway_forward_client_ip: the gateway gets
+// the client address as X-Forwarded-For.
+func (c *gatewayClient) forwardsClientIP() bool { return c.forwardIP }
+
+// kindPath is the gateway path of a rendered action of kind k.
+func (c *gatewayClient) kindPath(k actionKind) string { return c.paths[k] }
+
+// prefixed is rest below the gateway prefix.
+func (c *gatewayClient) prefixed(rest string) string { return c.prefix + rest }
+
+// belowPrefix is the part of path below the gateway prefix (path itself
+// when it is not below it).
+func (c *gatewayClient) belowPrefix(path string) string { return strings.TrimPrefix(path, c.prefix) }
+
 // close drops the idle connections.
 func (c *gatewayClient) close() { c.transport.CloseIdleConnections() }
 
@@ -106,6 +127,17 @@ type gatewayReply struct {
 
 // noUserAgent, as a User-Agent value, makes the transport send none.
 var noUserAgent = []string{""}
+
+// Reasons for gateway failures.
+const (
+	reasonGatewayTimeout = "gateway timeout: the run may have started; retry with the same Idempotency-Key so that it does not run twice"
+	reasonGatewayDown    = "gateway unreachable"
+	// reasonGatewayAuth answers a gateway refusal of the edge itself
+	// (401, 403, 407, 429). The sender learns nothing of the edge's
+	// configuration; the operator gets the detail in the log (see
+	// dispatcher.gatewayFailure).
+	reasonGatewayAuth = "gateway unavailable"
+)
 
 // errGatewayTimeout marks a dispatch that ran out of time.
 var errGatewayTimeout = errors.New("gateway timeout")
@@ -238,26 +270,27 @@ func isTimeout(err error) bool {
 // is a Unix socket or a loopback address: it answers at once or never).
 const gatewayProbeTimeout = time.Second
 
-// checkGateway warns, at provision (so also under `caddy validate`), when
+// probe warns, at provision (so also under `caddy validate`), when
 // nothing accepts connections at the gateway address: otherwise a missing
 // socket stays invisible until the first request gets a 502. It never
 // fails the config: the gateway may well start after Caddy. Only a
 // handler inside an HTTP server is checked (a dry run is not).
-func (h *Handler) checkGateway(ctx caddy.Context) {
+// spooled says whether accepted events wait in a spool.
+func (c *gatewayClient) probe(ctx caddy.Context, logger *zap.Logger, spooled bool) {
 	if _, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); !ok {
 		return
 	}
-	conn, err := net.DialTimeout(h.gateway.addr.network, h.gateway.addr.address, gatewayProbeTimeout)
+	conn, err := net.DialTimeout(c.addr.network, c.addr.address, gatewayProbeTimeout)
 	if err == nil {
 		_ = conn.Close()
 		return
 	}
 	then := "requests will get 502 until it is up"
-	if h.Spool != nil {
+	if spooled {
 		then = "accepted events wait in the spool until it is up"
 	}
-	h.logger.Warn("gateway not reachable at start; "+then,
-		zap.String("gateway", h.gateway.addr.String()), zap.Error(err))
+	logger.Warn("gateway not reachable at start; "+then,
+		zap.String("gateway", c.addr.String()), zap.Error(err))
 }
 
 // String formats the address as configured: unix//path.sock or host:port.

@@ -7,62 +7,95 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/idempotency"
-	"go.uber.org/zap"
 )
 
-// provisionIdempotency loads (or creates) the idempotency cache of this
-// handler's identity and TTL.
-func (h *Handler) provisionIdempotency(identity string) error {
-	ttl := time.Duration(h.IdempotencyTTL)
-	key := idempotencyPoolPrefix + identity + "|" + ttl.String()
-	c, _, err := hold(&h.held, key, func() (*idempotency.Cache, error) { return idempotency.New(ttl), nil })
-	h.idem = c
-	return err
+// idempotencyCheck answers a replay of an idempotent request with its
+// first reply: it reads the request's key as the gateway does, holds the
+// local cache (shared across reloads by the handlers of one identity; its
+// methods Len and TTL are the check's) and, in a cluster, claims the key
+// cluster-wide.
+type idempotencyCheck struct {
+	*idempotency.Cache
+	// headers are the canonical idempotency header names, in order.
+	headers []string
+	cluster *cluster.Idempotency // nil without a cluster engine
+	logs    *logBudget           // the cluster warnings' (shared with the gateway failures)
+	logger  *zap.Logger
 }
 
-// dispatchOnce dispatches the plan of a request with idempotency key key
-// (seeds are its event ids) unless the key was answered already: a
-// replay gets the first reply, from this node's cache or, with a
-// cluster, from any node's; a concurrent duplicate waits for the first
-// request (here) or is refused 409 (on another node). A failed dispatch
-// is forgotten, so that the sender's retry dispatches again.
-func (h *Handler) dispatchOnce(ex *exchange, p plan, key string, seeds []string) (int, []byte, *hookError) {
-	cacheKey := key + "\x00" + strings.Join(seeds, ",")
-	cached, claim, err := h.idem.Claim(ex.r.Context(), cacheKey, ex.now)
-	if err != nil {
-		return 0, nil, reject(http.StatusServiceUnavailable, "request cancelled")
+// holdIdempotencyCache loads (or creates) the idempotency cache of
+// identity and ttl.
+func holdIdempotencyCache(held *poolHold, identity string, ttl time.Duration) (*idempotency.Cache, error) {
+	key := idempotencyPoolPrefix + identity + "|" + ttl.String()
+	c, _, err := hold(held, key, func() (*idempotency.Cache, error) { return idempotency.New(ttl), nil })
+	return c, err
+}
+
+// idemClaim is a request's claim of its key: the local one and, in a
+// cluster, the cluster-wide one (nil when the cluster cannot be asked).
+type idemClaim struct {
+	local   *idempotency.Claim
+	cluster *cluster.Claim
+	budget  time.Time // with a cluster: when its operations should be over
+}
+
+// context is ctx carrying the claim's budget for the dispatch (a publish
+// into the cluster queue gets what the claim left of it).
+func (cl idemClaim) context(ctx context.Context) context.Context {
+	if cl.budget.IsZero() {
+		return ctx
 	}
-	if claim == nil {
-		return cached.Status, cached.Body, nil
-	}
+	return cluster.WithBudget(ctx, cl.budget)
+}
+
+// claim claims key (the request's key and event ids) for ex, unless it
+// was answered already: a replay gets the first reply (first is set),
+// from this node's cache or, with a cluster, from any node's; a
+// concurrent duplicate waits for the first request (here) or is refused
+// 409 (on another node). The caller dispatches on a claim and settles it.
+func (c *idempotencyCheck) claim(ex *exchange, key string) (cl idemClaim, first bool, status int, body []byte, herr *hookError) {
 	ctx := ex.r.Context()
-	if h.cluster != nil { // the claim, a publish and the settle share about one timeout
-		ctx = cluster.WithBudget(ctx, h.cluster.idem.BudgetFrom(time.Now()))
+	cached, local, err := c.Claim(ctx, key, ex.now)
+	if err != nil {
+		return cl, true, 0, nil, reject(http.StatusServiceUnavailable, "request cancelled")
 	}
-	first, ccl, herr := h.clusterClaim(ctx, cacheKey)
+	if local == nil {
+		return cl, true, cached.Status, cached.Body, nil
+	}
+	var budget time.Time // the claim, a publish and the settle share about one timeout
+	if c.cluster != nil {
+		budget = c.cluster.BudgetFrom(time.Now())
+	}
+	rep, ccl, herr := c.clusterClaim(ctx, key)
 	switch {
 	case herr != nil:
-		h.idem.Settle(claim, idempotency.Reply{}, false, time.Now())
-		return 0, nil, herr
-	case first != nil: // answered on another node (or before a restart)
-		h.idem.Settle(claim, idempotency.Reply{Status: first.Status, Body: first.Body}, true, time.Now())
-		return first.Status, first.Body, nil
+		c.Settle(local, idempotency.Reply{}, false, time.Now())
+		return cl, true, 0, nil, herr
+	case rep != nil: // answered on another node (or before a restart)
+		c.Settle(local, idempotency.Reply{Status: rep.Status, Body: rep.Body}, true, time.Now())
+		return cl, true, rep.Status, rep.Body, nil
 	}
-	status, body, herr := h.dispatch(ctx, ex, p, key, seeds)
-	h.settleClusterClaim(ccl, status, body, herr == nil)
-	h.idem.Settle(claim, idempotency.Reply{Status: status, Body: body}, herr == nil, time.Now())
-	return status, body, herr
+	return idemClaim{local: local, cluster: ccl, budget: budget}, false, 0, nil, nil
 }
 
-// idempotencyKey returns the request's idempotency key as the gateway
-// reads it: the first of the Idempotency-Key header, the configured
-// idempotency_headers and the idempotencyKey field that is, trimmed,
-// non-empty and at most 256 characters (a longer one is ignored, not
-// refused); else a signed provider's delivery id.
-func (h *Handler) idempotencyKey(ex *exchange) string {
-	for _, name := range h.idemHeaders {
+// settle stores the reply of a claimed key, or gives the key up after a
+// failed dispatch (ok false), so that the sender's retry dispatches again.
+func (c *idempotencyCheck) settle(cl idemClaim, status int, body []byte, ok bool) {
+	c.settleCluster(cl.cluster, status, body, ok)
+	c.Settle(cl.local, idempotency.Reply{Status: status, Body: body}, ok, time.Now())
+}
+
+// key returns the request's idempotency key as the gateway reads it: the
+// first of the Idempotency-Key header, the configured idempotency_headers
+// and the idempotencyKey field that is, trimmed, non-empty and at most 256
+// characters (a longer one is ignored, not refused); else a signed
+// provider's delivery id.
+func (c *idempotencyCheck) key(ex *exchange) string {
+	for _, name := range c.headers {
 		if v, ok := ex.r.Header[name]; ok {
 			if key := usableIdemKey(strings.Join(v, ", ")); key != "" {
 				return key
@@ -108,11 +141,11 @@ func usableIdemKey(s string) string {
 // settle after the dispatch (nil when the cluster cannot be asked: the
 // local cache alone answers then), or the 409 for a key whose first
 // request is still being dispatched elsewhere.
-func (h *Handler) clusterClaim(ctx context.Context, key string) (*cluster.Reply, *cluster.Claim, *hookError) {
-	if h.cluster == nil {
+func (c *idempotencyCheck) clusterClaim(ctx context.Context, key string) (*cluster.Reply, *cluster.Claim, *hookError) {
+	if c.cluster == nil {
 		return nil, nil, nil
 	}
-	rep, cl, err := h.cluster.idem.Acquire(ctx, key)
+	rep, cl, err := c.cluster.Acquire(ctx, key)
 	switch {
 	case err == nil:
 		return rep, cl, nil
@@ -122,24 +155,24 @@ func (h *Handler) clusterClaim(ctx context.Context, key string) (*cluster.Reply,
 	case ctx.Err() != nil:
 		return nil, nil, reject(http.StatusServiceUnavailable, "request cancelled")
 	}
-	h.clusterLog("cluster idempotency unavailable; this node's own cache answers", err)
+	c.warn("cluster idempotency unavailable; this node's own cache answers", err)
 	return nil, nil, nil
 }
 
-// clusterLog writes a warning about the cluster, within the gateway log
-// budget (a flood of requests while the cluster is down logs little).
-func (h *Handler) clusterLog(msg string, err error) {
-	if ok, suppressed := h.gatewayLogs.allow(time.Now()); ok {
-		h.logger.Warn(msg, zap.Error(err), zap.Uint64("suppressed", suppressed))
+// warn writes a warning about the cluster, within the gateway log budget
+// (a flood of requests while the cluster is down logs little).
+func (c *idempotencyCheck) warn(msg string, err error) {
+	if ok, suppressed := c.logs.allow(time.Now()); ok {
+		c.logger.Warn(msg, zap.Error(err), zap.Uint64("suppressed", suppressed))
 	}
 }
 
-// settleClusterClaim stores the first reply of a claimed key (or gives
-// the key up after a failed dispatch, so that a retry dispatches again),
+// settleCluster stores the first reply of a claimed key (or gives the
+// key up after a failed dispatch, so that a retry dispatches again),
 // within the claim's budget: an engine that cannot store it in time (a
 // stalled bucket leader) goes on in the background until the claim's
 // lease ends, and the answer does not wait for it.
-func (h *Handler) settleClusterClaim(cl *cluster.Claim, status int, body []byte, ok bool) {
+func (c *idempotencyCheck) settleCluster(cl *cluster.Claim, status int, body []byte, ok bool) {
 	if cl == nil {
 		return
 	}
@@ -150,6 +183,6 @@ func (h *Handler) settleClusterClaim(cl *cluster.Claim, status int, body []byte,
 		err = cl.Release()
 	}
 	if err != nil {
-		h.clusterLog("cluster idempotency: the outcome is not stored yet; the engine retries until the claim's lease ends", err)
+		c.warn("cluster idempotency: the outcome is not stored yet; the engine retries until the claim's lease ends", err)
 	}
 }

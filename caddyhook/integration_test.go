@@ -1,6 +1,7 @@
 package caddyhook
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	"github.com/caddyhook/caddyhook/internal/devgw"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // Secrets used by the integration tests; the log checks look for them.
@@ -645,7 +647,7 @@ func TestIntegrationSpoolOutage(t *testing.T) {
 		t.Fatalf("spooled wake: %d %s", r.status, r.body)
 	}
 	in.startGateway() // the gateway comes up only now
-	waitFor(t, func() string { return fmt.Sprintf("delivered %d of %d after the outage", in.gw.Count(""), n+1) },
+	testkit.WaitForState(t, func() string { return fmt.Sprintf("delivered %d of %d after the outage", in.gw.Count(""), n+1) },
 		func() bool { return in.gw.Count("") >= n+1 })
 	if got := in.gw.Count(""); got != n+1 {
 		t.Fatalf("delivered %d of %d after the outage", got, n+1)
@@ -655,4 +657,139 @@ func TestIntegrationSpoolOutage(t *testing.T) {
 			t.Errorf("delivered event %q was never acknowledged as a runId", rec.IdempotencyKey)
 		}
 	}
+}
+
+// answerWithin bounds how long a test waits for an answer that must come
+// without the client sending anything more; far below any server timeout
+// the tests configure for the case they compare against.
+const answerWithin = 10 * time.Second
+
+// loadErr adapts and loads a Caddyfile and returns the error.
+func (in *ingress) loadErr(cf string) error {
+	in.t.Helper()
+	cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), map[string]any{"filename": filepath.Join(in.dir, "Caddyfile")})
+	if err != nil {
+		return err
+	}
+	return caddy.Load(cfgJSON, true)
+}
+
+// siteCaddyfile is the test ingress's reload Caddyfile (currentCaddyfile)
+// with extra global options, another site address and extra hooks lines.
+func (in *ingress) siteCaddyfile(global, site, hooks string) string {
+	return strings.NewReplacer(
+		"\tpersist_config off\n", "\tpersist_config off\n\t"+global+"\n",
+		testSiteAddress+" {", site+" {",
+		"\t\tgateway_token "+itGatewayToken+"\n", "\t\tgateway_token "+itGatewayToken+"\n\t\t"+hooks+"\n",
+	).Replace(in.currentCaddyfile(in.t))
+}
+
+// reloadTo loads cf and waits until a fresh connection reaches the new
+// config (its respond text carries a marker): Caddy finishes shutting the
+// replaced server down after the reload returns, and a connection that
+// server still takes may be closed unanswered, or answered by the old
+// config. get fetches a path outside the base path on a new connection
+// (nil: over TCP to the test site).
+func (in *ingress) reloadTo(cf string, get func(path string) (string, error)) {
+	in.t.Helper()
+	if get == nil {
+		get = func(path string) (string, error) { return fetchFresh(&http.Transport{}, in.base+path) }
+	}
+	marker := fmt.Sprintf("config %d", time.Now().UnixNano())
+	in.load(strings.Replace(cf, `respond "next handler" 200`, `respond "`+marker+`" 200`, 1))
+	for deadline := time.Now().Add(answerWithin); ; {
+		body, err := get("/elsewhere")
+		if err == nil && body == marker {
+			return
+		}
+		if time.Now().After(deadline) {
+			in.t.Fatalf("the reloaded config does not answer: %q %v", body, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// fetchFresh GETs url on a new connection of tr and returns the body.
+func fetchFresh(tr *http.Transport, url string) (string, error) {
+	tr.DisableKeepAlives = true
+	c := &http.Client{Transport: tr, Timeout: answerWithin}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// rawAnswer is what a raw HTTP/1.1 exchange got back.
+type rawAnswer struct {
+	status  int
+	header  http.Header
+	closed  bool // the server closed the connection after the answer
+	closing bool // the answer says it closes the connection
+	err     error
+}
+
+// rawRequest writes req on a fresh connection to addr, and reads one
+// answer and whether the server then closes the connection, each within
+// answerWithin.
+func rawRequest(network, addr, req string) rawAnswer {
+	c, err := net.DialTimeout(network, addr, answerWithin)
+	if err != nil {
+		return rawAnswer{err: err}
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(answerWithin))
+	if _, err := io.WriteString(c, req); err != nil {
+		return rawAnswer{err: err}
+	}
+	return readAnswer(c, true)
+}
+
+// readAnswer reads one response from c and, with checkClose, whether the
+// server closes c after it.
+func readAnswer(c net.Conn, checkClose bool) rawAnswer {
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		return rawAnswer{err: err}
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	a := rawAnswer{status: resp.StatusCode, header: resp.Header, closing: resp.Close}
+	if checkClose {
+		// a reset is a close too: a client still writing when the server
+		// closes gets one
+		_, err = br.ReadByte()
+		a.closed = err == io.EOF || errors.Is(err, syscall.ECONNRESET)
+		if err != nil && !a.closed {
+			a.err = fmt.Errorf("after the answer: %w", err)
+		}
+	}
+	return a
+}
+
+// hostPort is the ingress's TCP address.
+func (in *ingress) hostPort() string { return strings.TrimPrefix(in.base, "http://") }
+
+// waitLogs waits until the Caddy log holds every one of want and returns
+// it. Lines are written as requests finish, not necessarily before the
+// client has its answer.
+func (in *ingress) waitLogs(want ...string) string {
+	in.t.Helper()
+	var logs string
+	ok := testkit.Eventually(testkit.PollTimeout, func() bool {
+		logs = in.logs()
+		for _, w := range want {
+			if !strings.Contains(logs, w) {
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		in.t.Fatalf("the log lacks one of %q after %v:\n%s", want, testkit.PollTimeout, logs)
+	}
+	return logs
 }

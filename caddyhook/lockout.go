@@ -7,11 +7,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/caddyhook/caddyhook/caddyhook/cluster"
-	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyevents"
 	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	"github.com/caddyhook/caddyhook/internal/lockout"
 )
 
 // lockoutEventName is the Caddy event emitted when an address is locked
@@ -64,64 +65,79 @@ func (e *lockoutEvents) lockedOut(ip netip.Addr, until time.Time, base string) {
 	})
 }
 
+// reasonLockedOut is the reason of a locked address's 429.
+const reasonLockedOut = "locked out"
+
 // lockedOut is the 429 of a locked address.
 func lockedOut(left time.Duration) *hookError {
 	return &hookError{status: http.StatusTooManyRequests, reason: reasonLockedOut, retryAfter: left}
 }
 
-// authFailed records a failed authentication and returns the 401; a
-// request from a locked address (one that offered a signature) gets the
-// 429 instead and is not counted again.
-func (h *Handler) authFailed(ex *exchange, reason string) *hookError {
-	return h.failure(ex, http.StatusUnauthorized, reason)
+// lockoutGuard is the handler's lockout accounting: its lockout table
+// (shared across reloads by the handlers of one identity; its methods
+// Locked, Reset, KeyOf, … are the guard's), the failures it counts, logs
+// and announces (the hooks_lockout event), and, in a cluster, the lock
+// sharing.
+type lockoutGuard struct {
+	*lockout.Table
+	key      string // the table's pool key
+	maxFails int    // auth_failures count, for the log
+	window   time.Duration
+	v6bits   int    // ipv6_prefix
+	base     string // the handler's base path, for the event
+	metrics  *hookMetrics
+	events   *lockoutEvents
+	logger   *zap.Logger
+	sync     *cluster.LockSync // nil without a cluster engine
+	// uncount stops counting the table's locked addresses in
+	// active_lockouts.
+	uncount func()
 }
 
-// failure counts a failure of ex's address and returns status and reason,
-// or the 429 when the address is locked.
-func (h *Handler) failure(ex *exchange, status int, reason string) *hookError {
-	if ex.lockedFor > 0 {
-		return lockedOut(ex.lockedFor)
-	}
-	h.metrics.authFailures.Inc()
-	left, newly := h.lockout.Record(ex.ip, ex.now)
-	if newly || left == 0 { // counted here: the other nodes count it too
-		h.clusterFailure(ex.ip, ex.now, newly, ex.now.Add(left))
-	}
-	switch {
-	case newly:
-		h.logger.Warn("client locked out after repeated auth failures",
-			zap.String("client_ip", ex.ip.String()),
-			zap.Int("failures", h.AuthFailures.Count),
-			zap.Duration("window", time.Duration(h.AuthFailures.Window)),
-			zap.Duration("lockout", h.lockout.Policy().LockFor))
-		h.events.lockedOut(ex.ip, ex.now.Add(left), h.base)
-	case left > 0:
-		// a concurrent request locked the address after this one's
-		// lockout check: it learns nothing either
-		return lockedOut(left)
-	}
-	return reject(status, reason)
+// newLockoutGuard makes the guard of a handler of identity over its
+// table (holdLockoutTable), counted by metrics until release.
+func newLockoutGuard(table *lockout.Table, key, identity string, s lockoutSettings, base string,
+	metrics *hookMetrics, events *lockoutEvents, logger *zap.Logger) *lockoutGuard {
+	return &lockoutGuard{Table: table, key: key, maxFails: s.count, window: s.window, v6bits: s.v6bits, base: base,
+		metrics: metrics, events: events, logger: logger, uncount: metrics.countLockouts(identity, table)}
 }
 
-// provisionLockout loads (or creates) the lockout table of this handler's
-// identity. A lockout table created because a lockout setting changed
-// takes over the addresses the identity's current table holds, so a
-// reload does not release locked addresses.
-func (h *Handler) provisionLockout(identity string) error {
+// release stops counting the table in active_lockouts; it may run more
+// than once (and on nil).
+func (g *lockoutGuard) release() {
+	if g != nil && g.uncount != nil {
+		g.uncount()
+	}
+}
+
+// lockoutSettings are the lockout options of a handler.
+type lockoutSettings struct {
+	count   int
+	window  time.Duration
+	lockFor time.Duration
+	v6bits  int
+	slots   int
+}
+
+// holdLockoutTable loads (or creates) the lockout table of identity
+// under settings s. A lockout table created because a lockout setting
+// changed takes over the addresses the identity's current table holds,
+// so a reload does not release locked addresses. It returns the table and
+// its pool key.
+func holdLockoutTable(held *poolHold, identity string, s lockoutSettings) (*lockout.Table, string, error) {
 	lp := lockout.Policy{
-		MaxFailures: uint32(h.AuthFailures.Count),
-		Window:      time.Duration(h.AuthFailures.Window),
-		LockFor:     time.Duration(h.Lockout),
-		V6Bits:      h.IPv6Prefix,
-		Slots:       h.LockoutTableSize,
+		MaxFailures: uint32(s.count),
+		Window:      s.window,
+		LockFor:     s.lockFor,
+		V6Bits:      s.v6bits,
+		Slots:       s.slots,
 	}
 	prefix := lockoutPoolPrefix + identity + "|"
 	key := prefix + fmt.Sprintf("%+v", lp)
-	t, loaded, err := hold(&h.held, key, func() (*lockout.Table, error) { return lockout.New(lp), nil })
+	t, loaded, err := hold(held, key, func() (*lockout.Table, error) { return lockout.New(lp), nil })
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	h.lockout, h.lockoutKey = t, key
 	if !loaded {
 		var previous []*lockout.Table
 		sharedPool.Range(func(k, v any) bool {
@@ -132,35 +148,78 @@ func (h *Handler) provisionLockout(identity string) error {
 		})
 		now := time.Now()
 		for _, old := range previous {
-			h.lockout.Adopt(old, now)
+			t.Adopt(old, now)
 		}
 	}
-
-	return nil
+	return t, key, nil
 }
 
-// provisionLockSync joins the cluster's lockout sharing: one LockSync per
-// lockout table and namespace, so the handlers of a reload share the
-// table and each remote failure is folded once.
-func (h *Handler) provisionLockSync(b cluster.Backend, cs *clusterState, lockTTL time.Duration) error {
-	key := clusterLockPoolPrefix + h.lockoutKey + "|" + cs.key
-	table := h.lockout
-	ls, _, err := hold(&h.held, key, func() (lockSyncShare, error) {
+// count counts a refusal that herr marks as an authentication failure
+// (herr.counts) against ex's address and returns it as the answer, or the
+// 429 when the address is locked: a request from a locked address (one
+// that offered a signature) is not counted again. Any other herr (nil
+// too) is returned as it is.
+func (g *lockoutGuard) count(ex *exchange, herr *hookError) *hookError {
+	if herr == nil || !herr.counts {
+		return herr
+	}
+	herr.counts = false
+	if ex.lockedFor > 0 {
+		return lockedOut(ex.lockedFor)
+	}
+	g.metrics.observeAuthFailure()
+	left, newly := g.Record(ex.ip, ex.now)
+	if newly && g.sync != nil { // counted here: the other nodes count it too
+		g.sync.Locked(cluster.Addr(g.KeyOf(ex.ip)), ex.now.Add(left))
+	}
+	switch {
+	case newly:
+		g.logger.Warn("client locked out after repeated auth failures",
+			zap.String("client_ip", ex.ip.String()),
+			zap.Int("failures", g.maxFails),
+			zap.Duration("window", g.window),
+			zap.Duration("lockout", g.Policy().LockFor))
+		g.events.lockedOut(ex.ip, ex.now.Add(left), g.base)
+	case left > 0:
+		// a concurrent request locked the address after this one's
+		// lockout check: it learns nothing either
+		return lockedOut(left)
+	}
+	return herr
+}
+
+// display is a lockout key as an address (and its IPv6 grouping: the
+// prefix length when the key stands for a network).
+func (g *lockoutGuard) display(key lockout.Key) (netip.Addr, int) {
+	ip := netip.AddrFrom16(key).Unmap()
+	if ip.Is6() && g.v6bits < 128 {
+		return ip, g.v6bits
+	}
+	return ip, 0
+}
+
+// joinCluster joins the cluster's lockout sharing: one LockSync per
+// lockout table and namespace (nsKey), so the handlers of a reload share
+// the table and each remote failure is folded once.
+func (g *lockoutGuard) joinCluster(held *poolHold, b cluster.Backend, nsKey string, metrics *cluster.Metrics, lockTTL time.Duration) (*cluster.LockSync, error) {
+	key := clusterLockPoolPrefix + g.key + "|" + nsKey
+	table := g.Table
+	ls, _, err := hold(held, key, func() (lockSyncShare, error) {
 		s := cluster.NewLockSync(b, lockTarget{table}, cluster.LockSyncOptions{LockTTL: lockTTL,
-			Window: time.Duration(h.AuthFailures.Window), Lockout: h.lockout.Policy().LockFor,
-			Metrics: cs.metrics, Logger: h.logger.Named("cluster")})
+			Window: g.window, Lockout: table.Policy().LockFor,
+			Metrics: metrics, Logger: g.logger.Named("cluster")})
 		if err := s.Start(); err != nil {
 			return lockSyncShare{}, fmt.Errorf("cluster: lockout sharing: %w", err)
 		}
-		g := syncGate{s}
-		table.AddGate(g)
-		return lockSyncShare{LockSync: s, table: table, gate: g}, nil
+		gate := syncGate{s}
+		table.AddGate(gate)
+		return lockSyncShare{LockSync: s, table: table, gate: gate}, nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cs.sync = ls.LockSync
-	return nil
+	g.sync = ls.LockSync
+	return ls.LockSync, nil
 }
 
 // lockSyncShare is a LockSync in the usage pool, the gate of its table.
@@ -188,15 +247,6 @@ func (g syncGate) Held(k lockout.Key) bool { return g.s.Held(cluster.Addr(k)) }
 // Share implements lockout.Gate.
 func (g syncGate) Share(k lockout.Key, at time.Time) bool { return g.s.Failure(cluster.Addr(k), at) }
 
-// clusterFailure tells the other nodes about the lock a failure of ip
-// caused, until until (the failure itself was shared by the table).
-func (h *Handler) clusterFailure(ip netip.Addr, _ time.Time, locked bool, until time.Time) {
-	if h.cluster == nil || !locked {
-		return
-	}
-	h.cluster.sync.Locked(cluster.Addr(h.lockout.KeyOf(ip)), until)
-}
-
 // lockTarget is a lockout table as the LockSync's cluster.LockTarget:
 // the failures this node owns and the other nodes' locks are folded into
 // it.
@@ -211,3 +261,9 @@ func (l lockTarget) FoldFailure(a cluster.Addr, at time.Time) (time.Time, bool) 
 func (l lockTarget) ApplyLock(a cluster.Addr, until time.Time) bool {
 	return l.t.ApplyLock(lockout.Key(a), until)
 }
+
+// Interface guards
+var (
+	_ cluster.LockTarget = lockTarget{}
+	_ lockout.Gate       = syncGate{}
+)

@@ -41,56 +41,31 @@ func (b *logBudget) allow(now time.Time) (ok bool, suppressed uint64) {
 	return true, b.suppressed.Swap(0)
 }
 
-// gatewayFailure logs a dispatch the gateway did not take: no connection,
-// a timeout, a 5xx (an answer the sender sees as 502/504, or a spooled
-// event retried), or a refusal of caddyhook itself (401, 403, 407, 429:
-// a wrong gateway_token, untrusted forwarded headers), with a hint for
-// the operator that the sender's 502 leaves out. It names the gateway address and the error, never
-// a token or payload, at most rejectLogsPerSecond lines a second.
-func (h *Handler) gatewayFailure(kind actionKind, eventID string, status int, err error) {
-	if err == nil && status < 500 && !refusesEdge(status) {
-		return
-	}
-	ok, suppressed := h.gatewayLogs.allow(time.Now())
-	if !ok {
-		return
-	}
-	fields := []zap.Field{zap.String("gateway", h.gateway.addr.String()), zap.String("kind", kind.String()),
-		zap.String("event_id", eventID)}
-	if err != nil {
-		fields = append(fields, zap.Error(err))
-	} else {
-		fields = append(fields, zap.Int("status", status))
-	}
-	if err == nil && refusesEdge(status) {
-		// the sender got a bare 502 "gateway unavailable": the why is here
-		fields = append(fields, zap.String("hint", "the gateway refused caddyhook itself: check gateway_token (the gateway's hooks token), "+
-			"that the gateway does not see forwarded headers from the edge (gateway_forward_client_ip), and the gateway's own lockout"))
-	}
-	if suppressed > 0 {
-		fields = append(fields, zap.Uint64("suppressed", suppressed))
-	}
-	h.logger.Warn("gateway dispatch failed", fields...)
+// rejectionLog writes the "hook request rejected" lines, within their
+// budget.
+type rejectionLog struct {
+	logger *zap.Logger
+	budget logBudget
 }
 
-// logRejection writes one line per rejection: status, reason, client
-// address and route; never a token or payload content. Lockout 429s are
-// logged at debug so a locked attacker cannot flood the log, and at most
+// write writes one line per rejection: status, reason, client address
+// and route; never a token or payload content. Lockout 429s are logged at
+// debug so a locked attacker cannot flood the log, and at most
 // rejectLogsPerSecond lines a second are written, the next one saying how
 // many were left out.
-func (h *Handler) logRejection(ex *exchange, herr *hookError) {
+func (l *rejectionLog) write(ex *exchange, herr *hookError) {
 	lvl := zapcore.InfoLevel
 	if herr.status == http.StatusTooManyRequests {
 		lvl = zapcore.DebugLevel
 	}
-	if !h.logger.Core().Enabled(lvl) {
+	if !l.logger.Core().Enabled(lvl) {
 		return
 	}
-	ok, suppressed := h.rejectLogs.allow(ex.now)
+	ok, suppressed := l.budget.allow(ex.now)
 	if !ok {
 		return // before Check: a suppressed line costs two atomic adds
 	}
-	ce := h.logger.Check(lvl, "hook request rejected")
+	ce := l.logger.Check(lvl, "hook request rejected")
 	if ce == nil {
 		return
 	}

@@ -64,7 +64,8 @@ const celCanary = "CANARY-5f0c1e9a"
 // reply or the log.
 func TestMappingCELEvalFailures(t *testing.T) {
 	const cross = `payload.items.all(a, payload.items.all(b, a + b >= 0.0))` // 10,000 steps over 100 items
-	h, gw := mappedHandler(t, func(h *Handler) { h.CELCostLimit = 2000 },
+	core, logs := observer.New(zapcore.DebugLevel)
+	h, gw := mappedHandler(t, func(h *Handler) { h.CELCostLimit = 2000; h.logger = zap.New(core) },
 		Mapping{ID: "costly-match", MatchPath: "costly-match", MatchExpr: cross, MessageTemplate: "m"},
 		Mapping{ID: "costly-render", MatchPath: "costly-render", MessageTemplate: "r {{ cel: " + cross + " }}"},
 		Mapping{ID: "bad-match", MatchPath: "bad-match", MatchExpr: `int(payload.secret) > 0`, MessageTemplate: "m"},
@@ -75,8 +76,6 @@ func TestMappingCELEvalFailures(t *testing.T) {
 		Mapping{ID: "bad-type", MatchPath: "bad-type", MessageTemplate: "{{ cel: type(payload.secret) }}"},
 		Mapping{ID: "bad-element", MatchPath: "bad-element", ForEach: "items", MessageTemplate: "{{ cel: 10 / int(payload.items[0]) }}"},
 	)
-	core, logs := observer.New(zapcore.DebugLevel)
-	h.logger = zap.New(core)
 
 	items := make([]string, 100)
 	for i := range items {

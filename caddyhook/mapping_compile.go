@@ -16,6 +16,53 @@ import (
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
+// Built-in hook names.
+const (
+	routeWake  = "wake"
+	routeAgent = "agent"
+)
+
+// router resolves a request's hook name to what it asks for (route.go):
+// wake and agent are built in, any other name goes through the compiled
+// mappings, configured ones before presets, with their signature
+// verifiers (signature.go) and body limits. Compiled by newRouter at
+// provision, immutable after.
+type router struct {
+	mappings     []*compiledMapping
+	verifyAny    bool             // a signing mapping answers every hook name
+	verifyPaths  map[string]bool  // hook names a signing mapping answers
+	pathLimits   map[string]int64 // body read limit per mapped hook name
+	anyPathLimit int64            // body read limit of any other hook name
+	maxBody      int64            // max_body: wake, agent and unmapped names
+	// sigHeaders are the headers of every verify block, once each.
+	sigHeaders []string
+	// base is the handler's base path: a forward mapping matches the
+	// hook name as the gateway reads it below base.
+	base string
+	// forward: mode forward (wake and agent are forwarded as sent).
+	forward         bool
+	allowRequestKey bool // allow_request_session_key
+	policy          *policy
+	tokens          *tokenChecker // the token headers stay out of templates
+	logger          *zap.Logger
+}
+
+// routerConfig is what newRouter compiles.
+type routerConfig struct {
+	mappings        []Mapping
+	presets         []string
+	maxBody         int64
+	celCostLimit    uint64
+	base            string
+	forward         bool
+	allowRequestKey bool
+	policy          *policy
+	tokens          *tokenChecker
+	transforms      *transformSet
+	repl            *caddy.Replacer // expands the verify secrets
+	logger          *zap.Logger
+}
+
 // compiledMapping is a Mapping parsed and checked at provision; the
 // request path only evaluates it.
 type compiledMapping struct {
@@ -66,10 +113,10 @@ func templated(t *tmpl.Template) bool { return t != nil && !t.IsStatic() }
 
 // compileMapping parses one mapping. n is its 1-based position (for the
 // default id); errors name the mapping.
-func (h *Handler) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMapping, error) {
+func (rt *router) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMapping, error) {
 	c := &compiledMapping{id: strings.TrimSpace(m.ID), path: strings.Trim(strings.TrimSpace(m.MatchPath), "/"),
 		source: strings.TrimSpace(m.MatchSource), deliver: m.Deliver, timeout: m.TimeoutSeconds,
-		unsafe: m.AllowUnsafeExternalContent, forEach: strings.TrimSpace(m.ForEach), maxBody: m.MaxBody, policy: h.policy}
+		unsafe: m.AllowUnsafeExternalContent, forEach: strings.TrimSpace(m.ForEach), maxBody: m.MaxBody, policy: rt.policy}
 	if c.id == "" {
 		c.id = fmt.Sprintf("mapping-%d", n)
 	}
@@ -234,87 +281,95 @@ const (
 // maxMappingBody is the largest body limit a mapping may ask for.
 const maxMappingBody = 64 << 20
 
-// provisionMappings compiles the configured mappings and then the presets
-// (in that order: first match wins), their verifiers and transforms, and
+// newRouter compiles the configured mappings and then the presets (in
+// that order: first match wins), their verifiers and transforms, and
 // derives the body limit of each hook name.
-func (h *Handler) provisionMappings(repl *caddy.Replacer) error {
-	presets, err := presetMappings(h.Presets)
+func newRouter(cfg routerConfig) (*router, error) {
+	rt := &router{maxBody: cfg.maxBody, base: cfg.base, forward: cfg.forward, allowRequestKey: cfg.allowRequestKey,
+		policy: cfg.policy, tokens: cfg.tokens, logger: cfg.logger}
+	presets, err := presetMappings(cfg.presets)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if h.forward {
+	if cfg.forward {
 		// the gateway runs its own presets: forward their hooks
 		for i, p := range presets {
 			presets[i] = Mapping{ID: p.ID, MatchPath: p.MatchPath, MaxBody: p.MaxBody, Forward: true}
 		}
 	}
-	all := append(slices.Clone(h.Mappings), presets...)
-	h.verifyPaths = map[string]bool{}
-	h.pathLimits = map[string]int64{}
-	h.anyPathLimit = h.MaxBody
+	all := append(slices.Clone(cfg.mappings), presets...)
+	rt.verifyPaths = map[string]bool{}
+	rt.pathLimits = map[string]int64{}
+	rt.anyPathLimit = cfg.maxBody
+	for _, m := range cfg.mappings {
+		if m.Verify == nil {
+			continue
+		}
+		for _, n := range verify.SignatureHeaders(*m.Verify) {
+			if !slices.Contains(rt.sigHeaders, n) {
+				rt.sigHeaders = append(rt.sigHeaders, n)
+			}
+		}
+	}
 	if len(all) == 0 {
-		return nil
+		return rt, nil
 	}
-	env, err := tmpl.NewEnv(h.CELCostLimit)
+	env, err := tmpl.NewEnv(cfg.celCostLimit)
 	if err != nil {
-		return fmt.Errorf("mappings: %w", err)
-	}
-	transforms, err := h.transformSetup()
-	if err != nil {
-		return err
+		return nil, fmt.Errorf("mappings: %w", err)
 	}
 	ids := make(map[string]bool, len(all))
 	for i := range all {
 		m := &all[i]
-		c, err := h.compileMapping(m, i+1, env)
+		c, err := rt.compileMapping(m, i+1, env)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if ids[c.id] {
-			return fmt.Errorf("mapping %s: id: used by an earlier mapping", c.id)
+			return nil, fmt.Errorf("mapping %s: id: used by an earlier mapping", c.id)
 		}
 		ids[c.id] = true
-		if err := h.checkMappingKey(c); err != nil {
-			return err
+		if err := rt.checkMappingKey(c); err != nil {
+			return nil, err
 		}
-		if err := h.attachVerifier(c, m, repl); err != nil {
-			return err
+		if err := rt.attachVerifier(c, m, cfg.repl); err != nil {
+			return nil, err
 		}
 		if m.Transform != nil {
-			if c.transform, err = transforms.compile(c.id, m.Transform); err != nil {
-				return err
+			if c.transform, err = cfg.transforms.compile(c.id, m.Transform); err != nil {
+				return nil, err
 			}
 		}
-		c.bodyLimit = h.MaxBody
+		c.bodyLimit = cfg.maxBody
 		if c.maxBody > 0 {
 			c.bodyLimit = c.maxBody
 		}
 		if c.path == "" {
-			h.anyPathLimit = max(h.anyPathLimit, c.bodyLimit)
+			rt.anyPathLimit = max(rt.anyPathLimit, c.bodyLimit)
 		} else {
-			h.pathLimits[c.path] = max(h.pathLimits[c.path], c.bodyLimit)
+			rt.pathLimits[c.path] = max(rt.pathLimits[c.path], c.bodyLimit)
 		}
-		if by := shadowedBy(h.mappings, c); by != "" {
-			h.logger.Warn("mapping can never match: an earlier mapping answers every request it would",
+		if by := shadowedBy(rt.mappings, c); by != "" {
+			rt.logger.Warn("mapping can never match: an earlier mapping answers every request it would",
 				zap.String("mapping", c.id), zap.String("shadowed_by", by))
 		}
-		h.mappings = append(h.mappings, c)
+		rt.mappings = append(rt.mappings, c)
 	}
-	return nil
+	return rt, nil
 }
 
 // checkMappingKey applies the provision-time session key rules: a
 // templated key is request-supplied, so it needs allow_request_session_key
 // and allowed_session_key_prefixes; a static key must fit the prefixes.
-func (h *Handler) checkMappingKey(c *compiledMapping) error {
+func (rt *router) checkMappingKey(c *compiledMapping) error {
 	switch {
 	case c.key == nil:
 		return nil
-	case templated(c.key) && len(h.policy.prefixes) == 0:
+	case templated(c.key) && !rt.policy.hasPrefixes():
 		return fmt.Errorf("mapping %s: session_key: a templated session key needs allowed_session_key_prefixes", c.id)
-	case templated(c.key) && !h.AllowRequestSessionKey:
+	case templated(c.key) && !rt.allowRequestKey:
 		return fmt.Errorf("mapping %s: session_key: a templated session key counts as request-supplied; set allow_request_session_key", c.id)
-	case !templated(c.key) && len(h.policy.prefixes) > 0 && !h.policy.prefixOK(strings.TrimSpace(c.key.Source())):
+	case !templated(c.key) && rt.policy.hasPrefixes() && !rt.policy.prefixOK(strings.TrimSpace(c.key.Source())):
 		return fmt.Errorf("mapping %s: session_key: %q does not start with one of allowed_session_key_prefixes", c.id, c.key.Source())
 	}
 	return nil
@@ -322,7 +377,7 @@ func (h *Handler) checkMappingKey(c *compiledMapping) error {
 
 // attachVerifier builds c's signature verifier. Placeholders are expanded
 // in the secrets only.
-func (h *Handler) attachVerifier(c *compiledMapping, m *Mapping, repl *caddy.Replacer) error {
+func (rt *router) attachVerifier(c *compiledMapping, m *Mapping, repl *caddy.Replacer) error {
 	if m.Verify == nil {
 		if m.RequireToken {
 			return fmt.Errorf("mapping %s: require_token: only meaningful with verify (a mapping without verify always requires the token)", c.id)
@@ -340,9 +395,9 @@ func (h *Handler) attachVerifier(c *compiledMapping, m *Mapping, repl *caddy.Rep
 	}
 	c.verifier, c.needToken = v, m.RequireToken
 	if c.path == "" {
-		h.verifyAny = true
+		rt.verifyAny = true
 	} else {
-		h.verifyPaths[c.path] = true
+		rt.verifyPaths[c.path] = true
 	}
 	return nil
 }
@@ -362,12 +417,26 @@ func shadowedBy(earlier []*compiledMapping, c *compiledMapping) string {
 // bodyLimit is the read bound for a hook name: the largest that any
 // mapping that could answer it allows (the matched mapping's own limit is
 // checked after matching).
-func (h *Handler) bodyLimit(sub string) int64 {
+func (rt *router) bodyLimit(sub string) int64 {
 	if sub == routeWake || sub == routeAgent {
-		return h.MaxBody
+		return rt.maxBody
 	}
-	if l, ok := h.pathLimits[sub]; ok {
-		return max(l, h.anyPathLimit)
+	if l, ok := rt.pathLimits[sub]; ok {
+		return max(l, rt.anyPathLimit)
 	}
-	return h.anyPathLimit
+	return rt.anyPathLimit
+}
+
+// signatureHeaders lists the headers of every verify block, once each.
+func (rt *router) signatureHeaders() []string { return rt.sigHeaders }
+
+// newVerifier builds a mapping's verifier, expanding placeholders in the
+// secrets only (a layout is not a placeholder string).
+func newVerifier(cfg verify.Config, expand func(string) string) (*verify.Verifier, error) {
+	secrets := make([]string, len(cfg.Secrets))
+	for i, s := range cfg.Secrets {
+		secrets[i] = expand(s)
+	}
+	cfg.Secrets = secrets
+	return verify.New(cfg)
 }

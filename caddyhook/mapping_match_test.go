@@ -126,7 +126,10 @@ func TestMappingShadowWarning(t *testing.T) {
 			core, logs := observer.New(zapcore.DebugLevel)
 			h.logger = zap.New(core)
 			h.Mappings, h.Presets = tc.mappings, tc.presets
-			if err := h.provisionMappings(caddy.NewReplacer()); err != nil {
+			if _, err := newRouter(routerConfig{mappings: h.Mappings, presets: h.Presets, maxBody: h.MaxBody,
+				celCostLimit: h.CELCostLimit, base: h.base, forward: h.forward, allowRequestKey: h.AllowRequestSessionKey,
+				policy: h.policy, tokens: h.tokens, repl: caddy.NewReplacer(), logger: h.logger,
+				transforms: newTransformSet(h.TransformsRoot, h.TransformsDir, 0, 0, &h.held)}); err != nil {
 				t.Fatal(err)
 			}
 			var got [][2]string

@@ -1,7 +1,9 @@
 package caddyhook
 
 import (
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,30 +20,33 @@ type hookMetrics struct {
 	dispatch       *prometheus.HistogramVec
 	activeLockouts prometheus.GaugeFunc
 	// forwardedUnparsed counts requests keyed on a trusted hop because
-	// the forwarded entry it wrote is not an address (clientAddress).
+	// the forwarded entry it wrote is not an address (clientAddressCheck.address).
 	forwardedUnparsed prometheus.Counter
+	// lockouts are the tables activeLockouts counts.
+	lockouts *lockoutTables
 	// buildInfo is caddy_hooks_build_info; unreadable counts the records
 	// the stores kept because a newer release wrote them.
 	buildInfo  prometheus.Collector
 	unreadable *version.Unreadable
 }
 
-// provisionMetrics takes the collectors from the usage pool, so that the
+// holdMetrics takes the collectors from the usage pool, so that the
 // counters keep counting across config reloads (each config has its own
 // registry), and registers them on this config's registry.
-func (h *Handler) provisionMetrics(reg prometheus.Registerer) error {
-	m, _, err := hold(&h.held, metricsPoolKey, func() (*hookMetrics, error) { return newHookMetrics(), nil })
+func holdMetrics(held *poolHold, reg prometheus.Registerer) (*hookMetrics, error) {
+	m, _, err := hold(held, metricsPoolKey, func() (*hookMetrics, error) { return newHookMetrics(), nil })
 	if err != nil {
-		return err
+		return nil, err
 	}
-	h.metrics = m
-	return h.metrics.register(reg)
+	return m, m.register(reg)
 }
 
 // newHookMetrics returns the collectors, not yet registered.
 func newHookMetrics() *hookMetrics {
 	const ns, sub = "caddy", "hooks"
+	lockouts := &lockoutTables{by: map[string][]*lockout.Table{}}
 	return &hookMetrics{
+		lockouts: lockouts,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "requests_total",
 			Help: "Hook requests by route and response status.",
@@ -58,7 +63,7 @@ func newHookMetrics() *hookMetrics {
 		activeLockouts: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "active_lockouts",
 			Help: "Client addresses currently locked out after repeated auth failures.",
-		}, activeLockouts),
+		}, lockouts.active),
 		forwardedUnparsed: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "forwarded_unparsed_total",
 			Help: "Hook requests keyed on a trusted proxy because the X-Forwarded-For entry it wrote is not an address.",
@@ -83,20 +88,71 @@ func (m *hookMetrics) register(reg prometheus.Registerer) error {
 // Destruct implements caddy.Destructor for the usage pool.
 func (*hookMetrics) Destruct() error { return nil }
 
-// activeLockouts counts the locked addresses of the running handlers'
-// lockout tables, each table once.
-func activeLockouts() float64 {
+// lockoutTables are the lockout tables of the provisioned handlers, by
+// handler identity, for the active_lockouts gauge. An identity's newest
+// table is the running one: a table made for changed lockout settings
+// takes over the addresses of the identity's older one, which stays until
+// the old config is cleaned up.
+type lockoutTables struct {
+	mu sync.Mutex
+	by map[string][]*lockout.Table // one entry per handler holding it, oldest first
+}
+
+// add counts t, the table of a handler of identity, until remove.
+func (s *lockoutTables) add(identity string, t *lockout.Table) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.by[identity] = append(s.by[identity], t)
+}
+
+// remove undoes one add.
+func (s *lockoutTables) remove(identity string, t *lockout.Table) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ts := s.by[identity]
+	if i := slices.Index(ts, t); i >= 0 {
+		ts = slices.Delete(ts, i, i+1)
+	}
+	if len(ts) == 0 {
+		delete(s.by, identity)
+	} else {
+		s.by[identity] = ts
+	}
+}
+
+// active counts the locked addresses of each identity's newest table.
+func (s *lockoutTables) active() float64 {
 	now := time.Now()
-	seen := map[*lockout.Table]bool{}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	n := 0
-	for _, lh := range liveHandlers() {
-		if t := lh.h.lockout; !seen[t] {
-			seen[t] = true
-			n += t.Active(now)
-		}
+	for _, ts := range s.by {
+		n += ts[len(ts)-1].Active(now)
 	}
 	return float64(n)
 }
+
+// observeAuthFailure counts one authentication failure.
+func (m *hookMetrics) observeAuthFailure() { m.authFailures.Inc() }
+
+// observeForwardedUnparsed counts one request keyed on a trusted hop.
+func (m *hookMetrics) observeForwardedUnparsed() { m.forwardedUnparsed.Inc() }
+
+// countLockouts counts the locked addresses of table, the lockout table
+// of a handler of identity, in active_lockouts until the returned
+// function is called (once).
+func (m *hookMetrics) countLockouts(identity string, table *lockout.Table) (stop func()) {
+	m.lockouts.add(identity, table)
+	var once sync.Once
+	return func() { once.Do(func() { m.lockouts.remove(identity, table) }) }
+}
+
+// countUnreadable counts n records of store that a newer release (its
+// format version v) wrote: they are kept, unread.
+func (m *hookMetrics) countUnreadable(store string, v, n int) { m.unreadable.Add(store, v, n) }
+
+// unreadableRecords is that counter, for the cluster engine's records.
+func (m *hookMetrics) unreadableRecords() *version.Unreadable { return m.unreadable }
 
 // observeRequest counts one answered request.
 func (m *hookMetrics) observeRequest(route string, status int) {

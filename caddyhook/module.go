@@ -1,6 +1,8 @@
 package caddyhook
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,359 +14,15 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
-	"github.com/caddyhook/caddyhook/caddyhook/spool"
-	"github.com/caddyhook/caddyhook/internal/idempotency"
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/internal/listenguard"
 	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/secret"
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 func init() {
 	caddy.RegisterModule(new(Handler))
-}
-
-// Defaults of the reference gateway where the spec is silent.
-const (
-	defaultPath           = "/hooks"
-	defaultGatewayPrefix  = "/hooks"
-	defaultGatewayTimeout = 30 * time.Second // above the gateway's 15 s admission deadline
-	defaultWaitTimeout    = 10 * time.Minute
-	defaultMaxBody        = 256 << 10
-	defaultAuthFailures   = 20
-	defaultAuthWindow     = time.Minute
-	defaultIPv6Prefix     = 64
-	defaultIdempotencyTTL = 10 * time.Minute
-	minTokenLength        = 32
-)
-
-// AuthFailures configures the per-address lockout: Count failures within
-// Window lock the address.
-type AuthFailures struct {
-	Count  int            `json:"count,omitempty"`
-	Window caddy.Duration `json:"window,omitempty"`
-}
-
-// Handler is the `hooks` HTTP handler: a hardened webhook ingress that
-// authenticates, validates and routes `POST {path}/wake`, `{path}/agent`
-// and mapped `{path}/<name>` requests, then dispatches the resulting
-// actions to a local agent gateway.
-//
-// # Placeholders
-//
-// The handler sets these on every request it answers, for the handlers
-// and logs around it (log_append, intercept's handle_response, response
-// header directives, …); they never carry a token or payload content:
-//
-//	{http.hooks.route}    wake, agent, the id of the mapping that answered,
-//	                      mapped (a custom hook name no mapping took),
-//	                      challenge (a provider's URL verification) or none
-//	                      (refused before routing)
-//	{http.hooks.mapping}  the id of the mapping that answered; empty for
-//	                      wake, agent and requests no mapping took
-//	{http.hooks.status}   the status the handler answered with
-//	{http.hooks.reason}   why the request was refused, as the rejection log
-//	                      line says it; empty on success
-//
-// # Events
-//
-// hooks_lockout is emitted on the events app (when the config has one)
-// each time an address is locked out; its data: "address", "until"
-// (RFC 3339, UTC), "until_unix" and "path" (the handler's base path).
-//
-// # Caddyfile
-//
-//	hooks [<path>] {
-//	    path                         <base path>
-//	    token                        <hook token>...   # repeatable: several are accepted
-//	    token_headers                <header>...
-//	    gateway                      unix//<socket> | <loopback host:port>
-//	    gateway_token                <token>
-//	    gateway_prefix               <path>
-//	    gateway_timeout              <duration>
-//	    gateway_wait_timeout         <duration>
-//	    mode                         render|forward
-//	    wrap                         edge|gateway
-//	    idempotency_headers          <header>...
-//	    gateway_forward_client_ip    [true|false]
-//	    max_body                     <size>
-//	    auth_failures                <count> [<window>]
-//	    lockout                      <duration>
-//	    unauthenticated_bodies       [<max> [<timeout>]] [{ per_address <n> }]
-//	    body_timeout                 <duration>
-//	    lockout_table_size           <entries>
-//	    ipv6_prefix                  <bits>
-//	    idempotency_ttl              <duration>
-//	    agents                       <id>...
-//	    allowed_agent_ids            [<id>...]
-//	    default_session_key          <key>
-//	    allow_request_session_key    [true|false]
-//	    allowed_session_key_prefixes <prefix>...
-//	    allowed_models               <model>...
-//	    channels                     <channel>...
-//	    presets                      <preset>...       # gmail
-//	    cel_cost_limit               <n>
-//	    transforms_root              <dir>
-//	    transforms_dir               <dir>
-//	    transform_timeout            <duration>
-//	    transform_max_memory         <size>
-//	    enabled                      true|false
-//	    mapping [<id>] {                               # repeatable
-//	        match_path       <name>
-//	        match_source     <source>
-//	        match_expr       <CEL expression>
-//	        action           agent|wake
-//	        wake_mode        now|next-heartbeat
-//	        name             <template>
-//	        agent_id         <template>
-//	        session_key      <template>
-//	        message_template <template>
-//	        text_template    <template>
-//	        deliver          [true|false]
-//	        channel          <template>
-//	        to               <template>
-//	        model            <template>
-//	        thinking         <template>
-//	        timeout_seconds  <n>
-//	        allow_unsafe_external_content [true|false]
-//	        for_each         <payload key>
-//	        max_body         <size>
-//	        transform        <module> [<export>]   # or a block: module, export
-//	        verify           <scheme> { secret <s>... tolerance <d> header <h> ... }
-//	        require_token    [true|false]
-//	        forward          [true|false]
-//	    }
-//	    spool <dir> {
-//	        max_bytes     <size>
-//	        max_age       <duration>
-//	        retry_initial <duration>
-//	        retry_max     <duration>
-//	        workers       <n>
-//	        rate          <n>/<interval>
-//	    }
-//	    spool cluster {              # the cluster engine's replicated queue
-//	        deliver       on|off
-//	        fallback      <dir>|reject
-//	        max_bytes, max_age, retry_initial, retry_max, workers, rate
-//	    }
-//	    cluster <engine> [<url>...] {  # e.g. cluster nats: see the engine's options
-//	    }
-//	    events off | on | {           # the event log; on by default
-//	        bodies         on|off
-//	        max_body       <size>
-//	        max_events     <n>
-//	        max_bytes      <size>
-//	        retain         <duration>
-//	        max_rejections <n>
-//	        dir            <dir>
-//	        headers        <header>...
-//	    }
-//	}
-//
-// In a mapping's templates, \n outside the {{ }} placeholders stands for a
-// newline.
-type Handler struct {
-	// Enabled turns the endpoint on (default true). When false, requests
-	// pass to the next handler untouched.
-	Enabled *bool `json:"enabled,omitempty"`
-	// Token is the hook token (required): at least 32 characters, at least
-	// 8 distinct ones, different from GatewayToken. Placeholders such as
-	// {env.HOOK_TOKEN} and {file./run/secrets/hook} are expanded. The
-	// Caddyfile's token may be repeated (JSON: token and tokens, at most 8
-	// in all, all different).
-	Token string `json:"token,omitempty"`
-	// Tokens are further hook tokens, each accepted like Token: during a
-	// rotation, add the new token, move the senders, remove the old one.
-	// All are compared on every request, in constant time.
-	Tokens []string `json:"tokens,omitempty"`
-	// TokenHeaders names further request headers that carry the hook
-	// token, besides Authorization: Bearer and x-service-token (e.g.
-	// x-openclaw-token, the reference gateway's own header). They are
-	// redacted in logs and never seen by templates.
-	TokenHeaders []string `json:"token_headers,omitempty"`
-	// Path is the base path (default /hooks; / is refused); in the
-	// Caddyfile also the directive's argument.
-	Path string `json:"path,omitempty"`
-
-	// Gateway is the gateway address: unix//path.sock or a loopback
-	// host:port only. Required, except on a cluster edge that delivers
-	// nothing (spool cluster with deliver off).
-	Gateway string `json:"gateway,omitempty"`
-	// GatewayToken is sent to the gateway as Bearer; it must differ from Token.
-	GatewayToken string `json:"gateway_token,omitempty"`
-	// GatewayPrefix is the gateway's hooks path (default /hooks).
-	GatewayPrefix string `json:"gateway_prefix,omitempty"`
-	// GatewayTimeout bounds one dispatch (default 30s, longer than the
-	// gateway's own 15 s deadline for starting a run); beyond it the
-	// sender gets 504.
-	GatewayTimeout caddy.Duration `json:"gateway_timeout,omitempty"`
-	// GatewayWaitTimeout bounds a dispatch whose request asks to wait for
-	// the run to complete (waitForCompletion: true; the gateway answers
-	// when the run ends; default 10m): the smaller of this and
-	// GatewayTimeout plus the request's timeoutSeconds.
-	GatewayWaitTimeout caddy.Duration `json:"gateway_wait_timeout,omitempty"`
-	// GatewayForwardClientIP sends the client address as X-Forwarded-For
-	// (default off: the real gateway answers 403 to forwarded headers from
-	// a peer it does not trust).
-	GatewayForwardClientIP bool `json:"gateway_forward_client_ip,omitempty"`
-
-	// Mode is how hooks reach the gateway: "render" (default) resolves
-	// mappings at the edge and dispatches wake/agent actions; "forward"
-	// validates /wake and /agent and forwards them, and the presets, as
-	// sent, for a gateway that has its own hooks config.
-	Mode string `json:"mode,omitempty"`
-	// Wrap says who wraps untrusted content in the external-content
-	// boundary: "edge" (the default in render mode) or "gateway" (the
-	// default in forward mode; the edge never wraps).
-	Wrap string `json:"wrap,omitempty"`
-	// IdempotencyHeaders are further headers carrying an idempotency key,
-	// read in order after Idempotency-Key (e.g. x-openclaw-idempotency-key).
-	IdempotencyHeaders []string `json:"idempotency_headers,omitempty"`
-
-	// MaxBody is the request body limit in bytes (default 256 KiB; a
-	// mapping may raise its own); a larger body is answered 413, a chunked
-	// one is never cut short.
-	MaxBody int64 `json:"max_body,omitempty"`
-	// AuthFailures sets the lockout threshold: the count-th failure (at
-	// most 255) within a sliding window locks the address (default 20 per
-	// 1m; Caddyfile `auth_failures <count> [<window>]`).
-	AuthFailures *AuthFailures `json:"auth_failures,omitempty"`
-	// Lockout is how long a locked address stays locked, from the failure
-	// that locked it; 0 (default) means the failure window's length.
-	Lockout caddy.Duration `json:"lockout,omitempty"`
-	// UnauthenticatedBodies bounds the request bodies read before the
-	// request is authenticated (deliveries a provider signature must
-	// authenticate): how many at once, how many per client address, and
-	// how long each may take (default 256 at once, 8 per address, 10s;
-	// Caddyfile `unauthenticated_bodies [<max> [<timeout>]] { per_address
-	// <n> }`, JSON {"max":256,"timeout":"10s","per_address":8}).
-	UnauthenticatedBodies *UnauthenticatedBodies `json:"unauthenticated_bodies,omitempty"`
-	// BodyTimeout is how long an authenticated request's body may take to
-	// arrive (default 60s); a slower one is answered 408, not counted as a
-	// failure. Twice the reference gateway's 30 s, so the edge reads
-	// whatever the gateway would; the default 256 KiB then needs 4.4 KB/s.
-	// Raise it with a large max_body.
-	BodyTimeout caddy.Duration `json:"body_timeout,omitempty"`
-	// LockoutTableSize is the number of addresses the lockout table holds
-	// (default 2,097,152 = 64 MiB at most); the table is kept across
-	// reloads with the same settings.
-	LockoutTableSize int `json:"lockout_table_size,omitempty"`
-	// IPv6Prefix groups IPv6 clients for the lockout (default 64).
-	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
-	// IdempotencyTTL is how long a replay returns the first reply (default 10m).
-	IdempotencyTTL caddy.Duration `json:"idempotency_ttl,omitempty"`
-
-	// Agents lists the known agent ids; the first is the default. A
-	// request's unknown agentId is refused (400, as the gateway does); an
-	// id that a mapping's agent_id template makes and that is not listed
-	// becomes the default.
-	Agents []string `json:"agents,omitempty"`
-	// AllowedAgentIDs restricts the effective agent: omitted or ["*"] = any,
-	// [] (in the Caddyfile: the option without ids) = no explicit agent id
-	// allowed.
-	AllowedAgentIDs *[]string `json:"allowed_agent_ids,omitempty"`
-	// DefaultSessionKey is used when no session key is given (default: a
-	// generated hook:<uuid>). It must fit AllowedSessionKeyPrefixes, and
-	// is used as written: no placeholder is expanded (not {env.*}, not
-	// {file.*}: the key goes to the gateway with every run), and a key with
-	// a brace is refused.
-	DefaultSessionKey string `json:"default_session_key,omitempty"`
-	// AllowRequestSessionKey lets payloads (and templated mapping keys,
-	// transforms) set sessionKey (default off).
-	AllowRequestSessionKey bool `json:"allow_request_session_key,omitempty"`
-	// AllowedSessionKeyPrefixes restricts explicit session keys
-	// (case-insensitive). It must include hook: when no default key is set
-	// (in render mode generated keys are hook:<uuid>).
-	AllowedSessionKeyPrefixes []string `json:"allowed_session_key_prefixes,omitempty"`
-	// AllowedModels, when set, is the list a model override must be in
-	// (default: any): provider/model refs or aliases, matched as the
-	// gateway resolves models (any letter case, a trailing @<auth profile>,
-	// a bare model name when one listed ref has it). List the gateway's
-	// aliases you allow.
-	AllowedModels []string `json:"allowed_models,omitempty"`
-	// Channels is the list of accepted delivery channels (default: last
-	// whatsapp telegram discord slack mattermost signal imessage msteams).
-	Channels []string `json:"channels,omitempty"`
-
-	// Mappings resolve custom hook names (`POST {path}/<name>`) to
-	// actions; the first eligible match wins, configured mappings before
-	// presets.
-	Mappings []Mapping `json:"mappings,omitempty"`
-	// Presets enables built-in mappings by name (gmail), tried after the
-	// configured ones.
-	Presets []string `json:"presets,omitempty"`
-	// CELCostLimit bounds one CEL evaluation (default 100,000); it also
-	// sets the evaluation's output and time bounds.
-	CELCostLimit uint64 `json:"cel_cost_limit,omitempty"`
-	// TransformsRoot is the directory transforms are confined to (default
-	// <config dir>/hooks/transforms; a relative path is taken relative to
-	// the config file's directory).
-	TransformsRoot string `json:"transforms_root,omitempty"`
-	// TransformsDir is the transforms directory, inside the root (default
-	// the root itself).
-	TransformsDir string `json:"transforms_dir,omitempty"`
-	// TransformTimeout is the time budget of one transform call (default 100ms).
-	TransformTimeout caddy.Duration `json:"transform_timeout,omitempty"`
-	// TransformMaxMemory caps what one transform call may build (default 8 MiB).
-	TransformMaxMemory int64 `json:"transform_max_memory,omitempty"`
-
-	// Spool, when set, makes a 200 mean "on disk": actions are spooled and
-	// delivered to the gateway at least once.
-	Spool *SpoolConfig `json:"spool,omitempty"`
-
-	// Events configures the event log (on by default, bodies off).
-	Events *EventsConfig `json:"events,omitempty"`
-
-	// ClusterRaw, when set, shares the lockout, the idempotency keys and
-	// (with `spool cluster`) a replicated queue with the other nodes of a
-	// cluster engine: a module of the namespace http.handlers.hooks.cluster
-	// chosen by its "engine" key (nats).
-	ClusterRaw json.RawMessage `json:"cluster,omitempty" caddy:"namespace=http.handlers.hooks.cluster inline_key=engine"`
-
-	enabled  bool
-	forward  bool // mode forward
-	wrapEdge bool // the edge wraps untrusted content
-	// idemHeaders are the canonical idempotency header names, in order.
-	idemHeaders []string
-	// forwardSkip are the handler's own headers that a forwarded request
-	// leaves out (signature headers, idempotency aliases).
-	forwardSkip map[string]bool
-	base        string
-	tokens      []tokenDigest
-	// tokenHeaders are the canonical names of the headers that carry the
-	// hook token besides Authorization: X-Service-Token and the aliases.
-	tokenHeaders []string
-	unauth       *unauthReads
-	addrCheck    clientAddressCheck
-	policy       *policy
-	lockout      *lockout.Table
-	idem         *idempotency.Cache
-	gateway      *gatewayClient
-	sink         sink
-	metrics      *hookMetrics
-	logger       *zap.Logger
-	access       *accessLog
-	events       *lockoutEvents
-	held         poolHold  // what this handler holds in sharedPool
-	spoolReg     *spoolReg // its sender's registration with the spool
-	fallbackReg  *spoolReg // the cluster fallback spool's drain registration
-
-	cluster    *clusterState // nil without a cluster engine
-	lockoutKey string        // pool key of the lockout table
-
-	evrec *eventRecorder // the event log; nil when off
-
-	spoolOps spool.Ops // the spool's operations (admin API); nil without a spool
-	spoolDir string    // its directory, for the admin API and the CLI
-
-	mappings     []*compiledMapping
-	verifyAny    bool             // a signing mapping answers every hook name
-	verifyPaths  map[string]bool  // hook names a signing mapping answers
-	pathLimits   map[string]int64 // body read limit per mapped hook name
-	anyPathLimit int64            // body read limit of any other hook name
-	// rejectLogs bounds the rejection log lines per second.
-	rejectLogs *logBudget
-	// gatewayLogs bounds the gateway failure log lines per second.
-	gatewayLogs *logBudget
 }
 
 // CaddyModule returns the Caddy module information. (A pointer receiver:
@@ -388,8 +46,8 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.logger == nil { // a dry run brings its own
 		h.logger = ctx.Logger()
 	}
-	h.rejectLogs = new(logBudget)
-	h.gatewayLogs = new(logBudget)
+	h.rejects = &rejectionLog{logger: h.logger}
+	gatewayLogs := new(logBudget) // the gateway failures' and the cluster warnings'
 	h.enabled = h.Enabled == nil || *h.Enabled
 	if !h.enabled {
 		return nil
@@ -399,16 +57,17 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.provisionTokens(repl, gwToken); err != nil {
+	if h.tokens, err = newTokenChecker(h.tokenValues(), h.TokenHeaders, repl, gwToken); err != nil {
 		return err
 	}
 	h.warnLiteralSecrets(h.logger)
-	if h.addrCheck, err = checkClientAddressSource(ctx); err != nil {
+	addrs, err := checkClientAddressSource(ctx)
+	if err != nil {
 		return err
 	}
 	h.base = cleanBasePath(h.Path)
 	h.fillDefaults()
-	if err := h.provisionBodyReads(); err != nil {
+	if h.bodies, err = newBodyReads(&h.UnauthenticatedBodies, &h.BodyTimeout); err != nil {
 		return err
 	}
 	if err := h.provisionModes(); err != nil {
@@ -429,7 +88,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.policy, err = newPolicy(pc); err != nil {
 		return err
 	}
-	if err := h.checkClusterSpool(); err != nil {
+	if err := h.Spool.checkCluster(h.ClusterRaw != nil, h.Gateway); err != nil {
 		return err
 	}
 	var addr gatewayAddr
@@ -440,34 +99,54 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	h.gateway = newGatewayClient(addr, h.GatewayPrefix, gwToken, time.Duration(h.GatewayTimeout), h.GatewayForwardClientIP)
 	if addr.network != "" {
-		h.checkGateway(ctx)
+		h.gateway.probe(ctx, h.logger, h.Spool != nil)
 	}
-	h.gateway.waitTimeout = time.Duration(h.GatewayWaitTimeout)
-	h.sink = syncSink{h}
+	h.gateway.setWaitTimeout(time.Duration(h.GatewayWaitTimeout))
 
-	if err := h.provisionMappings(repl); err != nil {
+	if h.router, err = newRouter(routerConfig{mappings: h.Mappings, presets: h.Presets, maxBody: h.MaxBody,
+		celCostLimit: h.CELCostLimit, base: h.base, forward: h.forward, allowRequestKey: h.AllowRequestSessionKey,
+		policy: h.policy, tokens: h.tokens, repl: repl, logger: h.logger,
+		transforms: newTransformSet(h.TransformsRoot, h.TransformsDir, time.Duration(h.TransformTimeout), h.TransformMaxMemory, &h.held),
+	}); err != nil {
 		return err
 	}
-	h.provisionForwardHeaders()
+	h.forwarder = newForwarder(h.base, h.gateway, h.router.signatureHeaders(), h.tokens.headerNames(), h.Spool != nil)
 	identity := h.handlerIdentity(ctx, addr, gwToken)
-	if err := h.provisionLockout(identity); err != nil {
+	ls := lockoutSettings{count: h.AuthFailures.Count, window: time.Duration(h.AuthFailures.Window),
+		lockFor: time.Duration(h.Lockout), v6bits: h.IPv6Prefix, slots: h.LockoutTableSize}
+	table, tableKey, err := holdLockoutTable(&h.held, identity, ls)
+	if err != nil {
 		return err
 	}
-	if err := h.provisionIdempotency(identity); err != nil {
+	idemCache, err := holdIdempotencyCache(&h.held, identity, time.Duration(h.IdempotencyTTL))
+	if err != nil {
 		return err
 	}
-	if err := h.provisionMetrics(ctx.GetMetricsRegistry()); err != nil {
+	if h.metrics, err = holdMetrics(&h.held, ctx.GetMetricsRegistry()); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
-	h.access = newAccessLog(ctx, h)
-	h.events = newLockoutEvents(ctx)
+	h.addrs = addrs.counting(h.metrics, h.logger)
+	h.access = newAccessLog(ctx, h.tokens, h.router.signatureHeaders())
+	h.lockout = newLockoutGuard(table, tableKey, identity, ls, h.base, h.metrics, newLockoutEvents(ctx), h.logger)
 	if err := h.provisionCluster(ctx); err != nil {
 		return err
 	}
-	if h.Spool != nil {
-		if err := h.provisionSpool(ctx); err != nil {
-			return err
-		}
+	h.idem = &idempotencyCheck{Cache: idemCache, headers: h.idemHeaders, cluster: h.cluster.claims(), logs: gatewayLogs, logger: h.logger}
+	h.outcomes = newOutcomeRelay(h.cluster, h.logger)
+	h.dispatcher = &dispatcher{gateway: h.gateway, metrics: h.metrics, logs: gatewayLogs, logger: h.logger, outcomes: h.outcomes}
+	h.sink = syncSink{h.dispatcher}
+	switch {
+	case h.Spool == nil:
+	case h.Spool.Cluster:
+		h.spooling, err = openClusterSpool(ctx, &h.held, h.Spool, h.cluster, gatewaySender{h.dispatcher}, addr.network != "", h.gateway, h.metrics, h.logger)
+	default:
+		h.spooling, err = openLocalSpool(ctx, &h.held, h.Spool, gatewaySender{h.dispatcher}, h.gateway, h.metrics, h.logger)
+	}
+	if err != nil {
+		return err
+	}
+	if h.spooling.sink != nil {
+		h.sink = h.spooling.sink
 	}
 	if err := h.provisionEvents(ctx); err != nil {
 		return err
@@ -475,8 +154,150 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := listenguard.Guard(ctx); err != nil {
 		return err
 	}
-	h.registerAdmin(ctx)
+	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	registerAdmin(&h.held, &adminView{base: h.base, server: srv, lockout: h.lockout, idem: h.idem, bodies: h.bodies,
+		cluster: h.cluster, spool: h.spooling.ops, spoolDir: h.spooling.dir, events: h.events, outcomes: h.outcomes,
+		sink: h.sink, logger: h.logger})
 	return nil
+}
+
+// provisionCluster loads the cluster engine and opens this handler's
+// namespace (openCluster): its parameters are the namespace (from the
+// base path unless the engine sets one), the longest lock, the
+// idempotency TTL and, with `spool cluster`, the queue's settings.
+func (h *Handler) provisionCluster(ctx caddy.Context) error {
+	if h.ClusterRaw == nil {
+		return nil
+	}
+	p := cluster.Params{
+		Name:           cluster.NameFromPath(h.base),
+		LockTTL:        time.Duration(h.AuthFailures.Window) + h.lockout.Policy().LockFor,
+		IdempotencyTTL: time.Duration(h.IdempotencyTTL),
+		Logger:         h.logger.Named("cluster"),
+	}
+	if sc := h.Spool; sc != nil && sc.Cluster {
+		p.Queue = &cluster.QueueParams{MaxBytes: sc.MaxBytes, MaxAge: time.Duration(sc.MaxAge),
+			RetryInitial: time.Duration(sc.RetryInitial), RetryMax: time.Duration(sc.RetryMax)}
+	}
+	key, err := engineKey(h.ClusterRaw, p) // before LoadModule clears ClusterRaw
+	if err != nil {
+		return err
+	}
+	mod, err := ctx.LoadModule(h, "ClusterRaw")
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	// a claim's lease: the longest dispatch (a spooled one never waits
+	// for its run), beyond the engine's own timeout
+	// and a copy's wait for the first request's reply: its dispatch, a
+	// gateway call, or with a spool a write into it (0: within the
+	// engine's timeout)
+	lease, wait := time.Duration(h.GatewayWaitTimeout), time.Duration(h.GatewayTimeout)
+	if h.Spool != nil {
+		lease, wait = time.Duration(h.GatewayTimeout), 0
+	}
+	h.cluster, err = openCluster(ctx, &h.held, mod, key, p, h.lockout, h.metrics, lease, wait)
+	return err
+}
+
+// provisionEvents opens (or shares, across a reload) the handler's event
+// log and has the outcome relay apply the outcomes of its events.
+func (h *Handler) provisionEvents(ctx caddy.Context) error {
+	var listen []string
+	if srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok && srv != nil {
+		listen = slices.Sorted(slices.Values(srv.Listen))
+	}
+	rec, err := newEventRecorder(h.Events, eventsSetup{listen: listen, base: h.base, sigHeaders: h.router.signatureHeaders(),
+		spooled: h.Spool != nil, held: &h.held, metrics: h.metrics, logger: h.logger, lockout: h.lockout, tokens: h.tokens, idem: h.idem})
+	if err != nil || rec == nil {
+		return err
+	}
+	h.events = rec
+	return h.outcomes.attach(rec.eventLog())
+}
+
+// tokenValues lists the configured token values (placeholders unexpanded).
+func (h *Handler) tokenValues() []string {
+	var out []string
+	if h.Token != "" {
+		out = append(out, h.Token)
+	}
+	return append(out, h.Tokens...)
+}
+
+// warnLiteralSecrets logs, once per provision, every secret written into
+// the config as a literal. One rule for all secrets, in a Caddyfile or
+// JSON: a literal is accepted with this warning, because Caddy keeps the
+// loaded config as it is (the admin endpoint's /config/ and autosave.json
+// show it in clear), while {env.…} and {file.…} keep only the placeholder.
+func (h *Handler) warnLiteralSecrets(logger *zap.Logger) {
+	warn := func(field string) {
+		logger.Warn(secret.LiteralWarning,
+			zap.String("field", field))
+	}
+	for i, raw := range h.tokenValues() {
+		if isLiteralSecret(raw) {
+			if i == 0 {
+				warn("token")
+			} else {
+				warn(fmt.Sprintf("token %d", i+1))
+			}
+		}
+	}
+	if isLiteralSecret(h.GatewayToken) {
+		warn("gateway_token")
+	}
+	for _, m := range h.Mappings {
+		if m.Verify == nil {
+			continue
+		}
+		for j, s := range m.Verify.Secrets {
+			if isLiteralSecret(s) {
+				warn(fmt.Sprintf("mapping %s: verify secret %d", m.ID, j+1))
+			}
+		}
+	}
+}
+
+// isLiteralSecret reports a non-empty secret that holds no placeholder.
+func isLiteralSecret(s string) bool {
+	s = strings.TrimSpace(s)
+	return s != "" && !verify.IsSecretPlaceholder(s) && !secret.HasPlaceholder(s)
+}
+
+// handlerIdentity is everything that makes two hooks handlers different
+// as far as their lockout table and idempotency cache go: the server they
+// belong to (its listener addresses), the base path, the gateway they
+// deliver to (address, prefix, credentials) and the policy that shapes
+// what they send. Two handlers with the same identity would send the same
+// request to the same gateway for the same input, so an idempotent replay
+// answered from either is the answer the other would give; a handler with
+// another gateway or policy gets state of its own. The hook token is left
+// out on purpose, so that rotating it keeps the state.
+//
+// Two sites on one server (told apart only by their host names) with the
+// same base path, gateway and policy do share their state: they guard the
+// same gateway in the same way. Give them different base paths to keep
+// them apart.
+func (h *Handler) handlerIdentity(ctx caddy.Context, gateway gatewayAddr, gatewayToken string) string {
+	var listen []string
+	if srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok && srv != nil {
+		listen = slices.Sorted(slices.Values(srv.Listen))
+	}
+	policy, _ := json.Marshal(struct {
+		Agents                    []string  `json:"a"`
+		AllowedAgentIDs           *[]string `json:"b"`
+		DefaultSessionKey         string    `json:"c"`
+		AllowRequestSessionKey    bool      `json:"d"`
+		AllowedSessionKeyPrefixes []string  `json:"e"`
+		AllowedModels             []string  `json:"f"`
+		Channels                  []string  `json:"g"`
+	}{h.Agents, h.AllowedAgentIDs, h.DefaultSessionKey, h.AllowRequestSessionKey,
+		h.AllowedSessionKeyPrefixes, h.AllowedModels, h.Channels})
+	sum := sha256.Sum256(fmt.Appendf(nil, "%q|%q|%q|%q|%q|%s|%t",
+		strings.Join(listen, ","), h.base, gateway.network+"/"+gateway.address, h.gateway.prefixed(""),
+		gatewayToken, policy, h.GatewayForwardClientIP))
+	return hex.EncodeToString(sum[:12])
 }
 
 // cleanBasePath is the base path without trailing slashes (default
@@ -622,36 +443,15 @@ func (h *Handler) Validate() error {
 // It runs after a failed Provision or Validate too, so that a refused
 // config leaves the running one as it was.
 func (h *Handler) Cleanup() error {
-	h.releaseEvents()
-	h.releaseShared()
+	h.outcomes.release()
+	h.events.release()
+	h.spooling.release()
+	h.lockout.release()
+	h.held.release()
 	if h.gateway != nil {
 		h.gateway.close()
 	}
 	return nil
-}
-
-// ServeHTTP handles requests under the base path and passes every other
-// request to next.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if !h.enabled {
-		return next.ServeHTTP(w, r)
-	}
-	sub, ok := subPath(r.URL.Path, h.base)
-	if !ok {
-		return next.ServeHTTP(w, r)
-	}
-	h.serveHook(w, r, sub)
-	return nil
-}
-
-// subPath returns the part of path below base (slashes trimmed) and
-// whether path is under base at all.
-func subPath(path, base string) (string, bool) {
-	rest, ok := strings.CutPrefix(path, base)
-	if !ok || rest != "" && rest[0] != '/' {
-		return "", false
-	}
-	return strings.Trim(rest, "/"), true
 }
 
 // Interface guards

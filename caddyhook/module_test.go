@@ -207,7 +207,7 @@ func TestProvisionDefaults(t *testing.T) {
 		{"lockout policy", h.lockout.Policy(), lockout.Policy{MaxFailures: 20, Window: time.Minute, LockFor: time.Minute, V6Bits: 64, Slots: 1 << 21}},
 		{"unauthenticated_bodies", *h.UnauthenticatedBodies, UnauthenticatedBodies{Max: 256, Timeout: caddy.Duration(10 * time.Second), PerAddress: 8}},
 		{"body_timeout", h.BodyTimeout, caddy.Duration(time.Minute)},
-		{"token headers", fmt.Sprint(h.tokenHeaders), "[X-Service-Token]"},
+		{"token headers", fmt.Sprint(h.tokens.headers), "[X-Service-Token]"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
@@ -223,22 +223,22 @@ func TestProvisionAccepts(t *testing.T) {
 		check func(t *testing.T, h *Handler)
 	}{
 		{"token from env, trimmed", func(h *Handler) { h.Token = "{env.CADDYHOOK_UNIT_TOKEN}" }, func(t *testing.T, h *Handler) {
-			if !h.tokenMatches(utHookToken) {
+			if !h.tokens.matches(utHookToken) {
 				t.Error("env token not used")
 			}
 		}},
 		{"several tokens, any authenticates", func(h *Handler) {
 			h.Token, h.Tokens = "", []string{"{env.CADDYHOOK_UNIT_TOKEN}", utHookToken + "-next"}
 		}, func(t *testing.T, h *Handler) {
-			if !h.tokenMatches(utHookToken) || !h.tokenMatches(utHookToken+"-next") || h.tokenMatches(utGatewayToken) {
+			if !h.tokens.matches(utHookToken) || !h.tokens.matches(utHookToken+"-next") || h.tokens.matches(utGatewayToken) {
 				t.Error("tokens not all accepted, or a foreign one accepted")
 			}
 		}},
 		{"token headers canonical, x-service-token once", func(h *Handler) {
 			h.TokenHeaders = []string{"x-openclaw-token", "X-Service-Token", " X-OpenClaw-Token "}
 		}, func(t *testing.T, h *Handler) {
-			if fmt.Sprint(h.tokenHeaders) != "[X-Service-Token X-Openclaw-Token]" {
-				t.Errorf("tokenHeaders = %v", h.tokenHeaders)
+			if fmt.Sprint(h.tokens.headers) != "[X-Service-Token X-Openclaw-Token]" {
+				t.Errorf("tokenHeaders = %v", h.tokens.headers)
 			}
 		}},
 		{"trailing slash path", func(h *Handler) { h.Path = "/in/hooks/" }, func(t *testing.T, h *Handler) {
@@ -300,10 +300,10 @@ func TestProvisionSharesState(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if a.lockout != b.lockout || a.idem != b.idem {
+	if a.lockout.Table != b.lockout.Table || a.idem.Cache != b.idem.Cache {
 		t.Error("same settings, different state")
 	}
-	if a.lockout == c.lockout {
+	if a.lockout.Table == c.lockout.Table {
 		t.Error("different lockout settings share a table")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/caddyhook/caddyhook/internal/devgw"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
 	"github.com/caddyhook/caddyhook/internal/natstest"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // clusterEvent is node's GET /hooks/events/<id> through the admin API.
@@ -32,7 +33,7 @@ func (c *clusterNodes) clusterEvent(t *testing.T, node int, id string) eventlog.
 func (c *clusterNodes) waitClusterState(t *testing.T, node int, id, state string) eventlog.Dispatch {
 	t.Helper()
 	var ev eventlog.EventJSON
-	waitFor(t, func() string {
+	testkit.WaitForState(t, func() string {
 		return fmt.Sprintf("node %d: event %s is %q, want %q (%+v)", node, id, ev.State, state, ev.Dispatch)
 	},
 		func() bool { ev = c.clusterEvent(t, node, id); return ev.State == state })
@@ -93,7 +94,7 @@ func TestClusterEventOutcomeReachesAcceptingNode(t *testing.T) {
 	// retried through node 1 while node 2 is paused: queued on node 0,
 	// then, resumed, delivered
 	sel1, sel2 := "?path=/hooks&server="+c.servers[1], "?path=/hooks&server="+c.servers[2]
-	waitFor(t, func() string { return "the dead letter listed on node 1" }, func() bool {
+	testkit.WaitForState(t, func() string { return "the dead letter listed on node 1" }, func() bool {
 		code, body := adminCall(t, http.MethodGet, "/hooks/spool/dead"+sel1, "")
 		return code == http.StatusOK && strings.Contains(body, dead)
 	})
@@ -154,7 +155,7 @@ func TestClusterForgedOutcomeChangesNothing(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() string {
+	testkit.WaitForState(t, func() string {
 		return fmt.Sprintf("rejected outcomes: %v more, want %d", clusterRejected(t, cluster.RejectedOutcome)-before, len(msgs))
 	}, func() bool { return clusterRejected(t, cluster.RejectedOutcome)-before == float64(len(msgs)) })
 	if ev := c.clusterEvent(t, 0, id); ev.State != eventlog.StateQueued || ev.Dispatch[0].RunID != "" || ev.Dispatch[0].Node != "" {
@@ -211,7 +212,7 @@ func TestClusterOutcomeSubscriptionFollowsReload(t *testing.T) {
 	c.waitUp(t)
 	want := func(n int) {
 		t.Helper()
-		waitFor(t, func() string { return fmt.Sprintf("%d outcome subscriptions, want %d", outcomeSubs(t, c.nats), n) },
+		testkit.WaitForState(t, func() string { return fmt.Sprintf("%d outcome subscriptions, want %d", outcomeSubs(t, c.nats), n) },
 			func() bool { return outcomeSubs(t, c.nats) == n })
 	}
 	want(2)
@@ -231,7 +232,7 @@ func TestClusterOutcomeSubscriptionFollowsReload(t *testing.T) {
 	want(2)
 	id := runIDOf(t, c.nodes[0].post("/hooks/agent", `{"message":"dropped elsewhere"}`))
 	c.waitClusterState(t, 0, id, eventlog.StateQueued)
-	c.handler(t, 1).recordOperator([]string{id}, eventlog.StateDropped)
+	c.handler(t, 1).outcomes.operator([]string{id}, eventlog.StateDropped)
 	c.waitClusterState(t, 0, id, eventlog.StateDropped)
 }
 
@@ -253,12 +254,12 @@ func TestClusterFallbackEventOutcome(t *testing.T) {
 	deliverer := c.handler(t, 1).cluster.backend.Node()
 	c.nats.Stop()
 	h0 := c.handler(t, 0)
-	waitFor(t, func() string { return "node 0 sees NATS down" }, func() bool { return !h0.cluster.backend.Up() })
+	testkit.WaitForState(t, func() string { return "node 0 sees NATS down" }, func() bool { return !h0.cluster.backend.Up() })
 	if r := c.nodes[0].post("/hooks/wake", `{"text":"while NATS is down"}`); r.status != http.StatusOK {
 		t.Fatalf("wake into the fallback spool: %d %s", r.status, r.body)
 	}
 	ids := []string{runIDOf(t, c.nodes[0].post("/hooks/agent", `{"message":"while NATS is down"}`))}
-	for _, e := range h0.evrec.log.List(eventlog.Filter{Hook: "wake", Limit: 1}).Entries {
+	for _, e := range h0.events.log.List(eventlog.Filter{Hook: "wake", Limit: 1}).Entries {
 		if ev, ok := e.(eventlog.EventJSON); ok {
 			ids = append(ids, ev.ID)
 		}

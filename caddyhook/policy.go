@@ -166,6 +166,9 @@ func normalizeAgentID(id string) string {
 	return referenceDefaultAgent
 }
 
+// hasPrefixes reports whether allowed_session_key_prefixes is set.
+func (p *policy) hasPrefixes() bool { return len(p.prefixes) > 0 }
+
 // prefixOK reports whether key starts with an allowed prefix, ignoring case.
 func (p *policy) prefixOK(key string) bool {
 	for _, pre := range p.prefixes {

@@ -1,6 +1,7 @@
 package caddyhook
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -235,6 +236,160 @@ func TestDefaultSessionKeyExpandsNoPlaceholder(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "never-sent") {
 			t.Errorf("the error shows the expansion: %v", err)
+		}
+	}
+}
+
+func TestDecodeAgentFieldRules(t *testing.T) {
+	type want struct {
+		message  string
+		name     string
+		deliver  bool
+		wakeMode string
+		channel  string
+		to       string
+		model    string
+		thinking string
+		timeout  int64
+		set      uint16 // bits that must be set
+		unset    uint16 // bits that must not be set
+	}
+	def := want{name: "Hook", deliver: true, wakeMode: "now"}
+	with := func(f func(*want)) want { w := def; f(&w); return w }
+	for _, tc := range []struct {
+		name    string
+		in      string
+		wantErr string
+		want    want
+	}{
+		{name: "defaults", in: `{"message":" hi "}`,
+			want: with(func(w *want) {
+				w.message = "hi"
+				w.unset = setName | setDeliver | setChannel | setWakeMode | setModel | setTimeout
+			})},
+		{name: "missing message", in: `{}`, wantErr: "message required"},
+		{name: "blank message", in: `{"message":"  \n "}`, wantErr: "message required"},
+		{name: "non-string message", in: `{"message":["hi"]}`, wantErr: "message required"},
+		{name: "text is not message", in: `{"text":"hi"}`, wantErr: "message required"},
+
+		{name: "name trimmed", in: `{"message":"m","name":"  GitHub "}`,
+			want: with(func(w *want) { w.message, w.name, w.set = "m", "GitHub", setName })},
+		{name: "blank name defaults", in: `{"message":"m","name":"   "}`,
+			want: with(func(w *want) { w.message, w.unset = "m", setName })},
+		{name: "non-string name defaults", in: `{"message":"m","name":5}`,
+			want: with(func(w *want) { w.message, w.unset = "m", setName })},
+
+		{name: "deliver false", in: `{"message":"m","deliver":false}`,
+			want: with(func(w *want) { w.message, w.deliver, w.set = "m", false, setDeliver })},
+		{name: "deliver true explicit", in: `{"message":"m","deliver":true}`,
+			want: with(func(w *want) { w.message, w.set = "m", setDeliver })},
+		{name: "deliver string false is true", in: `{"message":"m","deliver":"false"}`,
+			want: with(func(w *want) { w.message, w.unset = "m", setDeliver })},
+		{name: "deliver 0 is true", in: `{"message":"m","deliver":0}`,
+			want: with(func(w *want) { w.message, w.unset = "m", setDeliver })},
+		{name: "deliver null is true", in: `{"message":"m","deliver":null}`,
+			want: with(func(w *want) { w.message, w.unset = "m", setDeliver })},
+
+		{name: "channel lower-cased", in: `{"message":"m","channel":" Slack ","to":"C1"}`,
+			want: with(func(w *want) { w.message, w.channel, w.to, w.set = "m", "slack", "C1", setChannel|setTo })},
+
+		{name: "to trimmed", in: `{"message":"m","channel":"signal","to":" +15550100 "}`,
+			want: with(func(w *want) { w.message, w.channel, w.to, w.set = "m", "signal", "+15550100", setTo })},
+		{name: "thinking", in: `{"message":"m","thinking":"high"}`,
+			want: with(func(w *want) { w.message, w.thinking, w.set = "m", "high", setThinking })},
+
+		{name: "model trimmed", in: `{"message":"m","model":" openai/gpt-5 "}`,
+			want: with(func(w *want) { w.message, w.model, w.set = "m", "openai/gpt-5", setModel })},
+		{name: "model empty", in: `{"message":"m","model":""}`, wantErr: "model required"},
+		{name: "model blank", in: `{"message":"m","model":"  "}`, wantErr: "model required"},
+		{name: "model number", in: `{"message":"m","model":4}`, wantErr: "model required"},
+		{name: "model object", in: `{"message":"m","model":{}}`, wantErr: "model required"},
+
+		{name: "timeout integer", in: `{"message":"m","timeoutSeconds":30}`,
+			want: with(func(w *want) { w.message, w.timeout, w.set = "m", 30, setTimeout })},
+		{name: "timeout floored", in: `{"message":"m","timeoutSeconds":30.9}`,
+			want: with(func(w *want) { w.message, w.timeout, w.set = "m", 30, setTimeout })},
+		{name: "timeout below one floors to zero", in: `{"message":"m","timeoutSeconds":0.5}`,
+			want: with(func(w *want) { w.message, w.timeout, w.set = "m", 0, setTimeout })},
+		{name: "timeout huge clamped", in: `{"message":"m","timeoutSeconds":1e300}`,
+			want: with(func(w *want) { w.message, w.timeout, w.set = "m", math.MaxInt32, setTimeout })},
+		{name: "timeout zero ignored", in: `{"message":"m","timeoutSeconds":0}`,
+			want: with(func(w *want) { w.message, w.unset = "m", setTimeout })},
+		{name: "timeout negative ignored", in: `{"message":"m","timeoutSeconds":-5}`,
+			want: with(func(w *want) { w.message, w.unset = "m", setTimeout })},
+		{name: "timeout string ignored", in: `{"message":"m","timeoutSeconds":"30"}`,
+			want: with(func(w *want) { w.message, w.unset = "m", setTimeout })},
+
+		{name: "wakeMode next-heartbeat", in: `{"message":"m","wakeMode":"next-heartbeat"}`,
+			want: with(func(w *want) { w.message, w.wakeMode, w.set = "m", "next-heartbeat", setWakeMode })},
+		{name: "wakeMode other is now", in: `{"message":"m","wakeMode":"whenever"}`,
+			want: with(func(w *want) { w.message, w.set = "m", setWakeMode })},
+		{name: "wakeMode non-string ignored", in: `{"message":"m","wakeMode":true}`,
+			want: with(func(w *want) { w.message, w.unset = "m", setWakeMode })},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := decodeAgent(payload(t, tc.in))
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error %v", err)
+			}
+			w := tc.want
+			if a.Kind != kindAgent || a.Message != w.message || a.Name != w.name || a.Deliver != w.deliver ||
+				a.WakeMode != w.wakeMode || a.Channel != w.channel || a.To != w.to || a.Model != w.model ||
+				a.Thinking != w.thinking || a.TimeoutSeconds != w.timeout {
+				t.Fatalf("got %+v, want %+v", a, w)
+			}
+			if a.set&w.set != w.set {
+				t.Errorf("set bits %b missing from %b", w.set, a.set)
+			}
+			if a.set&w.unset != 0 {
+				t.Errorf("bits %b unexpectedly set in %b", w.unset, a.set)
+			}
+		})
+	}
+}
+
+// TestDecodeAgentPresentButInvalid covers fields that the reference
+// gateway rejects when present with an unusable value, rather than
+// treating them as absent.
+func TestDecodeAgentPresentButInvalid(t *testing.T) {
+	pol := mustPolicy(t, policyConfig{DefaultSessionKey: "hook:ingress"})
+	chErr := "channel must be last|whatsapp|telegram|discord|slack|mattermost|signal|imessage|msteams"
+	for _, tc := range []struct{ name, in, want string }{
+		{"model null", `{"message":"m","model":null}`, "model required"},
+		{"channel empty", `{"message":"m","channel":""}`, chErr},
+		{"channel blank", `{"message":"m","channel":"  "}`, chErr},
+		{"channel number", `{"message":"m","channel":3}`, chErr},
+		{"channel null", `{"message":"m","channel":null}`, chErr},
+		{"channel unknown", `{"message":"m","channel":"sms"}`, chErr},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := decodeAgent(payload(t, tc.in))
+			if err == nil {
+				err = pol.Apply(&a)
+			}
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecodeAgentNonJSONNumbers covers values only a mapping or transform
+// can produce.
+func TestDecodeAgentNonJSONNumbers(t *testing.T) {
+	for _, v := range []float64{math.Inf(1), math.Inf(-1), math.NaN()} {
+		a, err := decodeAgent(fields{"message": "m", "timeoutSeconds": v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.has(setTimeout) {
+			t.Errorf("timeoutSeconds %v accepted as %d", v, a.TimeoutSeconds)
 		}
 	}
 }

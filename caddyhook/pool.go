@@ -1,15 +1,7 @@
 package caddyhook
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"slices"
-	"strings"
-
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // sharedPool holds the state that must survive a config reload: the
@@ -69,52 +61,4 @@ func (p *poolHold) release() {
 		_, _ = sharedPool.Delete(p.keys[i])
 	}
 	p.keys = nil
-}
-
-// handlerIdentity is everything that makes two hooks handlers different
-// as far as their lockout table and idempotency cache go: the server they
-// belong to (its listener addresses), the base path, the gateway they
-// deliver to (address, prefix, credentials) and the policy that shapes
-// what they send. Two handlers with the same identity would send the same
-// request to the same gateway for the same input, so an idempotent replay
-// answered from either is the answer the other would give; a handler with
-// another gateway or policy gets state of its own. The hook token is left
-// out on purpose, so that rotating it keeps the state.
-//
-// Two sites on one server (told apart only by their host names) with the
-// same base path, gateway and policy do share their state: they guard the
-// same gateway in the same way. Give them different base paths to keep
-// them apart.
-func (h *Handler) handlerIdentity(ctx caddy.Context, gateway gatewayAddr, gatewayToken string) string {
-	var listen []string
-	if srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok && srv != nil {
-		listen = slices.Sorted(slices.Values(srv.Listen))
-	}
-	policy, _ := json.Marshal(struct {
-		Agents                    []string  `json:"a"`
-		AllowedAgentIDs           *[]string `json:"b"`
-		DefaultSessionKey         string    `json:"c"`
-		AllowRequestSessionKey    bool      `json:"d"`
-		AllowedSessionKeyPrefixes []string  `json:"e"`
-		AllowedModels             []string  `json:"f"`
-		Channels                  []string  `json:"g"`
-	}{h.Agents, h.AllowedAgentIDs, h.DefaultSessionKey, h.AllowRequestSessionKey,
-		h.AllowedSessionKeyPrefixes, h.AllowedModels, h.Channels})
-	sum := sha256.Sum256(fmt.Appendf(nil, "%q|%q|%q|%q|%q|%s|%t",
-		strings.Join(listen, ","), h.base, gateway.network+"/"+gateway.address, h.gateway.prefix,
-		gatewayToken, policy, h.GatewayForwardClientIP))
-	return hex.EncodeToString(sum[:12])
-}
-
-// releaseShared gives back the spool registrations and everything the
-// handler holds in the pool, the last taken first; it may run more than
-// once.
-func (h *Handler) releaseShared() {
-	for _, r := range []**spoolReg{&h.fallbackReg, &h.spoolReg} {
-		if *r != nil {
-			(*r).release()
-			*r = nil
-		}
-	}
-	h.held.release()
 }

@@ -25,14 +25,14 @@ type prepared struct {
 }
 
 // prepare applies the content boundary (applyBoundary; the external-content
-// wrapper only when the edge wraps), encodes the gateway body and assigns
-// the event id, which is also the Idempotency-Key: eventID when the
-// request was idempotent, else a random one.
-func (h *Handler) prepare(a *action, eventID string) prepared {
+// wrapper only when the edge wraps: wrapEdge), encodes the gateway body for
+// gw and assigns the event id, which is also the Idempotency-Key: eventID
+// when the request was idempotent, else a random one.
+func prepare(a *action, eventID string, wrapEdge bool, gw *gatewayClient) prepared {
 	if eventID == "" {
 		eventID = uuid.NewString()
 	}
-	if a.Kind == kindAgent && !a.AllowUnsafe && !h.wrapEdge {
+	if a.Kind == kindAgent && !a.AllowUnsafe && !wrapEdge {
 		u := *a
 		u.AllowUnsafe = true // wrap gateway: the gateway wraps every external message itself
 		a = &u
@@ -40,7 +40,7 @@ func (h *Handler) prepare(a *action, eventID string) prepared {
 	a = applyBoundary(a)
 	g := gatewayRequest{kind: a.Kind, body: a.appendGatewayBody(make([]byte, 0, 256+len(a.Message))), idemKey: eventID}
 	if a.Wait {
-		g.timeout = h.gateway.waitTimeoutFor(a.TimeoutSeconds)
+		g.timeout = gw.waitTimeoutFor(a.TimeoutSeconds)
 	}
 	return prepared{gatewayRequest: g, mode: a.Mode, eventID: eventID}
 }

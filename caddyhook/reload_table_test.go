@@ -34,6 +34,7 @@ import (
 	"github.com/caddyhook/caddyhook/internal/devgw"
 	"github.com/caddyhook/caddyhook/internal/natstest"
 	"github.com/caddyhook/caddyhook/internal/optdoc"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // What you configure is what runs (issue 25): every option of the hooks
@@ -290,7 +291,7 @@ func (e *reloadEnv) sent(gw *devgw.Gateway, r func() result, got func(devgw.Rece
 		return fmt.Sprintf("status %d %s", res.status, res.body)
 	}
 	var recs []devgw.Received
-	waitFor(e.t, func() string { return "the gateway never received the request" }, func() bool {
+	testkit.WaitForState(e.t, func() string { return "the gateway never received the request" }, func() bool {
 		recs = gw.Received()
 		return len(recs) > n
 	})

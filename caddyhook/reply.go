@@ -1,6 +1,7 @@
 package caddyhook
 
 import (
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -16,6 +17,10 @@ type hookError struct {
 	retryAfter time.Duration // 429 and 503: sent as Retry-After
 	// body, when set, is the gateway's own JSON answer, sent as it is.
 	body []byte
+	// counts marks an authentication failure that the lockout counts
+	// against the request's address before it is the answer
+	// (lockoutGuard.count, applied by the handler's pipeline).
+	counts bool
 }
 
 func (e *hookError) Error() string { return e.reason }
@@ -23,6 +28,20 @@ func (e *hookError) Error() string { return e.reason }
 // reject returns a hookError for status and reason.
 func reject(status int, reason string) *hookError {
 	return &hookError{status: status, reason: reason}
+}
+
+// authFailure returns a hookError for status and reason that counts as
+// an authentication failure of the request's address.
+func authFailure(status int, reason string) *hookError {
+	return &hookError{status: status, reason: reason, counts: true}
+}
+
+// unauthorized is the 401 authentication failure with reason.
+func unauthorized(reason string) *hookError { return authFailure(http.StatusUnauthorized, reason) }
+
+// retryAfterSeconds rounds a remaining lock time up to whole seconds, ≥ 1.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.FormatInt(max(1, int64(math.Ceil(d.Seconds()))), 10)
 }
 
 // plainStatus lists the statuses answered with a plain-text body, as the
@@ -114,48 +133,6 @@ func plainBody(status int) []byte {
 
 // appendJSONString appends s quoted as JSON.stringify quotes it.
 func appendJSONString(dst []byte, s string) []byte { return jsonenc.AppendString(dst, s) }
-
-// composeReply builds the reply for several actions (or for spooled ones):
-// {"ok":true,"runId":<first>,"runIds":[…],"dispatched":N[,"dropped":M]}
-// for agent actions; for wakes the gateway's shape,
-// {"ok":true,"mode":…[,"eventOutcome":…]}, where eventOutcome is the first
-// "queued" outcome of the gateway's replies, else the first one.
-func composeReply(items []prepared, runIDs []string, eventOutcome string, dropped int) []byte {
-	b := make([]byte, 0, 64+len(runIDs)*40)
-	b = append(b, `{"ok":true`...)
-	if len(items) > 0 && items[0].kind == kindWake {
-		b = append(b, `,"mode":`...)
-		b = appendJSONString(b, items[0].mode)
-		if eventOutcome != "" {
-			b = append(b, `,"eventOutcome":`...)
-			b = appendJSONString(b, eventOutcome)
-		}
-		return append(b, '}')
-	}
-	if len(runIDs) > 0 {
-		b = append(b, `,"runId":`...)
-		b = appendJSONString(b, runIDs[0])
-		if len(items) > 1 || dropped > 0 {
-			b = append(b, `,"runIds":[`...)
-			for i, id := range runIDs {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = appendJSONString(b, id)
-			}
-			b = append(b, ']')
-		}
-	}
-	if len(items) > 1 || dropped > 0 {
-		b = append(b, `,"dispatched":`...)
-		b = strconv.AppendInt(b, int64(len(items)), 10)
-	}
-	if dropped > 0 {
-		b = append(b, `,"dropped":`...)
-		b = strconv.AppendInt(b, int64(dropped), 10)
-	}
-	return append(b, '}')
-}
 
 // challengeReply is the answer to a signed Slack url_verification request.
 func challengeReply(challenge string) []byte {

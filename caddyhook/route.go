@@ -14,20 +14,40 @@ import (
 	"github.com/caddyhook/caddyhook/internal/tmpl"
 )
 
-// Built-in hook names.
-const (
-	routeWake  = "wake"
-	routeAgent = "agent"
-)
-
 // maxFanout caps the actions one request may produce.
 const maxFanout = 200
+
+// plan is what a request resolved to: the actions to dispatch, how many a
+// fan-out cap dropped, or a skip (204). A request to forward as sent has
+// forwarded set (its actions, if any, are the decoded /wake or /agent
+// request, checked by the policy but not dispatched) and, once the
+// forwarder built it, fwd (fwd.name is not empty).
+type plan struct {
+	actions   []action
+	dropped   int
+	skip      bool
+	forwarded bool
+	fwd       forwardReq
+}
+
+// waits reports whether p asks the gateway to answer when the run ends.
+func (p *plan) waits() bool {
+	if p.fwd.name != "" {
+		return p.fwd.wait
+	}
+	for i := range p.actions {
+		if p.actions[i].Wait {
+			return true
+		}
+	}
+	return false
+}
 
 // plan resolves the request's sub-path to the actions it asks for:
 // wake and agent are built in (decoded with the gateway's request rules;
 // in forward mode then forwarded as sent); any other name goes through
 // the mappings.
-func (h *Handler) plan(ex *exchange) (plan, *hookError) {
+func (rt *router) plan(ex *exchange) (plan, *hookError) {
 	var (
 		a   action
 		err error
@@ -38,41 +58,34 @@ func (h *Handler) plan(ex *exchange) (plan, *hookError) {
 		a, err = decodeWake(ex.payload)
 	case routeAgent:
 		ex.route = routeAgent
-		a, err = h.policy.decodeAgent(ex.payload)
+		a, err = rt.policy.decodeAgent(ex.payload)
 		a.Source = boundary.SourceWebhook
 	default:
-		return h.planMapped(ex)
+		return rt.planMapped(ex)
 	}
 	if !ex.tokenOK {
-		return plan{}, h.authFailed(ex, "invalid or missing token")
+		return plan{}, unauthorized(reasonBadToken)
 	}
 	if err != nil {
 		return plan{}, reject(http.StatusBadRequest, err.Error())
 	}
 	a.fromRequest = true
-	p := plan{actions: []action{a}}
-	if h.forward {
-		var herr *hookError
-		if p.fwd, herr = h.forwardBuiltin(ex, &a); herr != nil {
-			return plan{}, herr
-		}
-	}
-	return p, nil
+	return plan{actions: []action{a}, forwarded: rt.forward}, nil
 }
 
 // planMapped resolves a custom hook name through the mappings (configured
 // ones first, then presets; the first eligible match wins).
-func (h *Handler) planMapped(ex *exchange) (plan, *hookError) {
+func (rt *router) planMapped(ex *exchange) (plan, *hookError) {
 	ex.route = "mapped"
-	vars := h.requestVars(ex)
+	vars := rt.requestVars(ex)
 	authReason := ""
-	for _, c := range h.mappings {
-		if !h.answers(c, ex) {
+	for _, c := range rt.mappings {
+		if !rt.answers(c, ex) {
 			continue
 		}
-		if !ex.eligible(c) {
+		if !c.eligible(ex) {
 			if authReason == "" {
-				authReason = "invalid or missing token"
+				authReason = reasonBadToken
 				if c.verifier != nil && !slices.Contains(ex.verified, c.verifier) {
 					authReason = ex.signatureReason()
 				}
@@ -91,10 +104,10 @@ func (h *Handler) planMapped(ex *exchange) (plan, *hookError) {
 		if int64(len(ex.body)) > c.bodyLimit {
 			return plan{}, reject(http.StatusRequestEntityTooLarge, reasonTooLarge)
 		}
-		return h.planFor(c, ex, vars)
+		return rt.planFor(c, ex, vars)
 	}
 	if authReason != "" {
-		return plan{}, h.authFailed(ex, authReason)
+		return plan{}, unauthorized(authReason)
 	}
 	return plan{}, reject(http.StatusNotFound, "no mapping for hook")
 }
@@ -107,13 +120,12 @@ func (h *Handler) planMapped(ex *exchange) (plan, *hookError) {
 // templates and CEL read through tmpl.Vars.Element, and the transform
 // runs once per element over a payload converted once (RunEach), so the
 // work follows the list, not the size of the rest of the payload.
-func (h *Handler) planFor(c *compiledMapping, ex *exchange, vars *tmpl.Vars) (plan, *hookError) {
+func (rt *router) planFor(c *compiledMapping, ex *exchange, vars *tmpl.Vars) (plan, *hookError) {
 	if c.forward {
-		f, herr := h.newForward(ex, kindAgent)
-		return plan{fwd: f}, herr
+		return plan{forwarded: true}, nil
 	}
 	if c.forEach == "" {
-		a, skip, herr := h.buildAction(c, ex, vars, func() (map[string]any, error) { return c.transform.run(ex, vars) })
+		a, skip, herr := rt.buildAction(c, ex, vars, func() (map[string]any, error) { return c.transform.run(ex, vars) })
 		if herr != nil || skip {
 			return plan{skip: skip}, herr
 		}
@@ -134,7 +146,7 @@ func (h *Handler) planFor(c *compiledMapping, ex *exchange, vars *tmpl.Vars) (pl
 	for i, it := range items {
 		v := *vars
 		v.Element = tmpl.Element{Key: c.forEach, Value: []any{it}}
-		a, skip, herr := h.buildAction(c, ex, &v, func() (map[string]any, error) {
+		a, skip, herr := rt.buildAction(c, ex, &v, func() (map[string]any, error) {
 			if i < len(overrides) {
 				return overrides[i], nil
 			}
@@ -151,7 +163,7 @@ func (h *Handler) planFor(c *compiledMapping, ex *exchange, vars *tmpl.Vars) (pl
 		return plan{skip: true}, nil
 	}
 	if dropped > 0 {
-		h.logger.Warn("fan-out capped", zap.String("mapping", c.id), zap.Int("dispatched", len(acts)), zap.Int("dropped", dropped))
+		rt.logger.Warn("fan-out capped", zap.String("mapping", c.id), zap.Int("dispatched", len(acts)), zap.Int("dropped", dropped))
 	}
 	return plan{actions: acts, dropped: dropped}, nil
 }
@@ -159,7 +171,7 @@ func (h *Handler) planFor(c *compiledMapping, ex *exchange, vars *tmpl.Vars) (pl
 // buildAction renders c's templates, applies its transform's result
 // (override, called only when c has a transform) and decodes the result.
 // skip is true when the transform returned null.
-func (h *Handler) buildAction(c *compiledMapping, ex *exchange, vars *tmpl.Vars, override func() (map[string]any, error)) (action, bool, *hookError) {
+func (rt *router) buildAction(c *compiledMapping, ex *exchange, vars *tmpl.Vars, override func() (map[string]any, error)) (action, bool, *hookError) {
 	f, herr := c.render(vars)
 	if herr != nil {
 		return action{}, false, herr
@@ -171,7 +183,7 @@ func (h *Handler) buildAction(c *compiledMapping, ex *exchange, vars *tmpl.Vars,
 			f, err = mergeOverride(f, result, &kind, &unsafe, &keyFromRequest)
 		}
 		if err != nil {
-			h.logger.Error("hook transform failed", zap.String("mapping", c.id), zap.String("error", err.Error()))
+			rt.logger.Error("hook transform failed", zap.String("mapping", c.id), zap.String("error", err.Error()))
 			return action{}, false, reject(http.StatusInternalServerError, "hook transform failed: "+c.id)
 		}
 		if result == nil {
@@ -306,15 +318,26 @@ func mergeOverride(f fields, override map[string]any, kind *actionKind, unsafe, 
 // answers reports whether c's match_path admits ex's hook name. A
 // mapping without match_path admits every name. A forward mapping
 // compares its path, percent-encoded, with the name the gateway reads
-// (gatewayName: escapes kept as sent), as the gateway compares its
+// (its sub-path as the gateway reads it, with the slashes around it
+// trimmed: escapes kept as sent), as the gateway compares its
 // match.path, so that the edge picks the mapping the gateway picks; it
 // admits only names the edge can forward as sent.
-func (h *Handler) answers(c *compiledMapping, ex *exchange) bool {
+func (rt *router) answers(c *compiledMapping, ex *exchange) bool {
 	if !c.forward {
 		return c.path == "" || c.path == ex.sub
 	}
-	name, ok := h.gatewayName(ex)
-	return ok && (c.path == "" || c.gwPath == name)
+	rest, ok := ex.gatewayRest(rt.base)
+	return ok && (c.path == "" || c.gwPath == strings.Trim(rest, "/"))
+}
+
+// eligible reports whether mapping c may answer ex: a mapping without
+// verify needs the hook token; one with verify needs its signature, and
+// the token as well when it sets require_token.
+func (c *compiledMapping) eligible(ex *exchange) bool {
+	if c.verifier == nil {
+		return ex.tokenOK
+	}
+	return slices.Contains(ex.verified, c.verifier) && (!c.needToken || ex.tokenOK)
 }
 
 // matches reports whether c's source and CEL conditions hold (CEL last);
@@ -407,17 +430,17 @@ func (c *compiledMapping) action(kind actionKind, f fields, keyFromRequest bool,
 // request. Headers and query are gathered only when a mapping that could
 // answer the hook name reads them. The hook token's headers are left out:
 // no template or script can copy the token into a message.
-func (h *Handler) requestVars(ex *exchange) *tmpl.Vars {
+func (rt *router) requestVars(ex *exchange) *tmpl.Vars {
 	var needHeaders, needQuery bool
-	for _, c := range h.mappings {
-		if h.answers(c, ex) {
+	for _, c := range rt.mappings {
+		if rt.answers(c, ex) {
 			needHeaders = needHeaders || c.readsHeaders
 			needQuery = needQuery || c.readsQuery
 		}
 	}
 	v := &tmpl.Vars{Payload: ex.payload, Path: ex.sub, Now: ex.now}
 	if needHeaders {
-		v.Headers = h.templateHeaders(ex.r.Header)
+		v.Headers = rt.templateHeaders(ex.r.Header)
 	}
 	if needQuery && ex.r.URL.RawQuery != "" {
 		v.Query = templateQuery(ex.r.URL.Query())
@@ -428,10 +451,10 @@ func (h *Handler) requestVars(ex *exchange) *tmpl.Vars {
 // templateHeaders maps lower-cased header names to their values (joined
 // with ", " when repeated), without the hook token's headers
 // (Authorization, x-service-token and the token_headers aliases).
-func (h *Handler) templateHeaders(hdr http.Header) map[string]string {
+func (rt *router) templateHeaders(hdr http.Header) map[string]string {
 	headers := make(map[string]string, len(hdr))
 	for k, v := range hdr {
-		if c := textproto.CanonicalMIMEHeaderKey(k); c == "Authorization" || h.isTokenHeader(c) {
+		if c := textproto.CanonicalMIMEHeaderKey(k); c == "Authorization" || rt.tokens.isHeader(c) {
 			continue
 		}
 		headers[strings.ToLower(k)] = strings.Join(v, ", ")

@@ -319,3 +319,14 @@ func BenchmarkForEachPadded(b *testing.B) {
 		})
 	}
 }
+
+// TestTemplateHeadersWithoutTokens: no template or transform sees a token
+// header, aliases included.
+func TestTemplateHeadersWithoutTokens(t *testing.T) {
+	h := newTestHandler(t, nil, func(h *Handler) { h.TokenHeaders = []string{"x-openclaw-token"} })
+	got := h.router.templateHeaders(http.Header{"Authorization": {"Bearer t"}, "X-Service-Token": {"t"}, "X-Openclaw-Token": {"t"},
+		"x-openclaw-token": {"t"}, "X-Github-Event": {"push"}})
+	if len(got) != 1 || got["x-github-event"] != "push" {
+		t.Fatalf("template headers %v", got)
+	}
+}

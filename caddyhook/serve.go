@@ -3,63 +3,36 @@ package caddyhook
 import (
 	"context"
 	"encoding/json"
-	"math"
-	"net"
 	"net/http"
-	"net/netip"
-	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-
-	"github.com/caddyhook/caddyhook/internal/verify"
 )
+
+// The request path of one hook request, in order: the Handler runs each
+// step through the concern that owns it (see ARCHITECTURE.md).
 
 // Request-path reasons.
 const (
-	reasonQueryToken  = "token must not be sent in the URL; use Authorization: Bearer <token> or x-service-token"
-	reasonContentType = "content type must be application/json"
-	reasonTooLarge    = "payload too large"
-	reasonInvalidJSON = "invalid JSON body"
-	reasonWaitSpooled = "waitForCompletion is not available with the spool: a spooled request is answered once it is on disk, before the run"
+	reasonNoClientAddr = "client address unknown (the proxy in front must send X-Forwarded-For)"
+	reasonInvalidJSON  = "invalid JSON body"
+	reasonWaitSpooled  = "waitForCompletion is not available with the spool: a spooled request is answered once it is on disk, before the run"
 )
 
-// exchange is the per-request state of one hook request.
-type exchange struct {
-	r       *http.Request
-	w       http.ResponseWriter // nil in a dry run
-	sub     string
-	ip      netip.Addr
-	now     time.Time
-	tokenOK bool
-	route   string // as in the metrics and logs: wake, agent, a mapping id, …
-	mapping string // id of the mapping that answered, if any
-	body    []byte
-	payload map[string]any
-
-	// verified lists the signing mappings' verifiers the request passed;
-	// deliveryID and challenge come from the first that passed; sigReason
-	// is the first verification failure.
-	verified   []*verify.Verifier
-	deliveryID string
-	challenge  string
-	sigReason  string
-
-	// lockedFor is the rest of the client address's lock (0 = not locked);
-	// a locked request only gets this far with a provider signature.
-	lockedFor time.Duration
-	// bodyDone is set once the whole body has been read.
-	bodyDone bool
-	// items are the gateway requests handed to the sink (the event log
-	// records them).
-	items []prepared
-
-	// gwRest is the path below the base as the gateway reads it, for a
-	// forwarded request (gatewayRest); gwOK says whether the gateway reads
-	// the name the edge routed; gwDone that both are set.
-	gwRest       string
-	gwOK, gwDone bool
+// ServeHTTP handles requests under the base path and passes every other
+// request to next.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	if !h.enabled {
+		return next.ServeHTTP(w, r)
+	}
+	sub, ok := subPath(r.URL.Path, h.base)
+	if !ok {
+		return next.ServeHTTP(w, r)
+	}
+	h.serveHook(w, r, sub)
+	return nil
 }
 
 // bodyPool recycles request body buffers.
@@ -70,7 +43,7 @@ var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &
 func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) {
 	takeOver := h.access.takeOver(r)
 	bufp := bodyPool.Get().(*[]byte)
-	ex := exchange{r: r, w: w, sub: sub, ip: h.clientAddress(r), now: time.Now(), body: (*bufp)[:0], route: "none"}
+	ex := exchange{r: r, w: w, sub: sub, ip: h.addrs.address(r), now: time.Now(), body: (*bufp)[:0], route: "none"}
 	status, body, herr := h.process(&ex)
 	if !ex.bodyDone {
 		settleUnreadBody(w, r)
@@ -81,14 +54,16 @@ func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) 
 	setPlaceholders(r, &ex, status, herr)
 	if herr != nil {
 		writeError(w, herr)
-		h.logRejection(&ex, herr)
+		h.rejects.write(&ex, herr)
 	} else if status == http.StatusNoContent {
 		writeNoContent(w)
 	} else {
 		writeJSON(w, status, body)
 	}
 	h.metrics.observeRequest(ex.route, status)
-	h.recordEvent(&ex, status, body, herr)
+	if h.events != nil {
+		h.events.record(&ex, status, body, herr)
+	}
 	if takeOver {
 		h.access.emit(r, status, len(body), ex.now)
 	}
@@ -99,14 +74,21 @@ func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) 
 }
 
 // process is the pipeline of DESIGN.md, cheapest rejection first. It
-// returns the success status and body, or the rejection.
+// returns the success status and body, or the rejection; a refusal that
+// counts as an authentication failure is counted by the lockout here.
 func (h *Handler) process(ex *exchange) (int, []byte, *hookError) {
+	status, body, herr := h.steps(ex)
+	return status, body, h.lockout.count(ex, herr)
+}
+
+// steps runs the request's steps, each through its concern.
+func (h *Handler) steps(ex *exchange) (int, []byte, *hookError) {
 	r := ex.r
 	if h.forward && !rawTargetOK(requestTarget(r)) {
 		// what the gateway's HTTP parser refuses, before anything else
 		return 0, nil, reject(http.StatusBadRequest, reasonRawTarget)
 	}
-	if h.urlToken(r) {
+	if h.tokens.urlToken(r) {
 		return 0, nil, reject(http.StatusBadRequest, reasonQueryToken)
 	}
 	if herr := h.authenticate(ex); herr != nil {
@@ -118,10 +100,10 @@ func (h *Handler) process(ex *exchange) (int, []byte, *hookError) {
 	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		return 0, nil, reject(http.StatusUnsupportedMediaType, reasonContentType)
 	}
-	if herr := h.readRequestBody(ex); herr != nil {
+	if herr := h.bodies.read(ex, h.router.bodyLimit(ex.sub), h.lockout); herr != nil {
 		return 0, nil, herr
 	}
-	if herr := h.verifySignature(ex); herr != nil {
+	if herr := h.router.verifySignature(ex); herr != nil {
 		return 0, nil, herr
 	}
 	if ex.challenge != "" {
@@ -131,11 +113,55 @@ func (h *Handler) process(ex *exchange) (int, []byte, *hookError) {
 	if herr := decodePayload(ex); herr != nil {
 		return 0, nil, herr
 	}
-	p, herr := h.plan(ex)
+	p, herr := h.router.plan(ex)
+	if herr == nil && p.forwarded {
+		p.fwd, herr = h.forwarder.plan(ex, p.actions)
+	}
 	if herr != nil || p.skip {
 		return http.StatusNoContent, nil, herr
 	}
 	return h.execute(ex, p)
+}
+
+// authenticate runs the steps before the body: the client address, the
+// lockout, the method and the token. A locked address gets no token
+// compared; it is answered 429 at once unless the hook name is a signed
+// one and the request carries a signature header, which is then checked
+// (never the token): a lock never blocks a valid provider signature, so a
+// third party cannot lock a provider's shared address out. A request that
+// neither has the token nor offers a signature is refused here, before its
+// body is read.
+func (h *Handler) authenticate(ex *exchange) *hookError {
+	if !ex.ip.IsValid() {
+		// behind a Unix socket without a forwarded address: no key to
+		// count failures against, so nothing is evaluated
+		return reject(http.StatusForbidden, reasonNoClientAddr)
+	}
+	if h.addrs.leftmost(ex.r) {
+		return reject(http.StatusInternalServerError, reasonLeftmostForwarded)
+	}
+	signed := h.router.mayVerify(ex.sub) && h.router.signatureOffered(ex)
+	if left, locked := h.lockout.Locked(ex.ip, ex.now); locked {
+		if !signed {
+			return lockedOut(left)
+		}
+		ex.lockedFor = left
+	}
+	if ex.r.Method != http.MethodPost {
+		return reject(http.StatusMethodNotAllowed, "method not allowed")
+	}
+	if ex.lockedFor == 0 {
+		ex.tokenOK = h.tokens.matches(h.tokens.presented(ex.r.Header))
+	}
+	switch {
+	case ex.tokenOK:
+		h.lockout.Reset(ex.ip)
+	case !h.router.mayVerify(ex.sub):
+		return unauthorized(reasonBadToken)
+	case !signed:
+		return unauthorized(ex.signatureReason())
+	}
+	return nil
 }
 
 // decodePayload parses the body as the gateway does: surrounding white
@@ -160,20 +186,9 @@ func decodePayload(ex *exchange) *hookError {
 	return nil
 }
 
-// plan is what a request resolved to: the actions to dispatch, how many a
-// fan-out cap dropped, or a skip (204). A forwarded request has fwd set
-// (fwd.name is not empty); its actions, if any, are the decoded /wake or
-// /agent request, checked by the policy but not dispatched.
-type plan struct {
-	actions []action
-	dropped int
-	skip    bool
-	fwd     forwardReq
-}
-
-// execute applies the policy, the idempotency cache and the dispatcher.
+// execute applies the policy, the idempotency check and the sink.
 func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
-	key := h.idempotencyKey(ex)
+	key := h.idem.key(ex)
 	var seeds []string
 	if key != "" {
 		// fingerprint the request as sent, before the policy fills in
@@ -190,40 +205,31 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 		}
 	}
 	if p.fwd.name != "" && len(p.actions) == 1 {
-		if a := &p.actions[0]; a.Kind == kindAgent && a.keySource == keyNone && a.SessionKey != "" {
-			// the edge's own default_session_key, as the last member: it
-			// wins over a sessionKey the policy read as none (null, "",
-			// blank), which the gateway would otherwise read last; the
-			// gateway resolves every other omitted field itself
-			p.fwd.body = withField(p.fwd.body, "sessionKey", a.SessionKey)
-		}
+		p.fwd.withSessionKey(&p.actions[0])
 	}
-	if h.Spool != nil && h.waits(p) {
+	if h.Spool != nil && p.waits() {
 		return 0, nil, reject(http.StatusBadRequest, reasonWaitSpooled)
 	}
+	ctx := ex.r.Context()
 	if key == "" {
-		return h.dispatch(ex.r.Context(), ex, p, "", nil)
+		return h.dispatch(ctx, ex, p, nil)
 	}
-	return h.dispatchOnce(ex, p, key, seeds)
-}
-
-// waits reports whether p asks the gateway to answer when the run ends.
-func (h *Handler) waits(p plan) bool {
-	if p.fwd.name != "" {
-		return p.fwd.wait
+	// dispatch unless the key was answered already: a replay gets the
+	// first reply; a failed dispatch gives the key up, so that the
+	// sender's retry dispatches again
+	cl, answered, status, body, herr := h.idem.claim(ex, key+"\x00"+strings.Join(seeds, ","))
+	if answered {
+		return status, body, herr
 	}
-	for i := range p.actions {
-		if p.actions[i].Wait {
-			return true
-		}
-	}
-	return false
+	status, body, herr = h.dispatch(cl.context(ctx), ex, p, seeds)
+	h.idem.settle(cl, status, body, herr == nil)
+	return status, body, herr
 }
 
 // dispatch prepares the gateway requests and hands them to the sink.
-// key is the request's idempotency key; eventIDs, when given, are the
-// deterministic ids of an idempotent request.
-func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, key string, eventIDs []string) (int, []byte, *hookError) {
+// eventIDs, when given, are the deterministic ids of an idempotent
+// request.
+func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, eventIDs []string) (int, []byte, *hookError) {
 	id := func(i int) string {
 		if eventIDs == nil {
 			return ""
@@ -232,34 +238,13 @@ func (h *Handler) dispatch(ctx context.Context, ex *exchange, p plan, key string
 	}
 	ctx = withTrace(ctx, requestTrace(ex.r))
 	if p.fwd.name != "" {
-		ex.items = []prepared{h.prepareForward(ex, &p.fwd, id(0))}
+		ex.items = []prepared{h.forwarder.prepare(ex, &p.fwd, id(0))}
 		return h.sink.deliver(ctx, ex.items, 0, ex.ip)
 	}
 	items := make([]prepared, len(p.actions))
 	for i := range p.actions {
-		items[i] = h.prepare(&p.actions[i], id(i))
+		items[i] = prepare(&p.actions[i], id(i), h.wrapEdge, h.gateway)
 	}
 	ex.items = items
 	return h.sink.deliver(ctx, items, p.dropped, ex.ip)
-}
-
-// clientAddr is Caddy's resolved client IP (which honours the server's
-// trusted_proxies), falling back to the peer address.
-func clientAddr(r *http.Request) netip.Addr {
-	if s, ok := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string); ok {
-		if ip, err := netip.ParseAddr(s); err == nil {
-			return ip
-		}
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip, _ := netip.ParseAddr(host)
-	return ip
-}
-
-// retryAfterSeconds rounds a remaining lock time up to whole seconds, ≥ 1.
-func retryAfterSeconds(d time.Duration) string {
-	return strconv.FormatInt(max(1, int64(math.Ceil(d.Seconds()))), 10)
 }

@@ -354,7 +354,7 @@ func TestSignatureFailureReasons(t *testing.T) {
 			}
 			ex := exchange{r: r, sub: "github", now: time.Now(), body: []byte(body), ip: netip.MustParseAddr("192.0.2.77")}
 			before := counterValue(t, h.metrics.authFailures)
-			herr := h.verifySignature(&ex)
+			herr := h.lockout.count(&ex, h.router.verifySignature(&ex))
 			if herr == nil || herr.status != http.StatusUnauthorized {
 				t.Fatalf("verifySignature = %v, want 401", herr)
 			}
@@ -448,5 +448,35 @@ func TestSignatureAnyPath(t *testing.T) {
 	}
 	if n := len(gw.Received()); n != 2 {
 		t.Fatalf("gateway saw %d actions, want 2", n)
+	}
+}
+
+// TestVerifierOffered: a request without its scheme's signature header is
+// refused from the headers alone, with the reason Verify would give.
+func TestVerifierOffered(t *testing.T) {
+	for _, tc := range []struct {
+		cfg    verify.Config
+		hdr    http.Header
+		offers bool
+	}{
+		{*githubConfig(sigGitHubSecret), http.Header{"X-Hub-Signature-256": {"sha256=00"}}, true},
+		{*githubConfig(sigGitHubSecret), http.Header{"X-Hub-Signature": {"sha1=00"}}, false},
+		{*githubConfig(sigGitHubSecret), http.Header{"X-Hub-Signature-256": {"  "}}, false},
+		{*githubConfig(sigGitHubSecret), http.Header{}, false},
+		{verify.Config{Scheme: "stripe", Secrets: []string{sigStripeSecret}}, http.Header{"Stripe-Signature": {"t=1,v1=00"}}, true},
+		{verify.Config{Scheme: "standard", Secrets: []string{sigStandardSecret}}, http.Header{"Svix-Signature": {"v1,AA=="}}, true},
+		{verify.Config{Scheme: "hmac", Secrets: []string{sigHMACSecret}, Header: "x-acme-signature"}, http.Header{"X-Acme-Signature": {"00"}}, true},
+	} {
+		v, err := verify.New(tc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = v.Offered(tc.hdr)
+		if (err == nil) != tc.offers {
+			t.Errorf("%s %v: Offered = %v, want offered %v", tc.cfg.Scheme, tc.hdr, err, tc.offers)
+		}
+		if _, verr := v.Verify(tc.hdr, nil, time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)); err != nil && (verr == nil || verr.Error() != err.Error()) {
+			t.Errorf("%s %v: Offered says %v, Verify %v", tc.cfg.Scheme, tc.hdr, err, verr)
+		}
 	}
 }

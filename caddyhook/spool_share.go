@@ -2,23 +2,21 @@ package caddyhook
 
 import (
 	"errors"
-	"slices"
-	"sync"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/succession"
 )
 
 // spoolShare is a spool in sharedPool with the senders of the handlers
-// that use it, oldest first. Only the oldest delivers: during a reload
-// that is the running config's, and when the new config is refused, its
-// registration goes away without the spool ever having used it. When the
-// old config is cleaned up, the next one takes over the delivery.
+// that use it, oldest first (a succession.Line). Only the oldest
+// delivers: during a reload that is the running config's, and when the
+// new config is refused, its registration goes away without the spool
+// ever having used it. When the old config is cleaned up, the next one
+// takes over the delivery.
 type spoolShare struct {
 	store  *spool.Store   // the local spool (nil for the cluster queue)
 	target deliveryTarget // where the delivering registration goes: store or the cluster queue
-
-	mu   sync.Mutex
-	regs []*spoolReg
+	line   *succession.Line[*spoolReg]
 }
 
 // spoolReg is one handler's registration with a spoolShare: its sender,
@@ -29,6 +27,7 @@ type spoolReg struct {
 	rate     spool.Rate
 	settings *spool.Config   // a local spool's settings (nil: the cluster queue's are the engine's)
 	config   <-chan struct{} // Done of the registering config's context: tells configs apart
+	place    *succession.Registration[*spoolReg]
 }
 
 // deliveryTarget is what a spoolShare hands its delivering sender to.
@@ -38,7 +37,21 @@ type deliveryTarget interface {
 }
 
 // newSpoolShare shares a local spool.
-func newSpoolShare(st *spool.Store) *spoolShare { return &spoolShare{store: st, target: st} }
+func newSpoolShare(st *spool.Store) *spoolShare { return newShare(st, st) }
+
+// newShare shares the delivery to target (of the local spool st, or of
+// the cluster queue when st is nil).
+func newShare(st *spool.Store, target deliveryTarget) *spoolShare {
+	p := &spoolShare{store: st, target: target}
+	p.line = succession.New((*spoolReg).activate, func() { p.target.SetSender(nil) })
+	return p
+}
+
+// localStore is the local spool shared (nil for the cluster queue).
+func (p *spoolShare) localStore() *spool.Store { return p.store }
+
+// delivery is where the delivering registration's sender goes.
+func (p *spoolShare) delivery() deliveryTarget { return p.target }
 
 // activate makes r the registration the spool delivers with, under its
 // config's settings: the spool outlives a reload, and this is where the
@@ -56,41 +69,18 @@ func (r *spoolReg) activate() {
 // sender. A second handler of the same config (same config context) is
 // refused: its events would be delivered through the first one's gateway.
 func (p *spoolShare) register(snd spool.Sender, rate spool.Rate, settings *spool.Config, config <-chan struct{}) (*spoolReg, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, r := range p.regs {
-		if r.config == config {
-			return nil, errors.New("already used by another hooks handler of this config; give each handler its own spool directory")
-		}
-	}
 	r := &spoolReg{share: p, sender: snd, rate: rate, settings: settings, config: config}
-	p.regs = append(p.regs, r)
-	if len(p.regs) == 1 {
-		r.activate()
+	r.place = p.line.Register(r, func(e *spoolReg) bool { return e.config == config })
+	if r.place == nil {
+		return nil, errors.New("already used by another hooks handler of this config; give each handler its own spool directory")
 	}
 	return r, nil
 }
 
 // release removes the registration; when it was the delivering one, the
-// next oldest takes over (or delivery pauses until one registers).
-func (r *spoolReg) release() {
-	p := r.share
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	i := slices.Index(p.regs, r)
-	if i < 0 {
-		return
-	}
-	p.regs = slices.Delete(p.regs, i, i+1)
-	if i != 0 {
-		return
-	}
-	if len(p.regs) > 0 {
-		p.regs[0].activate()
-	} else {
-		p.target.SetSender(nil)
-	}
-}
+// next oldest takes over (or delivery pauses until one registers). It
+// may run more than once.
+func (r *spoolReg) release() { r.place.Release() }
 
 // Destruct closes the spool (stops the cluster queue's delivery here)
 // when its last user is gone.

@@ -4,31 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/caddyhook/caddyhook/caddyhook/spool/spooltest"
+
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
-
-// recordingSender accepts every event and remembers its id.
-type recordingSender struct {
-	mu  sync.Mutex
-	ids []string
-}
-
-func (s *recordingSender) Send(_ context.Context, ev *spool.Event) (int, string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.ids = append(s.ids, ev.ID)
-	return 200, "", nil
-}
-
-func (s *recordingSender) got() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.ids...)
-}
 
 // TestSpoolShareOldestDelivers: the oldest registration delivers; a
 // newer one that goes away (a refused reload) never did; when the oldest
@@ -50,14 +33,14 @@ func TestSpoolShareOldestDelivers(t *testing.T) {
 		}
 		return id
 	}
-	deliveredBy := func(s *recordingSender, id string) {
+	deliveredBy := func(s *spooltest.Recorder, id string) {
 		t.Helper()
-		waitFor(t, func() string { return fmt.Sprintf("%s not delivered: %v", id, s.got()) }, func() bool {
-			got := s.got()
+		testkit.WaitForState(t, func() string { return fmt.Sprintf("%s not delivered: %v", id, s.IDs()) }, func() bool {
+			got := s.IDs()
 			return len(got) > 0 && got[len(got)-1] == id
 		})
 	}
-	running, refused, next := &recordingSender{}, &recordingSender{}, &recordingSender{}
+	running, refused, next := &spooltest.Recorder{}, &spooltest.Recorder{}, &spooltest.Recorder{}
 	runningCfg, newCfg := make(chan struct{}), make(chan struct{})
 
 	regRunning, err := share.register(running, spool.Rate{}, nil, runningCfg)
@@ -76,7 +59,7 @@ func TestSpoolShareOldestDelivers(t *testing.T) {
 	deliveredBy(running, send())
 	regRefused.release()
 	deliveredBy(running, send())
-	if got := refused.got(); len(got) != 0 {
+	if got := refused.IDs(); len(got) != 0 {
 		t.Fatalf("the refused config's sender delivered %v", got)
 	}
 

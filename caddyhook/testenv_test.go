@@ -3,13 +3,17 @@ package caddyhook
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
@@ -55,7 +59,8 @@ func serveGateway(tb testing.TB, cfg devgw.Config) *testGateway {
 }
 
 // newTestHandler provisions a handler in front of gw (nil: a socket that
-// does not exist); mod adjusts the config first. Logs are discarded.
+// does not exist); mod adjusts the config first. Logs are discarded
+// unless mod sets the handler's logger.
 func newTestHandler(tb testing.TB, gw *testGateway, mod func(h *Handler)) *Handler {
 	tb.Helper()
 	h := validHandler()
@@ -64,13 +69,13 @@ func newTestHandler(tb testing.TB, gw *testGateway, mod func(h *Handler)) *Handl
 	} else {
 		h.Gateway = "unix/" + filepath.Join(tb.TempDir(), "absent.sock")
 	}
+	h.logger = zap.NewNop()
 	if mod != nil {
 		mod(h)
 	}
 	if err := provision(tb, h); err != nil {
 		tb.Fatalf("Provision: %v", err)
 	}
-	h.logger = zap.NewNop()
 	return h
 }
 
@@ -145,3 +150,45 @@ func headers(pairs ...[]string) []string {
 	}
 	return out
 }
+
+// runningHook is a hooks handler of the running config and the http
+// server (site listener) it belongs to.
+type runningHook struct {
+	h      *Handler
+	server string
+}
+
+// runningHooks finds the hooks handlers of the running config in its
+// http servers' routes (subroutes included), ordered by server name.
+func runningHooks(tb testing.TB) []runningHook {
+	tb.Helper()
+	app, err := caddy.ActiveContext().AppIfConfigured("http")
+	if err != nil {
+		return nil
+	}
+	httpApp := app.(*caddyhttp.App)
+	var out []runningHook
+	var walk func(server string, routes caddyhttp.RouteList)
+	walk = func(server string, routes caddyhttp.RouteList) {
+		for _, rt := range routes {
+			for _, mh := range rt.Handlers {
+				switch x := mh.(type) {
+				case *Handler:
+					out = append(out, runningHook{h: x, server: server})
+				case *caddyhttp.Subroute:
+					walk(server, x.Routes)
+				}
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(httpApp.Servers)) {
+		walk(name, httpApp.Servers[name].Routes)
+	}
+	return out
+}
+
+// hangBound is the "did not hang" bound of the tests that check that
+// something (a transform budget, a gateway timeout, a lock wait) stopped a
+// call: far above the configured limits, so that only a call the limit
+// failed to stop can reach it, however loaded the machine.
+const hangBound = 10 * time.Second

@@ -23,19 +23,20 @@ func (transformCache) Destruct() error { return nil }
 // transformSet compiles the transforms of one handler: the effective
 // transforms directory, the options and the shared cache.
 type transformSet struct {
-	h     *Handler
-	dir   string
-	opts  transform.Options
-	cache *transform.Cache
+	root, subdir string // transforms_root and transforms_dir, as configured
+	held         *poolHold
+	dir          string
+	opts         transform.Options
+	cache        *transform.Cache
 }
 
-// transformSetup resolves the transforms directory lazily: it is only
+// newTransformSet resolves the transforms directory lazily: it is only
 // required when a mapping names a transform.
-func (h *Handler) transformSetup() (*transformSet, error) {
-	return &transformSet{h: h, opts: transform.Options{
-		Timeout:  time.Duration(h.TransformTimeout),
-		MaxBytes: h.TransformMaxMemory,
-	}}, nil
+func newTransformSet(root, subdir string, timeout time.Duration, maxBytes int64, held *poolHold) *transformSet {
+	return &transformSet{root: root, subdir: subdir, held: held, opts: transform.Options{
+		Timeout:  timeout,
+		MaxBytes: maxBytes,
+	}}
 }
 
 // compile resolves ref inside the transforms directory and compiles it
@@ -59,20 +60,20 @@ func (s *transformSet) compile(id string, ref *TransformRef) (*mappingTransform,
 
 // open resolves the transforms directory and loads the shared cache.
 func (s *transformSet) open() error {
-	root := s.h.TransformsRoot
+	root := s.root
 	if root == "" {
 		root = filepath.Join("hooks", "transforms")
 	}
 	if !filepath.IsAbs(root) {
 		root = filepath.Join(configDir(os.Args), root)
 	}
-	dir, err := transform.ResolveDir(root, s.h.TransformsDir)
+	dir, err := transform.ResolveDir(root, s.subdir)
 	if err != nil {
 		return err
 	}
 	s.dir = dir
 	s.opts.Root = dir
-	c, _, err := hold(&s.h.held, transformsPoolKey, func() (transformCache, error) {
+	c, _, err := hold(s.held, transformsPoolKey, func() (transformCache, error) {
 		return transformCache{transform.NewCache()}, nil
 	})
 	s.cache = c.Cache

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // settleTimeout bounds how long one phase waits for the gateway to finish
@@ -104,7 +106,7 @@ func TestDifferential(t *testing.T) {
 	inst := locateOpenclaw(t)
 	stub := newModelStub(t)
 	gw := newOpenclawGatewayWith(t, inst, func(g *openclawGateway) error { return writeDifferentialConfig(g, stub) })
-	bin := buildCaddy(t)
+	bin := testkit.CaddyBinary(t)
 	caddyfile, notes := importEdgeConfig(t, bin, gw.configPath())
 	edge := startImportedEdge(t, bin, caddyfile, gw.hooksToken)
 

@@ -18,20 +18,6 @@ import (
 // edgeReadyTimeout bounds how long Caddy may take to serve its sites.
 const edgeReadyTimeout = 30 * time.Second
 
-// buildCaddy builds cmd/caddy (Caddy with caddyhook) once into a temp dir.
-func buildCaddy(t testing.TB) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "caddy")
-	start := time.Now()
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
-	cmd.Dir = repoRoot(t)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/caddy: %v\n%s", err, out)
-	}
-	t.Logf("built cmd/caddy in %v", time.Since(start).Round(time.Millisecond))
-	return bin
-}
-
 // edgeSite is one caddyhook site: its listening socket (held by the test,
 // handed to Caddy) and the hooks block that fronts gateway.
 type edgeSite struct {

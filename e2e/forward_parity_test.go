@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // TestForwardParity sends the same requests to the real gateway directly
@@ -21,7 +23,7 @@ import (
 func TestForwardParity(t *testing.T) {
 	inst := locateOpenclaw(t)
 	gw := newOpenclawGateway(t, inst)
-	bin := buildCaddy(t)
+	bin := testkit.CaddyBinary(t)
 	forward := []string{"mode forward", "agents main", "channels last", "idempotency_headers x-openclaw-idempotency-key", "presets gmail"}
 	cfg := edgeConfig{edgeToken: randomToken(t), gatewayToken: gw.hooksToken, sites: []edgeSite{
 		{ln: listenLoopback(t), gateway: gw.addr(), extra: forward},

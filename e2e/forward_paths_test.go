@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyhook/caddyhook/internal/testkit"
+
 	"github.com/caddyhook/caddyhook/internal/natstest"
 )
 
@@ -145,7 +147,7 @@ func TestForwardDispatchPaths(t *testing.T) {
 	inst := locateOpenclaw(t)
 	stub := newModelStub(t)
 	gw := newOpenclawGatewayWith(t, inst, func(g *openclawGateway) error { return writeDifferentialConfig(g, stub) })
-	bin := buildCaddy(t)
+	bin := testkit.CaddyBinary(t)
 	nats := natstest.Run(t, natstest.Options{})
 	fbEdge := natstest.NewProxy(t, nats.Addr()) // the fallback edge's way to NATS, cut for its cell
 

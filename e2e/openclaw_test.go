@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // TestRealGateway runs the real openclaw gateway on loopback, checks the
@@ -148,7 +150,7 @@ func testGatewayDirect(t *testing.T, gw *openclawGateway) {
 // to the gateway directly over loopback TCP, site 1 through a tap that
 // records what reaches the gateway, and site 2 spools through a second tap.
 func testCaddyhookFront(t *testing.T, gw *openclawGateway) {
-	bin := buildCaddy(t)
+	bin := testkit.CaddyBinary(t)
 	tap := newGatewayTap(t, gw.addr())
 	spoolTap := newGatewayTap(t, gw.addr())
 	tag := randomToken(t)[:12]
@@ -366,26 +368,11 @@ func testCaddyhookFront(t *testing.T, gw *openclawGateway) {
 			}
 			return seen["/hooks/wake"] && seen["/hooks/agent"]
 		}
-		if !eventually(60*time.Second, delivered) {
+		if !testkit.Eventually(60*time.Second, delivered) {
 			t.Fatalf("spooled events not delivered 60 s after the restart; gateway saw %+v", spoolTap.since(spoolMark))
 		}
 		t.Logf("spooled events delivered after restart (%d attempts seen)", len(spoolTap.since(spoolMark)))
 	})
-}
-
-// eventually calls cond until it returns true or timeout has passed, and
-// reports whether it did.
-func eventually(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout)
-	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 250*time.Millisecond) {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(wait)
-	}
 }
 
 // distinct reports whether no string repeats.

@@ -12,6 +12,7 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/cluster/natscluster"
 	"github.com/caddyhook/caddyhook/internal/natstest"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // testSigningKey is the signing key of the test nodes.
@@ -118,14 +119,11 @@ func (t *table) ApplyLock(a cluster.Addr, until time.Time) bool {
 // waitMembers waits until every node sees all of them as members.
 func waitMembers(t *testing.T, nodes []*table) {
 	t.Helper()
-	natstest.WaitFor(t, "every node sees every member", func() bool {
-		for _, n := range nodes {
-			if n.sync.Members() != len(nodes) {
-				return false
-			}
-		}
-		return true
-	})
+	syncs := make([]testkit.Memberer, len(nodes))
+	for i, n := range nodes {
+		syncs[i] = n.sync
+	}
+	testkit.WaitMembers(t, len(nodes), syncs...)
 }
 
 // owner returns the node owning a's count (every node agrees once the

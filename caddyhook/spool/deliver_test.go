@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyhook/caddyhook/internal/testkit"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -47,14 +48,14 @@ func TestOutageThenRecovery(t *testing.T) {
 				ids = append(ids, id)
 				mustAppend(t, s, newEvent(kind, id))
 			}
-			waitFor(t, "failed attempts", func() bool { return s.Stats().Retries >= 5 })
+			testkit.WaitFor(t, "failed attempts", func() bool { return s.Stats().Retries >= 5 })
 			if got := snd.delivered(""); len(got) != 0 {
 				t.Fatalf("delivered %d events while down", len(got))
 			}
 			down.Store(false)
-			waitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
+			testkit.WaitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
 
-			if got := snd.delivered(""); !sameSet(got, ids) {
+			if got := snd.delivered(""); !testkit.SameSet(got, ids) {
 				t.Fatalf("delivered %d events (%v), want each of the %d exactly once", len(got), got, len(ids))
 			}
 			st := s.Stats()
@@ -85,7 +86,7 @@ func TestUnreachablePausesSending(t *testing.T) {
 	snd := &fakeSender{respond: func(*Event, int) (int, string, error) { return 0, "", errRefused }}
 	s.SetSender(snd)
 	// settled: some send failed and was rescheduled, and none is in flight
-	waitFor(t, "the first failures to settle", func() bool {
+	testkit.WaitFor(t, "the first failures to settle", func() bool {
 		st := s.Stats()
 		return snd.callCount() > 0 && st.InFlight == 0 && st.Retries == uint64(snd.callCount())
 	})
@@ -128,7 +129,7 @@ func TestWakeOrderAcrossRetries(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	waitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
+	testkit.WaitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
 
 	if got := snd.delivered(KindWake); !slices.Equal(got, wakes) {
 		t.Fatalf("wake delivery order\n got %v\nwant %v", got, wakes)
@@ -166,7 +167,7 @@ func TestAgentsOldestReadyFirst(t *testing.T) {
 	}
 	snd := &fakeSender{}
 	s.SetSender(snd)
-	waitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
+	testkit.WaitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
 	if got := snd.delivered(""); !slices.Equal(got, ids) {
 		t.Fatalf("agent order %v, want acceptance order", got)
 	}
@@ -212,7 +213,7 @@ func TestDeadLetterOn4xx(t *testing.T) {
 		ev.Body = []byte(`{"message":"` + secret + `"}`)
 		mustAppend(t, s, ev)
 	}
-	waitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
+	testkit.WaitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
 
 	dead, err := s.DeadLetters()
 	if err != nil {
@@ -261,7 +262,7 @@ func TestDeadLetterOnMaxAge(t *testing.T) {
 	stale.FirstSeen = time.Now().Add(-time.Hour)
 	mustAppend(t, s, stale, newEvent(KindWake, "w"), newEvent(KindAgent, "a"))
 	s.SetSender(snd)
-	waitFor(t, "expiry", func() bool { return s.Stats().Depth == 0 })
+	testkit.WaitFor(t, "expiry", func() bool { return s.Stats().Depth == 0 })
 	if d := time.Since(start); d < cfg.MaxAge {
 		t.Fatalf("fresh events expired after %v, before max_age %v", d, cfg.MaxAge)
 	}
@@ -304,7 +305,7 @@ func TestRestartResumesDelivery(t *testing.T) {
 		mustAppend(t, s, newEvent(kind, id))
 	}
 	s.SetSender(failing)
-	waitFor(t, "some failed attempts", func() bool { return s.Stats().Retries >= 10 })
+	testkit.WaitFor(t, "some failed attempts", func() bool { return s.Stats().Retries >= 10 })
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -326,8 +327,8 @@ func TestRestartResumesDelivery(t *testing.T) {
 	}
 	ok := &fakeSender{}
 	s2.SetSender(ok)
-	waitFor(t, "drain after restart", func() bool { return s2.Stats().Depth == 0 })
-	if got := ok.delivered(""); !sameSet(got, ids) {
+	testkit.WaitFor(t, "drain after restart", func() bool { return s2.Stats().Depth == 0 })
+	if got := ok.delivered(""); !testkit.SameSet(got, ids) {
 		t.Fatalf("delivered after restart %v, want all of %v", got, ids)
 	}
 }
@@ -368,7 +369,7 @@ func TestCloseAbandonsInFlight(t *testing.T) {
 	s2 := openTest(t, cfg)
 	ok := &fakeSender{}
 	s2.SetSender(ok)
-	waitFor(t, "redelivery", func() bool { return len(ok.delivered("")) == 1 })
+	testkit.WaitFor(t, "redelivery", func() bool { return len(ok.delivered("")) == 1 })
 	if got := ok.delivered(""); got[0] != "slow" {
 		t.Fatalf("delivered %v", got)
 	}
@@ -379,11 +380,11 @@ func TestSetSenderReplaces(t *testing.T) {
 	old := &fakeSender{respond: func(*Event, int) (int, string, error) { return 503, "old", nil }}
 	s.SetSender(old)
 	mustAppend(t, s, newEvent(KindWake, "w"), newEvent(KindAgent, "a"))
-	waitFor(t, "old sender tried", func() bool { return old.callCount() >= 2 })
+	testkit.WaitFor(t, "old sender tried", func() bool { return old.callCount() >= 2 })
 	repl := &fakeSender{}
 	s.SetSender(repl)
-	waitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
-	if got := repl.delivered(""); !sameSet(got, []string{"w", "a"}) {
+	testkit.WaitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
+	if got := repl.delivered(""); !testkit.SameSet(got, []string{"w", "a"}) {
 		t.Fatalf("replacement delivered %v", got)
 	}
 	if n := len(old.delivered("")); n != 0 {
@@ -406,7 +407,7 @@ func TestSetSenderReplaces(t *testing.T) {
 	}
 	paused.Store(false)
 	s.SetSender(resumed)
-	waitFor(t, "resume", func() bool { return s.Stats().Depth == 0 })
+	testkit.WaitFor(t, "resume", func() bool { return s.Stats().Depth == 0 })
 	if got := resumed.delivered(""); len(got) != 1 || got[0] != "held" {
 		t.Fatalf("delivered after the resume: %v", got)
 	}
@@ -422,7 +423,7 @@ func TestSenderPanicRetries(t *testing.T) {
 		return 200, "", nil
 	}))
 	mustAppend(t, s, newEvent(KindAgent, "p"))
-	waitFor(t, "delivery after panic", func() bool { return s.Stats().Delivered == 1 })
+	testkit.WaitFor(t, "delivery after panic", func() bool { return s.Stats().Delivered == 1 })
 	if st := s.Stats(); st.Retries != 1 {
 		t.Fatalf("retries %d, want 1", st.Retries)
 	}
@@ -439,7 +440,7 @@ func TestRetryAndDrop(t *testing.T) {
 	}}
 	s.SetSender(snd)
 	mustAppend(t, s, newEvent(KindWake, "d1"), newEvent(KindAgent, "d2"), newEvent(KindAgent, "d3"), newEvent(KindAgent, "d4"))
-	waitFor(t, "dead letters", func() bool { return s.Stats().Dead == 4 })
+	testkit.WaitFor(t, "dead letters", func() bool { return s.Stats().Dead == 4 })
 	bytesDead := s.Stats().Bytes
 
 	tests := []struct {
@@ -459,7 +460,7 @@ func TestRetryAndDrop(t *testing.T) {
 		if err != nil || n != tt.want {
 			t.Fatalf("%s: (%d, %v), want %d", tt.name, n, err, tt.want)
 		}
-		waitFor(t, tt.name+" settles", func() bool { return s.Stats().Depth == 0 })
+		testkit.WaitFor(t, tt.name+" settles", func() bool { return s.Stats().Depth == 0 })
 		dead, err := s.DeadLetters()
 		if err != nil {
 			t.Fatal(err)
@@ -472,7 +473,7 @@ func TestRetryAndDrop(t *testing.T) {
 			t.Fatalf("%s: dead letters %v, want %v", tt.name, ids, tt.wantIDs)
 		}
 	}
-	if got := snd.delivered(""); !sameSet(got, []string{"d1", "d2"}) {
+	if got := snd.delivered(""); !testkit.SameSet(got, []string{"d1", "d2"}) {
 		t.Fatalf("requeued deliveries %v", got)
 	}
 	if st := s.Stats(); st.Dead != 1 || st.Bytes >= bytesDead {
@@ -482,7 +483,7 @@ func TestRetryAndDrop(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("Drop() = %d, %v; want 1", n, err)
 	}
-	waitFor(t, "bytes freed", func() bool { return s.Stats().Bytes == 0 })
+	testkit.WaitFor(t, "bytes freed", func() bool { return s.Stats().Bytes == 0 })
 	if st := s.Stats(); st.Dead != 0 {
 		t.Fatalf("stats after drop-all %+v", st)
 	}
@@ -496,7 +497,7 @@ func TestRetryAllOffline(t *testing.T) {
 	}
 	s.SetSender(&fakeSender{respond: func(*Event, int) (int, string, error) { return 422, "no", nil }})
 	mustAppend(t, s, newEvent(KindAgent, "x"), newEvent(KindWake, "y"))
-	waitFor(t, "dead letters", func() bool { return s.Stats().Dead == 2 })
+	testkit.WaitFor(t, "dead letters", func() bool { return s.Stats().Dead == 2 })
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -516,7 +517,7 @@ func TestRetryAllOffline(t *testing.T) {
 	s3 := openTest(t, cfg)
 	ok := &fakeSender{}
 	s3.SetSender(ok)
-	waitFor(t, "delivered", func() bool { return s3.Stats().Delivered == 2 })
+	testkit.WaitFor(t, "delivered", func() bool { return s3.Stats().Delivered == 2 })
 }
 
 // senderFunc adapts a function to Sender.

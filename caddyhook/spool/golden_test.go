@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/caddyhook/caddyhook/internal/golden"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // goldenBuilds are the builds whose spool.db this release promises to
@@ -157,7 +158,7 @@ func TestGoldenSpoolFiles(t *testing.T) {
 			if n, err := s.Retry(); n != 1 || err != nil {
 				t.Fatalf("retry the dead letter: %d, %v", n, err)
 			}
-			waitFor(t, "the old dead letter delivered", func() bool { return len(snd.delivered(KindWake)) == 1 })
+			testkit.WaitFor(t, "the old dead letter delivered", func() bool { return len(snd.delivered(KindWake)) == 1 })
 			if got := string(snd.body[d.ID]); got != wake.Body {
 				t.Errorf("delivered %q, want %q", got, wake.Body)
 			}

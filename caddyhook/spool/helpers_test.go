@@ -50,22 +50,6 @@ func mustAppend(t *testing.T, s *Store, evs ...*Event) {
 	}
 }
 
-// waitTimeout bounds waitFor: generous, since a condition that holds
-// ends the wait at once and only a broken one waits this long.
-const waitTimeout = 30 * time.Second
-
-// waitFor polls cond until it holds, failing the test after waitTimeout.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for wait := time.Millisecond; !cond(); wait = min(2*wait, 20*time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(wait)
-	}
-}
-
 // attempt is one call a fakeSender received.
 type attempt struct {
 	id     string

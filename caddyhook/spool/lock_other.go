@@ -6,19 +6,17 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/safefile"
 )
 
 // fileLock holds the database file open while it is checked; on this
 // platform only bbolt's own lock (taken afterwards) guards it.
 type fileLock struct{ f *os.File }
 
-// noFollow is 0: this platform has no O_NOFOLLOW (checkPaths still
-// refuses a link that is there before the spool is opened).
-const noFollow = 0
-
 // lockFile opens (creating) path.
 func lockFile(path string, _ time.Duration) (*fileLock, error) {
-	f, err := openNoFollow(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := safefile.OpenNoFollow(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("spool: opening %s: %w", path, err)
 	}

@@ -8,14 +8,13 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/safefile"
 )
 
 // fileLock is the exclusive lock bbolt itself takes on the database file
 // (flock), held while the file is checked, salvaged or moved aside.
 type fileLock struct{ f *os.File }
-
-// noFollow makes openNoFollow refuse a symbolic link.
-const noFollow = syscall.O_NOFOLLOW
 
 // lockRetry is how often a held lock is tried again.
 const lockRetry = 50 * time.Millisecond
@@ -23,7 +22,7 @@ const lockRetry = 50 * time.Millisecond
 // lockFile opens (creating) path and locks it exclusively, waiting up to
 // timeout; a lock still held then is ErrLocked.
 func lockFile(path string, timeout time.Duration) (*fileLock, error) {
-	f, err := openNoFollow(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := safefile.OpenNoFollow(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("spool: opening %s: %w", path, err)
 	}

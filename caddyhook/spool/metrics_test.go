@@ -3,6 +3,7 @@ package spool
 import (
 	"testing"
 
+	"github.com/caddyhook/caddyhook/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
@@ -39,7 +40,7 @@ func TestMetricsFollowStats(t *testing.T) {
 		return 200, "", nil
 	}}
 	s2.SetSender(snd)
-	waitFor(t, "settled", func() bool { return s2.Stats().Depth == 0 })
+	testkit.WaitFor(t, "settled", func() bool { return s2.Stats().Depth == 0 })
 	s2.SetSender(nil)
 	mustAppend(t, s2, newEvent(KindAgent, "pending"))
 

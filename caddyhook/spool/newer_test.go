@@ -8,6 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/caddyhook/caddyhook/internal/testkit"
 	"github.com/caddyhook/caddyhook/internal/version"
 )
 
@@ -61,7 +62,7 @@ func TestNewerRecordsKept(t *testing.T) {
 	}
 	snd := &fakeSender{}
 	s2.SetSender(snd)
-	waitFor(t, "the readable event delivered", func() bool { return len(snd.delivered("")) == 1 })
+	testkit.WaitFor(t, "the readable event delivered", func() bool { return len(snd.delivered("")) == 1 })
 	dead, err := s2.DeadLetters()
 	if err != nil || len(dead) != 0 {
 		t.Errorf("DeadLetters: %d, %v; want none listed", len(dead), err)

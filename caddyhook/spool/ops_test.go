@@ -4,6 +4,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // TestPauseResume: while paused, events are accepted and stay queued;
@@ -30,7 +32,7 @@ func TestPauseResume(t *testing.T) {
 	if err := s.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
+	testkit.WaitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
 	if got := snd.delivered(KindWake); !slices.Equal(got, ids) {
 		t.Fatalf("wake order %v, want %v", got, ids)
 	}
@@ -54,7 +56,7 @@ func TestPauseSurvivesNewSender(t *testing.T) {
 		t.Fatalf("after a new sender: %+v", st)
 	}
 	_ = s.Resume()
-	waitFor(t, "delivery", func() bool { return s.Stats().Depth == 0 })
+	testkit.WaitFor(t, "delivery", func() bool { return s.Stats().Depth == 0 })
 	if len(first.delivered("")) != 0 || len(second.delivered("")) != 1 {
 		t.Fatalf("first delivered %v, second %v", first.delivered(""), second.delivered(""))
 	}

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // TestPauseDoesNotCountTowardMaxAge (issue 21 item 3): events held by an
@@ -26,11 +28,11 @@ func TestPauseDoesNotCountTowardMaxAge(t *testing.T) {
 	mustAppend(t, s, newEvent(KindAgent, "held-1"), newEvent(KindWake, "held-2"))
 	accepted := time.Now()
 	// held longer than max_age (1.5 × max_age, as in the report)
-	waitFor(t, "the held events to outlive max_age", func() bool { return time.Since(accepted) > maxAge*3/2 })
+	testkit.WaitFor(t, "the held events to outlive max_age", func() bool { return time.Since(accepted) > maxAge*3/2 })
 	if err := s.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "both held events delivered", func() bool { return len(snd.delivered("")) == 2 })
+	testkit.WaitFor(t, "both held events delivered", func() bool { return len(snd.delivered("")) == 2 })
 	if st := s.Stats(); st.Dead != 0 {
 		t.Fatalf("%d dead letters after the resume, want 0", st.Dead)
 	}
@@ -42,7 +44,7 @@ func TestPauseDoesNotCountTowardMaxAge(t *testing.T) {
 	}
 	mustAppend(t, s, newEvent(KindAgent, "held-3"))
 	accepted = time.Now()
-	waitFor(t, "held-3 to outlive max_age", func() bool { return time.Since(accepted) > maxAge*3/2 })
+	testkit.WaitFor(t, "held-3 to outlive max_age", func() bool { return time.Since(accepted) > maxAge*3/2 })
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func TestPauseDoesNotCountTowardMaxAge(t *testing.T) {
 	}
 	snd2 := &fakeSender{}
 	s2.SetSender(snd2)
-	waitFor(t, "held-3 delivered after the restart", func() bool { return len(snd2.delivered("")) == 1 })
+	testkit.WaitFor(t, "held-3 delivered after the restart", func() bool { return len(snd2.delivered("")) == 1 })
 	if st := s2.Stats(); st.Dead != 0 {
 		t.Fatalf("%d dead letters after the restart, want 0", st.Dead)
 	}
@@ -61,7 +63,7 @@ func TestPauseDoesNotCountTowardMaxAge(t *testing.T) {
 	down := &fakeSender{respond: func(*Event, int) (int, string, error) { return 0, "", errRefused }}
 	s2.SetSender(down)
 	mustAppend(t, s2, newEvent(KindAgent, "gateway-down"))
-	waitFor(t, "the unpaused event expired", func() bool { return s2.Stats().Dead == 1 })
+	testkit.WaitFor(t, "the unpaused event expired", func() bool { return s2.Stats().Dead == 1 })
 	dead, err := s2.DeadLetters()
 	if err != nil || len(dead) != 1 || dead[0].ID != "gateway-down" || dead[0].LastError != reasonExpired {
 		t.Fatalf("dead letters %+v, %v", dead, err)
@@ -111,23 +113,23 @@ func TestReconfigure(t *testing.T) {
 	for i := range 8 {
 		mustAppend(t, s, newEvent(KindAgent, "a"+string(rune('0'+i))))
 	}
-	waitFor(t, "one agent delivery in flight", func() bool { return concurrent() == 1 })
+	testkit.WaitFor(t, "one agent delivery in flight", func() bool { return concurrent() == 1 })
 	more := cfg
 	more.Workers = 5 // four agent workers
 	s.Reconfigure(more)
-	waitFor(t, "four agent deliveries in flight", func() bool { return concurrent() == 4 })
+	testkit.WaitFor(t, "four agent deliveries in flight", func() bool { return concurrent() == 4 })
 	if st := s.Stats(); st.Workers != 5 {
 		t.Fatalf("workers in force %d, want 5", st.Workers)
 	}
 	s.Reconfigure(cfg) // back to one agent worker: the others leave as they finish
 	close(release)
-	waitFor(t, "all delivered", func() bool { return len(snd.delivered("")) == 8 })
+	testkit.WaitFor(t, "all delivered", func() bool { return len(snd.delivered("")) == 8 })
 	mu.Lock()
 	if most != 4 {
 		t.Errorf("at most %d in flight, want 4", most)
 	}
 	mu.Unlock()
-	waitFor(t, "the extra workers gone", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.agentActive == 1 })
+	testkit.WaitFor(t, "the extra workers gone", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.agentActive == 1 })
 
 	// max_age: an event retried against a gateway that is down expires
 	// under the new, shorter limit
@@ -137,7 +139,7 @@ func TestReconfigure(t *testing.T) {
 	short.MaxAge = 50 * time.Millisecond
 	short.MaxBytes = 1 << 20
 	s.Reconfigure(short)
-	waitFor(t, "the event expired under the new max_age", func() bool { return s.Stats().Dead == 1 })
+	testkit.WaitFor(t, "the event expired under the new max_age", func() bool { return s.Stats().Dead == 1 })
 	if st := s.Stats(); st.MaxAge != short.MaxAge || st.MaxBytes != short.MaxBytes {
 		t.Fatalf("settings in force %+v", st)
 	}

@@ -3,6 +3,8 @@ package spool
 import (
 	"testing"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 func TestParseRate(t *testing.T) {
@@ -90,7 +92,7 @@ func TestRateHoldsDeliveries(t *testing.T) {
 	for i := range 5 {
 		mustAppend(t, s, newEvent(KindAgent, string(rune('a'+i))))
 	}
-	waitFor(t, "two deliveries", func() bool { return s.Stats().Delivered >= 2 })
+	testkit.WaitFor(t, "two deliveries", func() bool { return s.Stats().Delivered >= 2 })
 	s.mu.Lock()
 	wait := s.sends.wait(time.Now())
 	s.mu.Unlock()
@@ -102,8 +104,8 @@ func TestRateHoldsDeliveries(t *testing.T) {
 	}
 	// A reload with no rate lifts the limit.
 	s.SetRate(Rate{})
-	waitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
-	if got := snd.delivered(""); !sameSet(got, []string{"a", "b", "c", "d", "e"}) {
+	testkit.WaitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
+	if got := snd.delivered(""); !testkit.SameSet(got, []string{"a", "b", "c", "d", "e"}) {
 		t.Fatalf("delivered %v", got)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/internal/safefile"
 )
 
 // Store is a durable event queue in <dir>/spool.db with its delivery
@@ -105,7 +107,7 @@ func open(cfg Config, logger *zap.Logger, o openOptions) (*Store, error) {
 		NoFreelistSync:  true,
 		FreelistType:    bolt.FreelistMapType,
 		InitialMmapSize: initialMmapSize(),
-		OpenFile:        openNoFollow,
+		OpenFile:        safefile.OpenNoFollow,
 	}
 	if o.tune != nil {
 		o.tune(opts)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyhook/caddyhook/internal/testkit"
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -228,12 +229,12 @@ func TestBackpressure(t *testing.T) {
 
 	snd := &fakeSender{}
 	s.SetSender(snd)
-	waitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
+	testkit.WaitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
 	got := snd.delivered("")
-	if !sameSet(got, accepted) {
+	if !testkit.SameSet(got, accepted) {
 		t.Fatalf("delivered %v, want exactly the accepted %v", got, accepted)
 	}
-	waitFor(t, "bytes released", func() bool { return s.Stats().Bytes == 0 })
+	testkit.WaitFor(t, "bytes released", func() bool { return s.Stats().Bytes == 0 })
 	// Space is free again.
 	mustAppend(t, s, newEvent(KindAgent, "after"), newEvent(KindAgent, "after2"))
 }
@@ -283,7 +284,7 @@ func TestGroupCommit(t *testing.T) {
 	}
 	// every append is queued (or in the committer's hands): its writer
 	// waits for the outcome
-	waitFor(t, "every writer to queue its append", func() bool { return waitingAppends() == writers })
+	testkit.WaitFor(t, "every writer to queue its append", func() bool { return waitingAppends() == writers })
 	if err := hold.Rollback(); err != nil {
 		t.Fatal(err)
 	}
@@ -317,24 +318,6 @@ func waitingAppends() int {
 		}
 	}
 	return count
-}
-
-// sameSet reports whether a and b hold the same strings, each once.
-func sameSet(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	seen := make(map[string]int, len(a))
-	for _, s := range a {
-		seen[s]++
-	}
-	for _, s := range b {
-		if seen[s] != 1 {
-			return false
-		}
-		seen[s]--
-	}
-	return true
 }
 
 func TestWriteErrorIsReportedNotLost(t *testing.T) {
@@ -371,8 +354,8 @@ func TestWriteErrorIsReportedNotLost(t *testing.T) {
 	s2 := openTest(t, cfg)
 	snd := &fakeSender{}
 	s2.SetSender(snd)
-	waitFor(t, "drain", func() bool { return s2.Stats().Depth == 0 })
-	if got := snd.delivered(""); !sameSet(got, accepted) {
+	testkit.WaitFor(t, "drain", func() bool { return s2.Stats().Depth == 0 })
+	if got := snd.delivered(""); !testkit.SameSet(got, accepted) {
 		t.Fatalf("after reopen delivered %d, want the %d accepted", len(got), len(accepted))
 	}
 }

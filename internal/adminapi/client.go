@@ -81,6 +81,14 @@ func NewClient(addr string) (*Client, error) {
 	return ac, nil
 }
 
+// AddFlags defines the flags FromFlags reads on fl: --address, --config
+// and --adapter, as `caddy reload` has them.
+func AddFlags(fl *pflag.FlagSet) {
+	fl.String("address", "", "Admin API address of the running Caddy (default: from --config, else localhost:2019)")
+	fl.String("config", "", "Config file whose admin address to use (default: ./Caddyfile if present)")
+	fl.String("adapter", "", "Adapter of --config")
+}
+
 // FromFlags returns a client for the admin API of the running Caddy,
 // found as `caddy reload` finds it: --address, else the admin address of
 // --config (or of ./Caddyfile), else localhost:2019; and that address.

@@ -9,6 +9,8 @@ package cftoken
 import (
 	"regexp"
 	"strings"
+
+	"github.com/caddyhook/caddyhook/internal/tmpl"
 )
 
 // The Caddyfile adapter expands placeholder shorthands in every token
@@ -95,7 +97,7 @@ func Newlines(s string) string {
 	for i := 0; i < len(s); {
 		switch {
 		case strings.HasPrefix(s[i:], "{{"):
-			end := placeholderEnd(s, i+2)
+			end, _ := tmpl.Placeholder(s, i) // as the template engine reads it
 			b.WriteString(s[i:end])
 			i = end
 		case strings.HasPrefix(s[i:], `\n`):
@@ -107,38 +109,4 @@ func Newlines(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// placeholderEnd returns the offset just past the "}}" that closes the
-// placeholder whose body starts at s[i], or len(s) when there is none. In
-// a CEL placeholder, string literals and map braces may hold "}}".
-func placeholderEnd(s string, i int) int {
-	if !strings.HasPrefix(strings.TrimLeft(s[i:], " \t\r\n"), "cel:") {
-		if j := strings.Index(s[i:], "}}"); j >= 0 {
-			return i + j + 2
-		}
-		return len(s)
-	}
-	var quote byte
-	depth := 0
-	for ; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0 && c == '\\':
-			i++ // an escaped character never ends the literal
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '{':
-			depth++
-		case c == '}' && depth > 0:
-			depth--
-		case strings.HasPrefix(s[i:], "}}"):
-			return i + 2
-		}
-	}
-	return len(s)
 }

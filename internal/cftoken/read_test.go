@@ -30,9 +30,9 @@ func FuzzCaddyfileNewlines(f *testing.F) {
 			t.Fatalf("Newlines(%q) = %q: more than \\n changed", s, got)
 		}
 		for i := strings.Index(s, "{{"); i >= 0; {
-			end := placeholderEnd(s, i+2)
+			end, _ := tmpl.Placeholder(s, i)
 			if end < i+2 || end > len(s) {
-				t.Fatalf("placeholderEnd(%q, %d) = %d out of range", s, i+2, end)
+				t.Fatalf("tmpl.Placeholder(%q, %d) = %d out of range", s, i, end)
 			}
 			if !strings.Contains(got, s[i:end]) {
 				t.Fatalf("placeholder %q of %q changed: %q", s[i:end], s, got)

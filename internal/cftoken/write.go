@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/caddyhook/caddyhook/internal/tmpl"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
 )
@@ -142,7 +143,7 @@ func templateRefusal(s string) error {
 		return errors.New(`a literal \n would be read as a newline`)
 	case strings.ContainsAny(templateSpan.ReplaceAllString(s, ""), "{}"):
 		return errors.New("a brace outside {{ }} would be read as (part of) a Caddy placeholder")
-	case strings.Contains(strings.ReplaceAll(s, " ", ""), "{{cel:"):
+	case tmpl.UsesCEL(s): // as the template engine reads it, whatever white space precedes cel:
 		return errors.New(`"{{cel:" is a payload path to the gateway but CEL to caddyhook`)
 	}
 	for _, r := range s {

@@ -63,9 +63,7 @@ handler instead.
 	}
 	fl := cmd.Flags()
 	fl.String("listen", "127.0.0.1:0", "Loopback address to serve the console on")
-	fl.String("address", "", "Admin API address of the running Caddy (default: from --config, else localhost:2019)")
-	fl.String("config", "", "Config file whose admin address to use (default: ./Caddyfile if present)")
-	fl.String("adapter", "", "Adapter of --config")
+	adminapi.AddFlags(fl)
 	return cmd
 }
 

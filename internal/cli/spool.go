@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/caddyhook/caddyhook/internal/adminapi"
+
 	"github.com/caddyserver/caddy/v2"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -73,9 +75,7 @@ output is the same either way.
 	}
 	pf := cmd.PersistentFlags()
 	pf.String("dir", "", `Spool directory, as in the hooks "spool <dir>" option (required when Caddy is stopped)`)
-	pf.String("address", "", "Admin API address of the running Caddy (default: from --config, else localhost:2019)")
-	pf.String("config", "", "Config file whose admin address to use (default: ./Caddyfile if present)")
-	pf.String("adapter", "", "Adapter of --config")
+	adminapi.AddFlags(pf)
 	pf.String("path", "", "Base path of the hooks handler, when the running config has several")
 
 	list := &cobra.Command{

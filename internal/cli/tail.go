@@ -52,9 +52,7 @@ last 10 minutes. --count stops after that many lines.
 		},
 	}
 	fl := cmd.Flags()
-	fl.String("address", "", "Admin API address of the running Caddy (default: from --config, else localhost:2019)")
-	fl.String("config", "", "Config file whose admin address to use (default: ./Caddyfile if present)")
-	fl.String("adapter", "", "Adapter of --config")
+	adminapi.AddFlags(fl)
 	fl.String("path", "", "Base path of the hooks handler, when the running config has several")
 	fl.String("hook", "", "Only this hook name (e.g. wake, github)")
 	fl.String("status", "", "Only this status: a code (401), a class (4xx), accepted or rejected")
@@ -194,7 +192,7 @@ func (t *tailer) print(typ string, data []byte) error {
 	switch typ {
 	case "event", "rejections":
 		if t.json {
-			line = string(data)
+			line = string(safetext.JSON(data)) // the same JSON, no control or bidi character raw
 		} else {
 			line = tailLine(typ, data)
 		}

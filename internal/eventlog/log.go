@@ -5,10 +5,9 @@ import (
 	"slices"
 	"sync"
 	"time"
-)
 
-// maxEarly bounds the updates kept for actions not accepted yet.
-const maxEarly = 1024
+	"github.com/caddyhook/caddyhook/internal/succession"
+)
 
 // journalSize is how many changes a live tail can fall behind before it
 // is told to start over.
@@ -19,8 +18,8 @@ const journalSize = 4096
 type Log struct {
 	mu      sync.Mutex
 	bounds  Bounds
-	regs    []*Registration
-	events  []*Event // oldest first, from head
+	line    *succession.Line[Bounds] // the registrations of the configs using the log
+	events  []*Event                 // oldest first, from head
 	head    int
 	bytes   int64
 	byID    map[string]*Event // action ids of the tracked events
@@ -34,9 +33,8 @@ type Log struct {
 	dirty   map[*Event]struct{}
 	deleted []uint64
 	onError func(error)
-	// early holds updates of actions not accepted yet: a spooled event
-	// can be delivered before its request's answer is recorded.
-	early    map[string][]func(*Dispatch) bool
+	// early holds updates of actions not accepted yet (early.go).
+	early    earlyUpdates
 	closed   bool
 	stopOnce sync.Once
 }
@@ -54,6 +52,7 @@ type Options struct {
 // loading what Dir holds.
 func New(b Bounds, o Options) (*Log, error) {
 	l := &Log{bounds: b.withDefaults(), byID: map[string]*Event{}, subs: map[*Subscription]struct{}{}, onError: o.OnError}
+	l.line = succession.New(l.apply, nil)
 	if l.onError == nil {
 		l.onError = func(error) {}
 	}
@@ -92,41 +91,18 @@ func (l *Log) Newer() map[int]int {
 // Registration is one config's claim on a shared log: the oldest
 // registration's bounds apply, so that a config that never runs (a
 // refused reload) changes nothing, and the next one's take over when the
-// running config goes.
-type Registration struct {
-	l *Log
-	b Bounds
-}
+// running config goes (Release).
+type Registration = succession.Registration[Bounds]
 
 // Register adds bounds b as the newest registration.
 func (l *Log) Register(b Bounds) *Registration {
-	r := &Registration{l: l, b: b.withDefaults()}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.regs = append(l.regs, r)
-	if len(l.regs) == 1 {
-		l.apply(r.b)
-	}
-	return r
+	return l.line.Register(b.withDefaults(), nil)
 }
 
-// Release removes the registration; the next oldest one's bounds apply.
-func (r *Registration) Release() {
-	l := r.l
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	i := slices.Index(l.regs, r)
-	if i < 0 {
-		return
-	}
-	l.regs = slices.Delete(l.regs, i, i+1)
-	if i == 0 && len(l.regs) > 0 {
-		l.apply(l.regs[0].b)
-	}
-}
-
-// apply sets the bounds and trims to them; l.mu is held.
+// apply sets the bounds and trims to them.
 func (l *Log) apply(b Bounds) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.bounds = b
 	l.trim(time.Now())
 	l.trimRows(time.Now().UnixNano())
@@ -151,12 +127,11 @@ func (l *Log) Accept(e *Event) {
 	}
 	l.seq++
 	e.Seq = l.seq
-	if len(l.early) > 0 {
+	if !l.early.empty() {
 		for i := range e.Dispatch {
-			for _, f := range l.early[e.Dispatch[i].ID] {
-				f(&e.Dispatch[i])
+			for _, u := range l.early.take(e.Dispatch[i].ID) {
+				u.apply(&e.Dispatch[i])
 			}
-			delete(l.early, e.Dispatch[i].ID)
 		}
 	}
 	l.insert(e)
@@ -263,7 +238,9 @@ func (l *Log) evict(e *Event) {
 // Update changes the dispatch of the action id (an event's own id names
 // its first action) of a tracked event with f, which reports whether it
 // changed anything. It reports false when the log does not hold the
-// action (yet: f is applied when it is accepted).
+// action (yet: f is kept, within bounds, and applied when it is
+// accepted). f must change nothing but d: a kept one is also applied to
+// an empty dispatch, to measure what it writes.
 func (l *Log) Update(id string, f func(d *Dispatch) bool) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -272,13 +249,7 @@ func (l *Log) Update(id string, f func(d *Dispatch) bool) bool {
 		return false
 	}
 	if e == nil {
-		if len(l.early) >= maxEarly {
-			clear(l.early) // updates of events this node never accepts
-		}
-		if l.early == nil {
-			l.early = map[string][]func(*Dispatch) bool{}
-		}
-		l.early[id] = append(l.early[id], f)
+		l.early.add(id, f)
 		return false
 	}
 	i := slices.IndexFunc(e.Dispatch, func(d Dispatch) bool { return d.ID == id })

@@ -47,6 +47,16 @@ type RejectionJSON struct {
 // overflowClient names the overflow row's addresses.
 const overflowClient = "other addresses"
 
+// maxOverflowRows bounds the overflow rows of a minute: past it, the
+// minute's further refusals of another status or reason are counted in
+// one row of status 0 and reason otherReasons. With it the table holds at
+// most MaxRejections rows plus maxOverflowRows+1 of the current minute
+// (those of earlier minutes go first when the table is over its bound).
+const maxOverflowRows = 16
+
+// otherReasons is the reason of a minute's last overflow row.
+const otherReasons = "other reasons"
+
 // view returns r's JSON form; the caller holds the log's lock.
 func (r *row) view() RejectionJSON {
 	c := overflowClient
@@ -65,6 +75,9 @@ type rejections struct {
 	order   []*row
 	head    int
 	version uint64 // bumped on every count
+	// overflow rows made in the minute overflowMinute
+	overflowMinute int64
+	overflowRows   int
 }
 
 // maxRowHook bounds the hook name kept with a row.
@@ -87,9 +100,11 @@ type Refusal struct {
 // Reject counts one refused request. A row
 // is made per key, status and reason and minute; when the table is full
 // the oldest row goes if it is from an earlier minute, else the rejection
-// is counted in the minute's overflow row ("other addresses"), so that a
-// flood from many addresses never evicts what the table already shows.
-// It never touches the accepted events.
+// is counted in the minute's overflow row of its status and reason
+// ("other addresses"), so that a flood from many addresses never evicts
+// what the table already shows; past maxOverflowRows such rows, in the
+// minute's row of other reasons, so that distinct reasons cannot grow
+// the table either. It never touches the accepted events.
 func (l *Log) Reject(f Refusal) {
 	ns := f.Time.UnixNano()
 	k := rowKey{minute: ns / int64(time.Minute), addr: f.Key, status: f.Status, reason: f.Reason}
@@ -113,12 +128,21 @@ func (l *Log) Reject(f Refusal) {
 		return
 	}
 	l.trimRows(ns)
+	overflow := false
 	if len(t.rows) >= l.bounds.MaxRejections {
 		if old := t.order[t.head]; old.key.minute < k.minute {
 			l.dropRow()
 		} else {
 			k.addr = [16]byte{}
-			ip = netip.Addr{}
+			ip, overflow = netip.Addr{}, true
+			if k.minute > t.overflowMinute {
+				t.overflowMinute, t.overflowRows = k.minute, 0
+			}
+			// (a refusal timed in an earlier minute, racing the minute's
+			// turn, goes to that minute's row of other reasons)
+			if t.rows[k] == nil && (k.minute < t.overflowMinute || t.overflowRows >= maxOverflowRows) {
+				k.status, k.reason = 0, otherReasons
+			}
 			if r := t.rows[k]; r != nil {
 				r.count++
 				r.last = ns
@@ -126,6 +150,9 @@ func (l *Log) Reject(f Refusal) {
 				return
 			}
 		}
+	}
+	if overflow && k.minute == t.overflowMinute {
+		t.overflowRows++
 	}
 	l.seq++
 	r := &row{seq: l.seq, key: k, client: ip, bits: f.Bits, first: ns, last: ns, count: 1, hook: clipHook(hook), changed: t.version}

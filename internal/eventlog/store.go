@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/caddyhook/caddyhook/internal/safefile"
 )
 
 // storeFile is the events file in a log's directory.
@@ -111,11 +112,13 @@ func seqKey(seq uint64) []byte {
 // open is moved aside (reported through onError) and a fresh one made; a
 // file another process holds is an error.
 func openStore(dir string, b Bounds, now time.Time, onError func(error)) (*store, []*Event, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// checked as the spool's: never opened through a symbolic link, nor
+	// in a directory anyone may write to
+	path, err := safefile.Prepare(dir, storeFile)
+	if err != nil {
 		return nil, nil, fmt.Errorf("events: dir: %w", err)
 	}
-	path := filepath.Join(dir, storeFile)
-	opts := &bolt.Options{Timeout: time.Second, NoFreelistSync: true}
+	opts := &bolt.Options{Timeout: time.Second, NoFreelistSync: true, OpenFile: safefile.OpenNoFollow}
 	db, err := bolt.Open(path, 0o600, opts)
 	switch {
 	case errors.Is(err, bolt.ErrTimeout):

@@ -30,6 +30,7 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/natsrun"
 	"github.com/caddyhook/caddyhook/internal/tcpproxy"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // readyTimeout bounds a server's start and a cluster's leader election.
@@ -185,18 +186,13 @@ func NewProxy(t testing.TB, target string) *Proxy {
 func (p *Proxy) URL() string { return "nats://" + p.Addr() }
 
 // WaitTimeout bounds WaitFor.
-const WaitTimeout = 30 * time.Second
+const WaitTimeout = testkit.PollTimeout
 
-// WaitFor polls cond until it holds, failing t after WaitTimeout.
+// WaitFor polls cond until it holds, failing t after WaitTimeout
+// (testkit.WaitFor).
 func WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(WaitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // poll interval
-	}
+	testkit.WaitFor(t, what, cond)
 }
 
 // PlainClient is a NATS client (and its JetStream API) on url that is no

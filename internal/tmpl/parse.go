@@ -47,10 +47,10 @@ func Compile(src string, env *Env) (*Template, error) {
 // compilePlaceholder compiles the placeholder whose "{{" is at src[open:]
 // and returns the offset just past its "}}".
 func compilePlaceholder(src string, open int, env *Env) (part, int, error) {
-	body := skipSpace(src, open+2)
-	if strings.HasPrefix(src[body:], prefixCEL) {
-		return compileCELPlaceholder(src, open, body+len(prefixCEL), env)
+	if start, ok := celStart(src, open); ok {
+		return compileCELPlaceholder(src, open, start, env)
 	}
+	body := skipSpace(src, open+2)
 	k := strings.IndexByte(src[body:], '}')
 	switch {
 	case k < 0:
@@ -112,6 +112,56 @@ func namePart(kind partKind, name string) part {
 		return part{kind: partMissing}
 	}
 	return part{kind: kind, text: name}
+}
+
+// celStart reports whether the placeholder opened by the "{{" at
+// src[open:] is a CEL placeholder: "cel:" after any white space (Unicode's,
+// as skipSpace reads it). start is the offset just past "cel:".
+func celStart(src string, open int) (start int, ok bool) {
+	body := skipSpace(src, open+2)
+	if strings.HasPrefix(src[body:], prefixCEL) {
+		return body + len(prefixCEL), true
+	}
+	return 0, false
+}
+
+// Placeholder is how Compile reads the placeholder opened by the "{{" at
+// src[open:]: whether it is a CEL placeholder, and the offset just past
+// the "}}" that closes it (len(src) when none does). In a CEL placeholder,
+// string literals and map braces may hold "}}" (scanCEL). Tools that
+// handle templates without compiling them (the importer writing them to a
+// Caddyfile) read them with it, so that they read what the engine runs.
+func Placeholder(src string, open int) (end int, cel bool) {
+	if start, ok := celStart(src, open); ok {
+		if closing, _ := scanCEL(src, start); closing >= 0 {
+			return closing + 2, true
+		}
+		return len(src), true
+	}
+	if j := strings.Index(src[open+2:], "}}"); j >= 0 {
+		return open + 2 + j + 2, false
+	}
+	return len(src), false
+}
+
+// UsesCEL reports whether a "{{" in src opens a placeholder Compile reads
+// as CEL. Every "{{" is looked at: Compile reads each one outside a
+// placeholder as a placeholder, and one inside a placeholder is an error
+// or part of a CEL expression already, so UsesCEL is true whenever the
+// compiled template would run CEL (and for some templates Compile
+// refuses).
+func UsesCEL(src string) bool {
+	for i := strings.Index(src, "{{"); i >= 0; {
+		if _, cel := celStart(src, i); cel {
+			return true
+		}
+		next := strings.Index(src[i+1:], "{{")
+		if next < 0 {
+			return false
+		}
+		i += 1 + next
+	}
+	return false
 }
 
 // compileCELPlaceholder compiles `{{ cel: <expr> }}`; expr starts at

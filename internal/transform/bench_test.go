@@ -93,3 +93,28 @@ func BenchmarkRegExpBuiltins(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBigInt measures a transform that uses BigInt as a webhook
+// transform does, reading a snowflake id's timestamp, with a loop of
+// comparisons and multiplications on numbers: in a module that uses
+// BigInt these operators are compiled as checked operations (bigint.go).
+func BenchmarkBigInt(b *testing.B) {
+	p, err := Compile(writeFile(b, b.TempDir(), "big.js", `export default (ctx) => {
+  const id = BigInt(ctx.payload.id);
+  const at = Number(id >> 22n) + 1420070400000;
+  let h = 0;
+  for (let i = 0; i < 64; i++) h = (h * 31 + i) % 1000003;
+  return { message: "at " + at + " worker " + ((id & 0x3e0000n) >> 17n) + " hash " + h };
+};`), "", Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := Input{Payload: map[string]any{"id": "175928847299117063"}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if out, err := p.Run(ctx, in); err != nil || out == nil {
+			b.Fatalf("Run = %v, %v", out, err)
+		}
+	}
+}

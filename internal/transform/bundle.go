@@ -79,8 +79,9 @@ func bundle(file, root string) (*bundled, error) {
 	b.Grow(len(js) + len(sourceMap)*4/3 + 128)
 	// The wrapper opens on the first line so the source map's line
 	// numbers stay right; goja looks for the map comment on the last line
-	// before a closing "})".
-	b.WriteString("(function(){")
+	// before a closing "})". Its parameter receives the checked BigInt
+	// operations (bigint.go).
+	b.WriteString("(function(" + bigintOps + "){")
 	b.Write(js)
 	b.WriteString("\nreturn " + exportsVar + ";\n")
 	if sourceMap != nil {

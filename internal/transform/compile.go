@@ -18,6 +18,7 @@ type Program struct {
 	export string
 	opts   Options
 	code   *goja.Program
+	bigint bool        // the module can make BigInts: its realm keeps the BigInt function (bigint.go)
 	inputs []fileState // every file bundled, as compiled
 	pool   *pool
 	watch  *watchdog
@@ -58,12 +59,18 @@ func compile(file, export string, opts Options, w *watchdog) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transform module %s: the runtime cannot parse the bundled code: %w", name, err)
 	}
+	bigint := usesBigInt(b.code, ast)
+	if bigint {
+		if err := rewriteBigInt(ast, ast.File); err != nil {
+			return nil, fmt.Errorf("transform module %s: %w", name, err)
+		}
+	}
 	code, err := goja.CompileAST(ast, false)
 	if err != nil {
 		return nil, fmt.Errorf("transform module %s: the runtime cannot compile the bundled code: %w", name, err)
 	}
 	p := &Program{
-		file: real, name: name, export: export, opts: opts, code: code,
+		file: real, name: name, export: export, opts: opts, code: code, bigint: bigint,
 		inputs: b.inputs, pool: newPool(opts.Runtimes), watch: w,
 	}
 	// Idle runtimes park a worker goroutine each; end them once nobody

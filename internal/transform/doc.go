@@ -25,8 +25,9 @@
 // require, process, console, timers, fetch, binary buffers, eval or
 // Function constructors), a per-call time budget enforced with the
 // runtime's interrupt, and a memory guard made of size-checked built-ins
-// (guard.go), a heap-allocation watchdog (watchdog.go) and a capped result
-// conversion (result.go). Work the interrupt cannot reach is bounded too:
+// (guard.go, textsize.go), bounded BigInt arithmetic (bigint.go), a
+// heap-allocation watchdog (watchdog.go) and a capped result conversion
+// (result.go). Work the interrupt cannot reach is bounded too:
 // built-in iterators (spread, destructuring, Array.from) stop once the
 // call is stopped, object spread and rest are compiled to script loops,
 // matches of the backtracking regexp engine time out (regexp.go), and

@@ -25,7 +25,9 @@ const maxNesting = 1000
 //
 // Guarded: String.prototype repeat, padStart, padEnd, concat, replace,
 // replaceAll, split, match, matchAll, search and the RegExp.prototype
-// symbol methods they call (regexp_symbols.go); String.raw; Array.prototype join,
+// symbol methods they call (regexp_symbols.go); normalize, the case
+// conversions, encodeURIComponent, encodeURI and escape (textsize.go);
+// BigInt (bigint.go); String.raw; Array.prototype join,
 // toLocaleString, concat, flat and every method that walks the receiver's
 // length natively (map, fill, indexOf, slice, sort, toSorted, …);
 // Array.from; Function.prototype.apply, Reflect.apply/construct;
@@ -52,6 +54,10 @@ type guard struct {
 	timedExec     func(goja.FunctionCall) goja.Value // the timed RegExp.prototype.exec (regexp.go)
 	execObj       *goja.Object                       // and its function object
 	iteratorProto *goja.Object                       // %IteratorPrototype%
+
+	// For BigInt (bigint.go).
+	maxBigIntBits int64      // the longest BigInt a call may build, in bits
+	bigintOps     goja.Value // the checked operations the bundle's wrapper receives
 }
 
 // fail refuses an operation that would exceed a cap.
@@ -173,6 +179,7 @@ func (g *guard) install() {
 	g.wrap(str, "padStart", g.pad)
 	g.wrap(str, "padEnd", g.pad)
 	g.wrap(str, "concat", g.concat)
+	g.installTextSize(str, rt.GlobalObject())
 	g.define(rt.Get("String").ToObject(rt), "raw", rt.ToValue(1), g.raw)
 
 	g.define(arr, "join", rt.ToValue(1), func(fc goja.FunctionCall) goja.Value { return g.join(fc, false) })

@@ -155,6 +155,8 @@ func FuzzGuardParity(f *testing.F) {
 		`s.replaceAll(p, (m, i) => r + i)`, `s.match(new RegExp(p.replace(/[^a-z]/g, ""), "g"))`,
 		`s.replace(new RegExp("(" + p.replace(/[^a-z]/g, "") + ")", "g"), r)`, `s.split(new RegExp("(" + p.replace(/[^a-z]/g, "") + ")"), n)`,
 		`[...s.matchAll(new RegExp(p.replace(/[^a-z]/g, ""), "gu"))].map((m) => m.index)`,
+		`s.normalize("NFKD")`, `s.normalize()`, `s.toUpperCase()`, `s.toLocaleLowerCase()`, `encodeURIComponent(s)`,
+		`encodeURI(s)`, `escape(s)`,
 	}
 	// plainExpr avoids goja's own replaceAll("") hang on non-ASCII
 	// subjects, which the guard works around.

@@ -223,6 +223,10 @@ func TestMemoryBombs(t *testing.T) {
 		{"object keys", `export default () => { const o = {}; for (let i = 0; ; i++) o["k" + i] = i; };`, "heap grew"},
 		{"join aliasing", `export default () => Array(1e5).fill("x".repeat(1000)).join("")`, "Array.prototype.join"},
 		{"stringify aliasing", `export default () => { let a = ["x".repeat(1000)]; for (let i = 0; i < 40; i++) a = [a, a]; return { s: JSON.stringify(a) }; };`, "JSON.stringify"},
+		// one step of each built 545, 99 and 76 MiB before it was refused (issue 34)
+		{"normalize", `export default () => ({ n: "\uFDFA".repeat(4e6).normalize("NFKD").length });`, "normalize"},
+		{"toUpperCase", `export default () => ({ n: "\u0390".repeat(4e6).toUpperCase().length });`, "toUpperCase"},
+		{"encodeURIComponent", `export default () => ({ n: encodeURIComponent("\u0800".repeat(4e6)).length });`, "encodeURIComponent"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -283,6 +287,17 @@ func TestGuardsRefuse(t *testing.T) {
 		{"stringify indent", `(() => { let a = [1]; for (let i = 0; i < 24; i++) a = [a, a]; return JSON.stringify(a, null, 10); })()`, "JSON.stringify", false},
 		{"Object.keys string", `Object.keys("x".repeat(1e6))`, "Object.keys", false},
 		{"Object.assign string", `Object.assign({}, "x".repeat(1e6))`, "Object.assign", false},
+		{"fromCharCode.apply", `String.fromCharCode.apply(null, { length: 1e9 })`, "apply", false},
+		{"new Array join", `new Array(1e9).join("x")`, "join", false},
+		{"normalize", `"\uFDFA".repeat(1e5).normalize("NFKD")`, "normalize", false},
+		{"normalize, composed form", `"\uFDFA".repeat(1e5).normalize("NFKC")`, "normalize", false},
+		{"toUpperCase", `"\u0390".repeat(4e5).toUpperCase()`, "toUpperCase", false},
+		{"toLocaleLowerCase", `"\u0130".repeat(6e5).toLocaleLowerCase()`, "toLocaleLowerCase", false},
+		{"encodeURIComponent", `encodeURIComponent("\u0800".repeat(2e5))`, "encodeURIComponent", false},
+		{"encodeURI", `encodeURI("\u0800".repeat(2e5))`, "encodeURI", false},
+		{"escape", `escape("\u0800".repeat(2e5))`, "escape", false},
+		{"stringify escapes", `JSON.stringify("\x01".repeat(2e5))`, "JSON.stringify", false},
+		{"stringify escaped keys", `JSON.stringify({ ["\x01".repeat(2e5)]: 1 })`, "JSON.stringify", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

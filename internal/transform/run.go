@@ -130,7 +130,7 @@ func (p *Program) work(ctx context.Context, v *vm, t *task, payload map[string]a
 	keep := true
 	if !v.ready {
 		_, keep, err = p.run(v, p.newCall(ctx, t, p.loadBudget()), payload, func(v *vm) (map[string]any, error) {
-			return nil, v.load(p.code, p.export)
+			return nil, v.load(p.code, p.export, p.bigint)
 		})
 	}
 	if err == nil {

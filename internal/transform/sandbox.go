@@ -1,6 +1,8 @@
 package transform
 
 import (
+	"fmt"
+
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/parser"
 )
@@ -35,8 +37,11 @@ func newSandbox(opts Options) (*goja.Runtime, *guard, goja.Callable, error) {
 	for _, name := range removedGlobals {
 		_ = global.Delete(name)
 	}
-	g := &guard{rt: rt, maxChars: opts.MaxBytes, maxElems: opts.maxElems()}
+	g := &guard{rt: rt, maxChars: opts.MaxBytes, maxElems: opts.maxElems(), maxBigIntBits: opts.maxBigIntBits()}
 	g.install()
+	if err := g.installBigInt(); err != nil {
+		return nil, nil, nil, fmt.Errorf("transform sandbox: %w", err)
+	}
 	harden, err := confine(rt, g)
 	if err != nil {
 		return nil, nil, nil, err

@@ -73,10 +73,10 @@ func (a *stringifyAccount) replace(fc goja.FunctionCall) goja.Value {
 	if depth > maxNesting {
 		a.g.throwRange("JSON.stringify: nesting deeper than 1000")
 	}
-	a.used += float64(toStr(key).Length()) + 4 + a.gap*(depth+1)
+	a.used += quotedLength(toStr(key)) + 2 + a.gap*(depth+1)
 	switch v := val.(type) {
 	case goja.String:
-		a.used += float64(v.Length())
+		a.used += quotedLength(v)
 	case *goja.Object:
 		if _, callable := goja.AssertFunction(v); !callable {
 			a.used += 2
@@ -87,6 +87,43 @@ func (a *stringifyAccount) replace(fc goja.FunctionCall) goja.Value {
 	}
 	a.g.checkChars("JSON.stringify", a.used)
 	return val
+}
+
+// quotedLength is the length of s as a JSON string, quotes included: a
+// control character takes six characters (\u0001), a quote, backslash or
+// common control two; a lone surrogate six.
+func quotedLength(s goja.String) float64 {
+	n := 2.0
+	if str, ok := asciiText(s); ok {
+		for i := 0; i < len(str); i++ {
+			n += quotedUnit(uint16(str[i]))
+		}
+		return n
+	}
+	for i, l := 0, s.Length(); i < l; i++ {
+		c := s.CharAt(i)
+		if c >= 0xD800 && c <= 0xDBFF && i+1 < l {
+			if d := s.CharAt(i + 1); d >= 0xDC00 && d <= 0xDFFF {
+				n += 2 // a pair
+				i++
+				continue
+			}
+		}
+		n += quotedUnit(c)
+	}
+	return n
+}
+
+// quotedUnit is the length of a UTF-16 code unit in a JSON string (a
+// surrogate here is a lone one).
+func quotedUnit(c uint16) float64 {
+	switch {
+	case c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t':
+		return 2
+	case c < 0x20 || (c >= 0xD800 && c <= 0xDFFF):
+		return 6
+	}
+	return 1
 }
 
 // gapLength is the indentation width JSON.stringify derives from space.

@@ -75,8 +75,14 @@ func (v *vm) protect(f func() error) error {
 }
 
 // load runs the prelude and the module's top level, selects the export
-// and freezes the realm (harden.go).
-func (v *vm) load(prog *goja.Program, export string) error {
+// and freezes the realm (harden.go). A module that cannot make BigInts
+// (bigint is false) runs without the BigInt function (bigint.go).
+func (v *vm) load(prog *goja.Program, export string, bigint bool) error {
+	if !bigint {
+		if err := v.rt.GlobalObject().Delete("BigInt"); err != nil {
+			return err
+		}
+	}
 	prelude, err := v.rt.RunProgram(preludeProgram)
 	if err != nil {
 		return err
@@ -92,7 +98,7 @@ func (v *vm) load(prog *goja.Program, export string) error {
 	if !ok {
 		return fmt.Errorf("bundle did not evaluate to a function")
 	}
-	exports, err := factory(goja.Undefined())
+	exports, err := factory(goja.Undefined(), v.guard.bigintOps)
 	if err != nil {
 		return err
 	}
@@ -101,7 +107,7 @@ func (v *vm) load(prog *goja.Program, export string) error {
 		return err
 	}
 	// the prelude's classes are reachable from every ctx
-	if _, err := v.harden(goja.Undefined(), parts.Get("1"), parts.Get("2")); err != nil {
+	if _, err := v.harden(goja.Undefined(), parts.Get("1"), parts.Get("2"), v.guard.bigintOps); err != nil {
 		return err
 	}
 	v.ready = true

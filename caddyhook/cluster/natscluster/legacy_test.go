@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/caddyhook/spool/spooltest"
 	"github.com/caddyhook/caddyhook/internal/natstest"
 )
 
@@ -95,23 +96,23 @@ func TestAcceptUnsealedUntil(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			snd := new(captureSender)
+			snd := new(spooltest.Recorder)
 			n.b.Queue().SetSender(snd, 2)
 			if !tc.accept {
 				natstest.WaitFor(t, "the unsealed queued events refused", func() bool {
 					return counter(reg, "caddy_hooks_cluster_rejected_total", "kind", cluster.RejectedQueue) == 2
 				})
 				dls, err := n.b.Queue().DeadLetters(ctx)
-				if err != nil || len(dls) != 0 || len(snd.got()) != 0 {
-					t.Errorf("after the time: dead letters %v (%v), delivered %v; want none", dls, err, snd.got())
+				if err != nil || len(dls) != 0 || len(snd.Events()) != 0 {
+					t.Errorf("after the time: dead letters %v (%v), delivered %v; want none", dls, err, snd.Events())
 				}
 				if _, claimed, err := n.b.Claims().Claim(ctx, settledKey, time.Now().Add(time.Minute)); !claimed || err != nil {
 					t.Errorf("after the time an unsealed settled record still answers (claimed %v, %v)", claimed, err)
 				}
 				return
 			}
-			natstest.WaitFor(t, "the old release's queued events delivered", func() bool { return len(snd.got()) == 2 })
-			for _, ev := range snd.got() {
+			natstest.WaitFor(t, "the old release's queued events delivered", func() bool { return len(snd.Events()) == 2 })
+			for _, ev := range snd.Events() {
 				want := map[string]string{"old-agent": `{"message":"queued by the old release"}`, "old-wake": `{"text":"wake from the old release","mode":"now"}`}[ev.ID]
 				if string(ev.Body) != want || ev.ClientIP != "203.0.113.9" || !ev.FirstSeen.Equal(first) || ev.Path != "/hooks/"+ev.Kind {
 					t.Errorf("delivered %+v", ev)
@@ -134,7 +135,7 @@ func TestAcceptUnsealedUntil(t *testing.T) {
 			if k, err := n.b.Queue().Retry(ctx); k != 2 || err != nil {
 				t.Fatalf("retry: %d, %v", k, err)
 			}
-			natstest.WaitFor(t, "the retried dead letters delivered", func() bool { return len(snd.got()) == 4 })
+			natstest.WaitFor(t, "the retried dead letters delivered", func() bool { return len(snd.Events()) == 4 })
 			rec, claimed, err := n.b.Claims().Claim(ctx, settledKey, time.Now().Add(time.Minute))
 			if claimed || err != nil || rec.Pending || string(rec.Body) != `{"ok":true,"runId":"old"}` {
 				t.Errorf("the old release's settled reply: %+v claimed %v, %v; want it answered", rec, claimed, err)

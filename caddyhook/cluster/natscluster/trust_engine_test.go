@@ -1,7 +1,6 @@
 package natscluster
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool/spooltest"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -23,26 +24,6 @@ import (
 
 // otherKey is a signing key no test node holds.
 const otherKey = "a-key-that-is-not-the-cluster-key-9e8d7c6b5a4f"
-
-// captureSender records every delivered event and answers 200.
-type captureSender struct {
-	mu  sync.Mutex
-	evs []*spool.Event
-}
-
-func (c *captureSender) Send(_ context.Context, ev *spool.Event) (int, string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cp := *ev
-	c.evs = append(c.evs, &cp)
-	return http.StatusOK, "", nil
-}
-
-func (c *captureSender) got() []*spool.Event {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]*spool.Event(nil), c.evs...)
-}
 
 // rejectedOf reads caddy_hooks_cluster_rejected_total{kind} of m.
 func rejectedOf(t *testing.T, m *cluster.Metrics, kind string) float64 {
@@ -78,10 +59,10 @@ func TestQueueCarriesTheWholeEvent(t *testing.T) {
 	if err := edge.b.Queue().Publish(ctxT(t), sent...); err != nil {
 		t.Fatal(err)
 	}
-	snd := new(captureSender)
+	snd := new(spooltest.Recorder)
 	deliv.b.Queue().SetSender(snd, 2)
-	natstest.WaitFor(t, "both delivered", func() bool { return len(snd.got()) == 2 })
-	for _, got := range snd.got() {
+	natstest.WaitFor(t, "both delivered", func() bool { return len(snd.Events()) == 2 })
+	for _, got := range snd.Events() {
 		var want *spool.Event
 		for _, ev := range sent {
 			if ev.ID == got.ID {
@@ -155,10 +136,10 @@ func TestQueueDropsUnsealedMessages(t *testing.T) {
 	if err := node.b.Queue().Publish(ctx, legit...); err != nil {
 		t.Fatal(err)
 	}
-	snd := new(captureSender)
+	snd := new(spooltest.Recorder)
 	node.b.Queue().SetSender(snd, 2)
 	natstest.WaitFor(t, "the node's own event delivered and the forged ones dropped", func() bool {
-		return len(snd.got()) >= 1 && rejectedOf(t, m, cluster.RejectedQueue) >= float64(len(forged))
+		return len(snd.Events()) >= 1 && rejectedOf(t, m, cluster.RejectedQueue) >= float64(len(forged))
 	})
 	dls, err := node.b.Queue().DeadLetters(ctx)
 	if err != nil {
@@ -174,7 +155,7 @@ func TestQueueDropsUnsealedMessages(t *testing.T) {
 		st, err := node.b.Queue().Stats(ctx)
 		return err == nil && st.Depth == 0 && st.DeadLetters == 0
 	})
-	for _, ev := range snd.got() {
+	for _, ev := range snd.Events() {
 		if ev.ID != legit[0].ID {
 			t.Errorf("delivered %s %s", ev.ID, ev.Body)
 		}

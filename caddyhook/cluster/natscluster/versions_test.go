@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/caddyhook/spool/spooltest"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
 	"github.com/caddyhook/caddyhook/internal/natstest"
 	"github.com/caddyhook/caddyhook/internal/version"
@@ -56,10 +57,10 @@ func TestNewerRecordsKept(t *testing.T) {
 	if err := n.b.Queue().Publish(ctx, legit...); err != nil {
 		t.Fatal(err)
 	}
-	snd := new(captureSender)
+	snd := new(spooltest.Recorder)
 	n.b.Queue().SetSender(snd, 2)
 	natstest.WaitFor(t, "the readable event delivered and the newer one met", func() bool {
-		return len(snd.got()) == 1 && counter(reg, "caddy_hooks_records_unreadable_total", "store", version.StoreQueue, "version", "9") == 1
+		return len(snd.Events()) == 1 && counter(reg, "caddy_hooks_records_unreadable_total", "store", version.StoreQueue, "version", "9") == 1
 	})
 	for range 2 { // listed twice, counted once
 		dls, err := n.b.Queue().DeadLetters(ctx)
@@ -77,7 +78,7 @@ func TestNewerRecordsKept(t *testing.T) {
 	if got := counter(reg, "caddy_hooks_records_unreadable_total", "store", version.StoreDeadLetter, "version", "9"); got != 1 {
 		t.Errorf("newer dead letters counted %v, want 1", got)
 	}
-	if got := snd.got(); len(got) != 1 || got[0].ID != legit[0].ID {
+	if got := snd.Events(); len(got) != 1 || got[0].ID != legit[0].ID {
 		t.Errorf("delivered %v", got)
 	}
 

@@ -1,0 +1,148 @@
+package caddyhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	_ "github.com/caddyhook/caddyhook/caddyhook/cluster/natscluster" // the nats engine
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/adminapi"
+)
+
+// Cluster timings. One idempotency or publish operation is bounded by the
+// engine's own timeout (Backend.Timeout).
+const (
+	// clusterAdminTimeout bounds an admin API operation on the queue.
+	clusterAdminTimeout = 4 * time.Second
+	// clusterRetryAfter is what a client is told to wait when the cluster
+	// cannot take an event (fallback reject) or a duplicate is in flight.
+	clusterRetryAfter = 5 * time.Second
+	// clusterBusyRetryAfter is the Retry-After of a 409 for a key whose
+	// first request is still being dispatched on another node.
+	clusterBusyRetryAfter = time.Second
+	// clusterDrainRetryMax bounds the fallback spool's wait between two
+	// attempts to move its events into the queue once the cluster is back.
+	clusterDrainRetryMax = 5 * time.Second
+)
+
+// clusterState is a handler's view of its cluster engine.
+type clusterState struct {
+	backend cluster.Backend
+	metrics *cluster.Metrics
+	sync    *cluster.LockSync    // shared with the handlers of the same lockout table
+	idem    *cluster.Idempotency // cluster-wide idempotency claims
+	name    string               // the namespace, for the admin API
+	key     string               // engine settings and parameters: tells backends apart
+}
+
+// engineKey is what tells backends apart: the engine's settings (raw,
+// read before LoadModule clears it), the namespace and the queue's
+// settings.
+func engineKey(raw json.RawMessage, p cluster.Params) (string, error) {
+	k, err := json.Marshal(struct {
+		E json.RawMessage
+		N string
+		Q *cluster.QueueParams
+	}{raw, p.Name, p.Queue})
+	return string(k), err
+}
+
+// openCluster opens the namespace of p on the engine module mod (keyed
+// by engineKey), joins the lockout sharing of g, and sets up the
+// cluster-wide idempotency claims: a claim's lease and the wait for a
+// duplicate's first request (0: the engine's timeout); hm counts the records a newer release wrote.
+// Every piece is given back by the handler's
+// Cleanup: the LockSync and the metrics through the pool, the backend by
+// the engine module's own Cleanup.
+func openCluster(ctx caddy.Context, held *poolHold, mod any, key string, p cluster.Params, g *lockoutGuard,
+	hm *hookMetrics, lease, wait time.Duration) (*clusterState, error) {
+	eng, ok := mod.(cluster.Engine)
+	if !ok {
+		return nil, fmt.Errorf("cluster: module %T is not a cluster engine", mod)
+	}
+	ms, _, err := hold(held, clusterMetricsKey, func() (*clusterMetricsShare, error) {
+		m, err := cluster.NewMetrics(nil)
+		return &clusterMetricsShare{m}, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	metrics := ms.m
+	if err := metrics.Register(ctx.GetMetricsRegistry()); err != nil {
+		return nil, fmt.Errorf("cluster metrics: %w", err)
+	}
+	metrics.SetUnreadable(hm.unreadableRecords())
+	p.Metrics = metrics
+	b, err := eng.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	// the node id tells connections apart that settings do not (a signing
+	// key read from a file that changed)
+	cs := &clusterState{backend: b, metrics: metrics, name: b.Name(), key: key + "|" + b.Node()}
+	cs.metrics.Bind(b)
+	if cs.sync, err = g.joinCluster(held, b, cs.key, cs.metrics, p.LockTTL); err != nil {
+		return nil, err
+	}
+	if wait <= 0 {
+		wait = b.Timeout()
+	}
+	cs.idem = cluster.NewIdempotency(b.Claims(), cluster.IdempotencyOptions{Lease: lease + 2*b.Timeout(), Wait: wait,
+		Timeout: b.Timeout(), Metrics: cs.metrics})
+	return cs, nil
+}
+
+// clusterMetricsShare is the cluster collectors in the usage pool
+// (clusterMetricsKey), so that they keep counting across reloads.
+type clusterMetricsShare struct{ m *cluster.Metrics }
+
+// Destruct implements caddy.Destructor.
+func (*clusterMetricsShare) Destruct() error { return nil }
+
+// node is this node's id in the cluster.
+func (cs *clusterState) node() string { return cs.backend.Node() }
+
+// outcomes is the engine's outcome channel (nil: it carries none).
+func (cs *clusterState) outcomes() cluster.Outcomes {
+	bus, _ := cs.backend.(cluster.Outcomes)
+	return bus
+}
+
+// claims are the cluster-wide idempotency claims; nil-safe (nil without
+// a cluster engine).
+func (cs *clusterState) claims() *cluster.Idempotency {
+	if cs == nil {
+		return nil
+	}
+	return cs.idem
+}
+
+// queueStore is the engine's replicated queue (nil: it has none).
+func (cs *clusterState) queueStore() cluster.QueueStore { return cs.backend.Queue() }
+
+// queueSpool is the engine's queue as a spool, with fallback fb (a local
+// spool, or nil).
+func (cs *clusterState) queueSpool(fb *spool.Store) (*cluster.Spool, error) {
+	return cluster.NewSpool(cs.backend, cluster.SpoolOptions{Fallback: fb, Metrics: cs.metrics})
+}
+
+// namespace is the namespace's name (the admin API shows it); poolKey
+// tells the engine's connections apart in sharedPool.
+func (cs *clusterState) namespace() string { return cs.name }
+func (cs *clusterState) poolKey() string   { return cs.key }
+
+// status is the cluster's part of the admin API's handler status.
+func (cs *clusterState) status() *adminapi.Cluster {
+	st := &adminapi.Cluster{Name: cs.name, Up: cs.backend.Up()}
+	if d, ok := cs.backend.(cluster.Describer); ok {
+		st.Settings = d.Settings()
+	}
+	if r, ok := cs.backend.(cluster.Redundant); ok {
+		st.SetRedundancy(r.Redundancy())
+	}
+	return st
+}

@@ -1,0 +1,91 @@
+package caddyhook
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
+	"github.com/caddyhook/caddyhook/internal/verify"
+)
+
+// TestProvisionFailsOnEmptySecrets (issue 25 item 2): every secret
+// written as a placeholder that expands to nothing fails provision naming
+// the field and the placeholder's variable (or file), where an unset
+// gateway_token used to provision and send no credentials at all.
+func TestProvisionFailsOnEmptySecrets(t *testing.T) {
+	const unset = "CADDYHOOK_UNIT_SECRET_UNSET"
+	testkit.UnsetEnv(t, unset)
+	ph := "{env." + unset + "}"
+	why := ph + " is empty: " + unset + " is not set in Caddy's environment"
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tc := range []struct {
+		name string
+		mod  func(h *Handler)
+		want string
+	}{
+		{"token", func(h *Handler) { h.Token = ph }, "token: " + why},
+		{"second token", func(h *Handler) { h.Tokens = []string{ph} }, "token 2 of 2: " + why},
+		{"gateway_token", func(h *Handler) { h.GatewayToken = ph }, "gateway_token: " + why},
+		{"gateway_token file", func(h *Handler) { h.GatewayToken = "{file." + missing + "}" },
+			"gateway_token: {file." + missing + "} is empty: file " + missing + " cannot be read (no such file or directory)"},
+		{"verify secret", func(h *Handler) {
+			h.Mappings = []Mapping{{ID: "gh", MatchPath: "github", MessageTemplate: "x",
+				Verify: &verify.Config{Scheme: "github", Secrets: []string{"a-literal-secret-0123456789", ph}}}}
+		}, "mapping gh: verify secret 2: " + why},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := validHandler()
+			tc.mod(h)
+			err := provision(t, h)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestIntegrationLiteralSecretsWarned (issue 17 item 14): one rule for all
+// secrets: a literal token, gateway token or verify secret is accepted
+// with a warning naming the field (never the value); placeholders are not
+// warned about.
+func TestIntegrationLiteralSecretsWarned(t *testing.T) {
+	in := startIngress(t, ingressOpts{hooks: `mapping gh {
+			match_path gh
+			message_template "x"
+			verify github {
+				secret it-literal-github-secret-0123456789
+			}
+		}`})
+	var logs string
+	for deadline := time.Now().Add(answerWithin); ; {
+		logs = in.logs()
+		if strings.Count(logs, "secret written into the config") >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, field := range []string{`"field":"token"`, `"field":"gateway_token"`, `"field":"mapping gh: verify secret 1"`} {
+		if !strings.Contains(logs, field) {
+			t.Errorf("no literal-secret warning for %s", field)
+		}
+	}
+	for _, s := range []string{itHookToken, itGatewayToken, "it-literal-github-secret-0123456789"} {
+		if strings.Contains(logs, s) {
+			t.Errorf("the log holds a secret (%s…)", s[:10])
+		}
+	}
+	t.Setenv("CH_IT_TOKEN", itHookToken)
+	t.Setenv("CH_IT_GW_TOKEN", itGatewayToken)
+	before := strings.Count(in.logs(), "secret written into the config")
+	cf := strings.NewReplacer("token "+itHookToken, "token {env.CH_IT_TOKEN}", "gateway_token "+itGatewayToken, "gateway_token {env.CH_IT_GW_TOKEN}").
+		Replace(in.siteCaddyfile("", "http://"+in.hostPort(), ""))
+	in.reloadTo(cf, nil)
+	if r := in.post("/hooks/wake", `{"text":"x"}`); r.status != 200 {
+		t.Fatalf("placeholder tokens: %d %s", r.status, r.body)
+	}
+	if after := strings.Count(in.logs(), "secret written into the config"); after != before {
+		t.Fatalf("placeholders warned about (%d new warnings)", after-before)
+	}
+}
