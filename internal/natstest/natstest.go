@@ -145,7 +145,34 @@ func RunClusterStores(t testing.TB, stores []string) *Cluster {
 		c.Servers = append(c.Servers, s)
 	}
 	WaitJetStream(t, c.URLs())
+	c.waitMetaPeers(t)
 	return c
+}
+
+// waitMetaPeers polls until the JetStream meta leader sees every other
+// server as a current peer: before that, placing a replicated stream or
+// bucket can fail with "no suitable peers for placement" although the
+// JetStream API already answers.
+func (c *Cluster) waitMetaPeers(t testing.TB) {
+	t.Helper()
+	WaitFor(t, fmt.Sprintf("the JetStream meta leader to see %d current peers", len(c.Servers)-1), func() bool {
+		for _, s := range c.Servers {
+			if !s.JetStreamIsLeader() {
+				continue
+			}
+			jsz, err := s.Jsz(nil)
+			if err != nil || jsz.Meta == nil || len(jsz.Meta.Replicas) != len(c.Servers)-1 {
+				return false
+			}
+			for _, r := range jsz.Meta.Replicas {
+				if !r.Current || r.Offline {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	})
 }
 
 // URLs are the client URLs of the servers still running.
