@@ -726,10 +726,11 @@ func TestClusterPayloadWarning(t *testing.T) {
 }
 
 // TestSpooledIdenticalAnswersDeadLetter (issue 35 item 9): through a
-// local spool and through the cluster queue, an event the gateway answers
-// with the same 500 every time (a transform that always throws) is not
-// retried until max_age: after max_identical_errors answers it is a dead
-// letter carrying the gateway's error, and the event log says so.
+// local spool (render and forward mode) and through the cluster queue, an
+// event the gateway answers with the same 500 every time (a transform that
+// always throws) is not retried until max_age: after max_identical_errors
+// answers it is a dead letter carrying the gateway's error, and the event
+// log says so.
 func TestSpooledIdenticalAnswersDeadLetter(t *testing.T) {
 	const spoolOpts = "\n retry_initial 20ms\n retry_max 50ms\n max_identical_errors 3\n"
 	check := func(t *testing.T, sel string, count func() int, post func() result) {
@@ -761,10 +762,12 @@ func TestSpooledIdenticalAnswersDeadLetter(t *testing.T) {
 		g.FailWith(func(string) int { n.Add(1); return http.StatusInternalServerError })
 		return func() int { return int(n.Load()) }
 	}
-	t.Run("spool", func(t *testing.T) {
-		in := startIngress(t, ingressOpts{hooks: "spool " + t.TempDir() + " {" + spoolOpts + "}"})
-		check(t, "?path=/hooks", failing(in.gw), func() result { return in.post("/hooks/agent", `{"message":"throws every time"}`) })
-	})
+	for _, mode := range []string{"render", "forward"} {
+		t.Run("spool "+mode, func(t *testing.T) {
+			in := startIngress(t, ingressOpts{hooks: "mode " + mode + "\nspool " + t.TempDir() + " {" + spoolOpts + "}"})
+			check(t, "?path=/hooks", failing(in.gw), func() result { return in.post("/hooks/agent", `{"message":"throws every time"}`) })
+		})
+	}
 	t.Run("cluster", func(t *testing.T) {
 		gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
 		count := failing(gw.Gateway)
