@@ -12,7 +12,7 @@ import (
 // a coalesced wake, and every prompt can be traced back to its send.
 const nonceMark = "@N@"
 
-// Credentials a send presents.
+// Credentials a send presents: names of credHeaders.
 const (
 	credBearer   = ""           // Authorization: Bearer <the target's token>
 	credNone     = "none"       // no credentials
@@ -22,6 +22,33 @@ const (
 	credOpenclawWrongService = "x-openclaw+wrong-service"
 	// x-openclaw-token twice: <the target's token>, then <a wrong one>
 	credOpenclawTwice = "x-openclaw-twice"
+)
+
+// credHeaders are the token headers of each credential, in the order
+// sent: credValid stands for the target's token, credBad for a wrong one.
+// The token header table of issue 35 (Build 5) is every entry sent to
+// the gateway and to the edge.
+var credHeaders = map[string][][2]string{
+	credBearer:                          {{"Authorization", "Bearer " + credValid}},
+	credNone:                            nil,
+	credWrong:                           {{"Authorization", "Bearer " + credBad}},
+	credOpenclaw:                        {{"X-OpenClaw-Token", credValid}},
+	credOpenclawWrongService:            {{"X-OpenClaw-Token", credValid}, {"X-Service-Token", credBad}},
+	credOpenclawTwice:                   {{"X-OpenClaw-Token", credValid}, {"X-OpenClaw-Token", credBad}},
+	"x-openclaw twice, wrong first":     {{"X-OpenClaw-Token", credBad}, {"X-OpenClaw-Token", credValid}},
+	"x-openclaw twice, both valid":      {{"X-OpenClaw-Token", credValid}, {"X-OpenClaw-Token", credValid}},
+	"bearer and x-openclaw, both valid": {{"Authorization", "Bearer " + credValid}, {"X-OpenClaw-Token", credValid}},
+	"valid bearer, wrong x-openclaw":    {{"Authorization", "Bearer " + credValid}, {"X-OpenClaw-Token", credBad}},
+	"wrong bearer, valid x-openclaw":    {{"Authorization", "Bearer " + credBad}, {"X-OpenClaw-Token", credValid}},
+	"bearer twice, valid and wrong":     {{"Authorization", "Bearer " + credValid}, {"Authorization", "Bearer " + credBad}},
+	"bearer twice, wrong and valid":     {{"Authorization", "Bearer " + credBad}, {"Authorization", "Bearer " + credValid}},
+	"empty bearer, valid x-openclaw":    {{"Authorization", "Bearer "}, {"X-OpenClaw-Token", credValid}},
+}
+
+// Placeholders of credHeaders' values.
+const (
+	credValid = "@TOKEN@"
+	credBad   = "@WRONG@"
 )
 
 // diffSend is one request of a case, sent alike to the gateway and to
@@ -273,6 +300,16 @@ func issue35Cases() []diffCase {
 			withCred(credOpenclawWrongService), withSource("127.0.0.7")),
 		one("D33 two x-openclaw-token headers, valid and wrong", "/agent", `{"message":"Two tokens @N@","deliver":false}`,
 			withCred(credOpenclawTwice), withSource("127.0.0.8")),
+		// the rest of the token header table (Build 5), from one address
+		// of its own (five refusals, under the gateway's lockout)
+		tokenCase("x-openclaw twice, wrong first"),
+		tokenCase("x-openclaw twice, both valid"),
+		tokenCase("bearer and x-openclaw, both valid"),
+		tokenCase("valid bearer, wrong x-openclaw"),
+		tokenCase("wrong bearer, valid x-openclaw"),
+		tokenCase("bearer twice, valid and wrong"),
+		tokenCase("bearer twice, wrong and valid"),
+		tokenCase("empty bearer, valid x-openclaw"),
 		// D30 and B13: the forward header rule, both ways
 		one("D30 ordinary vendor headers", "/dump", dump, withHeaders("X-GitHub-Enterprise-Host: ghe.example.com",
 			"X-Author: mona", "X-Payment-Method: card", "I-Twilio-Idempotency-Token: tw-@N@", "X-Signature-Timestamp: 1700000000",
@@ -290,4 +327,10 @@ func issue35Cases() []diffCase {
 		one("D17 agentId outside allowedAgentIds", "/agent", `{"message":"x @N@","agentId":"ops"}`),
 		one("D17 wake agentId outside allowedAgentIds", "/wake", `{"text":"x @N@","agentId":"ops"}`),
 	)
+}
+
+// tokenCase is a case of the token header table: an agent run presenting
+// the credential cred (a name of credHeaders), named "tokens: <cred>".
+func tokenCase(cred string) diffCase {
+	return one("tokens: "+cred, "/agent", `{"message":"Tokens @N@","deliver":false}`, withCred(cred), withSource("127.0.0.9"))
 }

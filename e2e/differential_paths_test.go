@@ -120,6 +120,8 @@ var spooledAllow = map[string]map[string]pathAllowance{
 var syncAllowedEverywhere = []string{
 	"D24 unclosed deep nesting",
 	"D32 valid x-openclaw-token, wrong x-service-token",
+	"tokens: valid bearer, wrong x-openclaw",
+	"tokens: bearer twice, valid and wrong",
 	"B13 identity headers",
 }
 

@@ -97,6 +97,14 @@ var differentialAllow = map[string]struct {
 		fields: []string{"send1."},
 		reason: "the edge refuses a request that carries any wrong token value, in any token header (the gateway reads the first header it finds and lets a valid X-OpenClaw-Token through beside a wrong x-service-token): never more permissive than the gateway",
 	},
+	"tokens: valid bearer, wrong x-openclaw": {
+		fields: []string{"send1."},
+		reason: "the edge refuses a request that carries any wrong token value (the gateway reads Authorization first and lets a valid one through beside a wrong X-OpenClaw-Token): never more permissive than the gateway",
+	},
+	"tokens: bearer twice, valid and wrong": {
+		fields: []string{"send1."},
+		reason: "the edge checks every Authorization header (the gateway's HTTP parser keeps only the first, and lets a valid one through before a wrong one): never more permissive than the gateway",
+	},
 	"B13 identity headers": {
 		fields: []string{"send1.runs[0].prompt"},
 		reason: "identity headers a proxy in front asserts (Client-Cert, X-Arr-Clientcert, X-Vouch-User, X-Consumer-Username, X-Remote-User) and one-time codes (X-Otp) do not cross",
@@ -515,20 +523,12 @@ func sendOne(t *testing.T, tg diffTarget, s diffSend, nonce string) sentReply {
 	default:
 		req.Header.Set("Content-Type", s.contentType)
 	}
-	switch s.cred {
-	case credBearer:
-		req.Header.Set("Authorization", "Bearer "+tg.token)
-	case credWrong:
-		req.Header.Set("Authorization", "Bearer wrong-"+tg.token[:16])
-	case credOpenclaw:
-		req.Header.Set("X-OpenClaw-Token", tg.token)
-	case credOpenclawWrongService:
-		req.Header.Set("X-OpenClaw-Token", tg.token)
-		req.Header.Set("X-Service-Token", "wrong-"+tg.token[:16])
-	case credOpenclawTwice:
-		req.Header.Add("X-OpenClaw-Token", tg.token)
-		req.Header.Add("X-OpenClaw-Token", "wrong-"+tg.token[:16])
-	case credNone:
+	hdrs, ok := credHeaders[s.cred]
+	if !ok {
+		t.Fatalf("unknown credential %q", s.cred)
+	}
+	for _, kv := range hdrs {
+		req.Header.Add(kv[0], strings.NewReplacer(credValid, tg.token, credBad, "wrong-"+tg.token[:16]).Replace(kv[1]))
 	}
 	for k, v := range s.headers {
 		req.Header.Set(k, fill(v))
