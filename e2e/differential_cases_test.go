@@ -323,9 +323,10 @@ func issue35Cases() []diffCase {
 		// D18: bodies framed as the sender framed them
 		one("D18 empty body, Content-Length: 0", "/dump", ``),
 		one("D18 chunked body", "/dump", dump, withChunked()),
-		// D17: an edge-decided refusal in the gateway's words
-		one("D17 agentId outside allowedAgentIds", "/agent", `{"message":"x @N@","agentId":"ops"}`),
-		one("D17 wake agentId outside allowedAgentIds", "/wake", `{"text":"x @N@","agentId":"ops"}`),
+		// D17: an edge-decided refusal in the gateway's words (extra is an
+		// agent of the gateway's that hooks.allowedAgentIds leaves out)
+		one("D17 agentId outside allowedAgentIds", "/agent", `{"message":"x @N@","agentId":"extra"}`),
+		one("D17 wake agentId outside allowedAgentIds", "/wake", `{"text":"x @N@","agentId":"extra"}`),
 	)
 }
 
