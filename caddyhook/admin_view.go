@@ -21,13 +21,6 @@ import (
 // request).
 const maxAdminBody = 1 << 20
 
-// adminRoute is one endpoint: its method and what it does for the
-// selected handler (nil handler: the endpoint lists every handler).
-type adminRoute struct {
-	method string
-	serve  func(w http.ResponseWriter, r *http.Request, lh *liveHandler, arg string) error
-}
-
 // liveHandler is a hooks handler of the running config.
 type liveHandler struct {
 	view   *adminView

@@ -24,6 +24,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/safetext"
 	"github.com/caddyhook/caddyhook/internal/secret"
 	"github.com/caddyhook/caddyhook/internal/verify"
@@ -96,7 +97,7 @@ everything, with stack traces.
 	f := cmd.Flags()
 	f.StringP("config", "c", "", "Config file (required)")
 	f.StringP("adapter", "a", "", "Config adapter (default: caddyfile for Caddyfile names, else JSON)")
-	f.String("base", "", "Base path of the hooks handler to use when the config has several")
+	f.String("base", "", adminapi.BaseUsage)
 	f.String("path", "", "Hook name (e.g. gmail) or full request path (e.g. /hooks/gmail), optionally with a query (required)")
 	f.String("payload", "", "JSON body file (default: empty body, i.e. {}); - reads stdin")
 	f.StringArray("header", nil, "Request header 'Name: value' (repeatable)")

@@ -89,6 +89,28 @@ func AddFlags(fl *pflag.FlagSet) {
 	fl.String("adapter", "", "Adapter of --config")
 }
 
+// BaseUsage is the help of --base, the flag of every `caddy hooks …`
+// command that chooses a hooks handler by its base path.
+const BaseUsage = "Base path of the hooks handler (e.g. /hooks), when the config has several"
+
+// AddBaseFlag defines --base on fl, and --path, its former name, as a
+// deprecated alias (hidden, and warned about when used).
+func AddBaseFlag(fl *pflag.FlagSet) {
+	fl.String("base", "", BaseUsage)
+	fl.String("path", "", BaseUsage)
+	_ = fl.MarkDeprecated("path", "use --base") // the flag was just defined
+}
+
+// Base returns the base path AddBaseFlag's flags give: --base, else the
+// deprecated --path.
+func Base(fl *pflag.FlagSet) string {
+	if b, _ := fl.GetString("base"); b != "" {
+		return b
+	}
+	b, _ := fl.GetString("path")
+	return b
+}
+
 // FromFlags returns a client for the admin API of the running Caddy,
 // found as `caddy reload` finds it: --address, else the admin address of
 // --config (or of ./Caddyfile), else localhost:2019; and that address.
