@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -34,10 +34,13 @@ import (
 // through a configured hooks handler, without dispatching.
 func newTestCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "test --config <file> [--adapter caddyfile] --path <name> [--payload <file.json>] [--header 'K: V']... [--token <value> | --no-token]",
+		Use:   "test [--config <file>] [--adapter caddyfile] [--base <path>] --path <name> [--payload <file.json>] [--header 'K: V']... [--token <value> | --no-token]",
 		Short: "Dry-runs a hook request through the configured mappings and policy",
 		Long: `
-Loads the config, finds its hooks handler and runs one request through the whole
+Loads the config as "caddy run" does (--config, else ./Caddyfile; the Caddyfile
+adapter for a name starting with Caddyfile or ending in .caddyfile, or with
+--adapter caddyfile), finds its hooks handler (--base chooses one when there are
+several) and runs one request through the whole
 pipeline (authentication, body limit, signature verification, mappings, CEL,
 transforms, policy, safety wrapper, idempotency) without dispatching anything and
 without touching a spool or any shared state (with cluster mode configured it
@@ -95,8 +98,8 @@ everything, with stack traces.
 		},
 	}
 	f := cmd.Flags()
-	f.StringP("config", "c", "", "Config file (required)")
-	f.StringP("adapter", "a", "", "Config adapter (default: caddyfile for Caddyfile names, else JSON)")
+	f.StringP("config", "c", "", "Config file (default: ./Caddyfile), loaded as caddy run loads it")
+	f.StringP("adapter", "a", "", "Config adapter (default: caddyfile for a name starting with Caddyfile or ending in .caddyfile, else JSON)")
 	f.String("base", "", adminapi.BaseUsage)
 	f.String("path", "", "Hook name (e.g. gmail) or full request path (e.g. /hooks/gmail), optionally with a query (required)")
 	f.String("payload", "", "JSON body file (default: empty body, i.e. {}); - reads stdin")
@@ -167,8 +170,8 @@ func newDryRunAction(it *prepared) dryRunAction {
 // runDryRun loads the config, runs the request and prints the report. It
 // reports whether the request was rejected.
 func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
-	if o.config == "" || o.path == "" {
-		return false, errors.New("--config and --path are required")
+	if o.path == "" {
+		return false, errors.New("--path is required: the hook name (e.g. gmail) or the request path (e.g. /hooks/gmail)")
 	}
 	if o.noToken && o.token != "" {
 		return false, errors.New("--token and --no-token exclude each other")
@@ -393,25 +396,17 @@ func readPayload(path string) ([]byte, error) {
 	return b, nil
 }
 
-// loadHooksConfig adapts the config file and returns the JSON of its
+// loadHooksConfig loads the config as caddy run does (Caddy's own
+// loader: --config, else ./Caddyfile; the Caddyfile adapter for a
+// Caddyfile name or --adapter caddyfile) and returns the JSON of its
 // hooks handler (the one with base path base when there are several).
 func loadHooksConfig(file, adapter, base string) (json.RawMessage, error) {
-	b, err := os.ReadFile(file)
+	b, file, _, err := caddycmd.LoadConfig(file, adapter)
 	if err != nil {
-		return nil, fmt.Errorf("--config: %w", err)
+		return nil, err
 	}
-	if adapter == "" && isCaddyfileName(file) {
-		adapter = "caddyfile"
-	}
-	if adapter != "" {
-		a := caddyconfig.GetAdapter(adapter)
-		if a == nil {
-			return nil, fmt.Errorf("--adapter: unknown adapter %q", adapter)
-		}
-		abs, _ := filepath.Abs(file)
-		if b, _, err = a.Adapt(b, map[string]any{"filename": abs}); err != nil {
-			return nil, fmt.Errorf("adapting %s: %w", file, err)
-		}
+	if len(b) == 0 {
+		return nil, errors.New("no config: give --config <file>, or run it where ./Caddyfile is")
 	}
 	var cfg any
 	if err := json.Unmarshal(b, &cfg); err != nil {
@@ -439,12 +434,6 @@ func loadHooksConfig(file, adapter, base string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%s has %d hooks handlers (%s); choose one with --base", file, len(found), strings.Join(bases, ", "))
 	}
 	return json.Marshal(found[0])
-}
-
-// isCaddyfileName reports names Caddy itself adapts as a Caddyfile.
-func isCaddyfileName(file string) bool {
-	name := filepath.Base(file)
-	return strings.HasPrefix(name, "Caddyfile") || strings.HasSuffix(name, ".caddyfile") || strings.HasSuffix(name, ".Caddyfile")
 }
 
 // findHooksHandlers collects every object with "handler": "hooks".
