@@ -124,12 +124,17 @@ type dryRunOptions struct {
 
 // dryRunReport is what `caddy hooks test` prints.
 type dryRunReport struct {
-	Status  int             `json:"status"`
-	Auth    string          `json:"auth,omitempty"` // which configured token authenticated
-	Reply   json.RawMessage `json:"reply,omitempty"`
-	Error   string          `json:"error,omitempty"`
-	Actions []dryRunAction  `json:"actions,omitempty"`
-	Dropped int             `json:"dropped,omitempty"`
+	Status  int    `json:"status"`
+	Auth    string `json:"auth,omitempty"` // which configured token authenticated
+	Mapping string `json:"mapping,omitempty"`
+	Reason  string `json:"reason,omitempty"` // why a 204 dispatched nothing
+	// PassedOver are the mappings that answer the hook name but did not
+	// take the request, and why ("github-push: match_expr false").
+	PassedOver []string        `json:"passed_over,omitempty"`
+	Reply      json.RawMessage `json:"reply,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	Actions    []dryRunAction  `json:"actions,omitempty"`
+	Dropped    int             `json:"dropped,omitempty"`
 }
 
 // dryRunAction is one action as the gateway would receive it. A
@@ -242,9 +247,9 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	if !o.noToken && req.Header.Get("Authorization") == "" && !h.tokens.headerPresent(req) {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	ex := exchange{r: req, sub: sub, ip: clientAddr(req), now: time.Now(), route: "none"}
+	ex := exchange{r: req, sub: sub, ip: clientAddr(req), now: time.Now(), route: "none", trace: true}
 	status, reply, herr := h.process(&ex)
-	rep := dryRunReport{Status: status, Dropped: dry.dropped}
+	rep := dryRunReport{Status: status, Dropped: dry.dropped, Mapping: ex.mapping, Reason: ex.skip, PassedOver: ex.passed}
 	if i := h.tokens.index(h.tokens.presented(req.Header)); i >= 0 {
 		rep.Auth = fmt.Sprintf("token %d of %d", i+1, h.tokens.count())
 	}

@@ -267,6 +267,36 @@ func TestDryRunLoadsAsCaddyRun(t *testing.T) {
 	}
 }
 
+// TestDryRunSaysWhySkipped (issue 31 item 5): caddy hooks test shows a
+// 204's mapping, its reason and the mappings passed over before it, with
+// and without --debug, and a 204 is no rejection (exit status 0).
+func TestDryRunSaysWhySkipped(t *testing.T) {
+	t.Setenv("CADDYHOOK_DRY_TOKEN", dryToken)
+	t.Setenv("CADDYHOOK_DRY_SECRET", drySecret)
+	dir := t.TempDir()
+	cf := strings.Replace(dryRunCaddyfile, "presets gmail\n", "presets gmail\n\t\ttransforms_root mods\n"+
+		"\t\tmapping first {\n\t\t\tmatch_path t\n\t\t\tmatch_expr `payload.kind == \"x\"`\n\t\t\tmessage_template \"x\"\n\t\t}\n"+
+		"\t\tmapping null {\n\t\t\tmatch_path t\n\t\t\ttransform t.js\n\t\t}\n", 1)
+	writeModules(t, dir, map[string]string{"Caddyfile": cf, "mods/t.js": `export default () => null;`, "p.json": `{"kind":"y"}`})
+	want := `"status": 204,
+  "auth": "token 1 of 1",
+  "mapping": "null",
+  "reason": "mapping null: transform returned null",
+  "passed_over": [
+    "first: match_expr false"
+  ]`
+	for _, debug := range []bool{false, true} {
+		args := []string{"test", "--config", filepath.Join(dir, "Caddyfile"), "--path", "t", "--payload", filepath.Join(dir, "p.json")}
+		if debug {
+			args = append(args, "--debug")
+		}
+		out, errOut, err := runHooksCommand(args...)
+		if err != nil || !strings.Contains(out, want) || strings.Contains(out+errOut, "rejected") {
+			t.Fatalf("debug %v: err %v\n%s\n%s\nwant %s", debug, err, out, errOut, want)
+		}
+	}
+}
+
 // TestDryRunTokenRotation (issue 16 item 4): with two tokens configured,
 // `caddy hooks test --token` shows which one authenticates; a token no
 // longer configured is refused; an unset --token variable is named.

@@ -228,6 +228,8 @@ func (rec *eventRecorder) record(ex *exchange, status int, body []byte, herr *ho
 		Tracked: rec.spooled && ex.items != nil, Latency: now.Sub(ex.now)}
 	if herr != nil {
 		e.Reason = herr.reason
+	} else if ex.skip != "" {
+		e.Reason = ex.skip // a 204: the mapping and why it dispatched nothing
 	}
 	e.Headers = rec.headers(ex.r.Header)
 	e.Dispatch = rec.outcomes(box.d[:0], ex.items, status, body, herr, ex.route == "challenge", now)
