@@ -74,6 +74,9 @@ func (s *transformSet) open() error {
 		root = abs
 	}
 	dir, err := transform.ResolveDir(root, s.subdir)
+	if err != nil && s.root == "" {
+		return fmt.Errorf("%w (the default of transforms_root: hooks/transforms beside the Caddyfile, or in Caddy's working directory for a JSON config)", err)
+	}
 	if err != nil {
 		return err
 	}
