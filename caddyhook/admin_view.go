@@ -7,10 +7,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
 
 // What the admin API's routes (admin.go, admin_spool.go,

@@ -5,11 +5,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/caddyhook/caddyhook/caddyhook/spool"
-	"github.com/caddyhook/caddyhook/internal/duration"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/dustin/go-humanize"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/duration"
 )
 
 // The argument readers of the Caddyfile parsers (caddyfile.go,

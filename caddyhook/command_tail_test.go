@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyhook/caddyhook/internal/testkit"
 	"github.com/spf13/cobra"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // TestTailCommand: `caddy hooks tail` prints a line per event through the

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyhook/caddyhook/internal/testkit"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -24,6 +23,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/spf13/cobra"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // browserEnv names the variable that makes a missing browser a failure

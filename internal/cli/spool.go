@@ -14,14 +14,13 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/caddyhook/caddyhook/internal/adminapi"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/adminapi"
 )
 
 // spoolConfig resolves a spool directory as the hooks config resolves its
