@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -216,8 +217,8 @@ func forwardedHop(r *http.Request, headers []string, chosen netip.Addr) (hop net
 			continue
 		}
 		prev := peer
-		for i := len(values) - 1; i >= 0; i-- {
-			v := values[i]
+		for _, v := range slices.Backward(values) {
+
 			for {
 				part := v
 				j := strings.LastIndexByte(v, ',')

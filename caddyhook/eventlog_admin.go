@@ -71,8 +71,7 @@ func serveReplay(w http.ResponseWriter, r *http.Request, lh *liveHandler, id str
 		return err
 	}
 	ans, err := lh.view.events.replay(r.Context(), id, lh.view.sink)
-	var refused replayRefusal
-	if errors.As(err, &refused) {
+	if refused, ok := errors.AsType[replayRefusal](err); ok {
 		return apiError(refused.status, "%s", refused.msg)
 	}
 	if err != nil {

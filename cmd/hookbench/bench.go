@@ -371,12 +371,10 @@ func (b *bench) profile(ctx context.Context, id string) (*profileReport, error) 
 	fmt.Fprintf(b.progress, "profiling the ingress for %ds during row (%s) …\n", secs, id)
 	var wg sync.WaitGroup
 	var perr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		time.Sleep(300 * time.Millisecond) // let the load reach steady state
 		perr = b.in.cpuProfile(ctx, secs, out)
-	}()
+	})
 	res := new(result)
 	err := b.segment(ctx, r, time.Duration(secs)*time.Second+time.Second, res)
 	wg.Wait()

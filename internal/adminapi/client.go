@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -140,9 +141,7 @@ func (a *Client) Transport() http.RoundTripper { return a.client.Transport }
 // SetHeaders sets the headers every request to the admin endpoint
 // carries (its Origin, which Caddy's origin check wants).
 func (a *Client) SetHeaders(h http.Header) {
-	for k, v := range a.header {
-		h[k] = v
-	}
+	maps.Copy(h, a.header)
 }
 
 // Do sends a request with body (JSON-encoded unless nil) and decodes a 2xx

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -133,9 +135,7 @@ func tailResult(err error) error {
 // backlog prints the log's entries since the given period, oldest first.
 func (t *tailer) backlog(ac *adminapi.Client, since string) error {
 	q := url.Values{}
-	for k, v := range t.query {
-		q[k] = v
-	}
+	maps.Copy(q, t.query)
 	q.Set("since", since)
 	q.Set("limit", strconv.Itoa(eventlog.MaxLimit))
 	var page struct {
@@ -144,10 +144,10 @@ func (t *tailer) backlog(ac *adminapi.Client, since string) error {
 	if err := ac.Do(http.MethodGet, adminapi.Prefix+"events?"+q.Encode(), nil, &page); err != nil {
 		return err
 	}
-	for i := len(page.Entries) - 1; i >= 0; i-- {
+	for _, v := range slices.Backward(page.Entries) {
 		var typ struct{ Type string }
-		_ = json.Unmarshal(page.Entries[i], &typ)
-		if err := t.print(typ.Type, page.Entries[i]); err != nil {
+		_ = json.Unmarshal(v, &typ)
+		if err := t.print(typ.Type, v); err != nil {
 			return err
 		}
 	}

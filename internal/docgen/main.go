@@ -370,7 +370,7 @@ func splitDoc(text string) splitDocResult {
 // into Markdown paragraphs, escaped.
 func markdown(text string) string {
 	var out []string
-	for _, para := range strings.Split(strings.TrimSpace(text), "\n\n") {
+	for para := range strings.SplitSeq(strings.TrimSpace(text), "\n\n") {
 		if para = strings.TrimSpace(para); para != "" {
 			out = append(out, escape(strings.Join(strings.Fields(para), " ")))
 		}

@@ -305,7 +305,7 @@ func (im *importer) referenceBasePath(v any) (string, error) {
 // validHookPath reports whether p is a plain path: segments of URL path
 // characters that need no escaping, no dot segments.
 func validHookPath(p string) bool {
-	for _, seg := range strings.Split(p, "/") {
+	for seg := range strings.SplitSeq(p, "/") {
 		if seg == "" || seg == "." || seg == ".." || url.PathEscape(seg) != seg {
 			return false
 		}

@@ -171,10 +171,7 @@ func (t *Table) Capacity() int { return t.setsPerShard * numShards * ways }
 func New(p Policy) *Table {
 	// clamped to the bounds Validate enforces, so that a table provisioned
 	// for a config that then fails validation costs nothing
-	sets := min(max(p.Slots, 0), MaxSlots) / (numShards * ways)
-	if sets < 1 {
-		sets = 1
-	}
+	sets := max(min(max(p.Slots, 0), MaxSlots)/(numShards*ways), 1)
 	if p.LockFor <= 0 {
 		p.LockFor = p.Window
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -147,10 +148,8 @@ func checkConfigPath(p string) error {
 			return errors.New("contains a percent-encoded path character")
 		}
 	}
-	for _, seg := range strings.Split(p, "/") {
-		if seg == ".." {
-			return errors.New(`contains a ".." segment`)
-		}
+	if slices.Contains(strings.Split(p, "/"), "..") {
+		return errors.New(`contains a ".." segment`)
 	}
 	return nil
 }
@@ -171,8 +170,7 @@ func within(root, path string) bool {
 // where it was looked for; other errors lose their path (the caller
 // names the value).
 func pathError(err error, path string) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		if errors.Is(pe.Err, fs.ErrNotExist) {
 			return notExistError(path)
 		}

@@ -152,7 +152,7 @@ func (n *Config) authenticated() bool {
 		return true
 	}
 	for _, u := range n.URLs {
-		if p := strings.Index(u, "://"); p >= 0 && strings.Contains(u[p+3:], "@") {
+		if _, after, ok := strings.Cut(u, "://"); ok && strings.Contains(after, "@") {
 			return true
 		}
 	}
