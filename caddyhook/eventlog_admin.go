@@ -71,7 +71,7 @@ func serveReplay(w http.ResponseWriter, r *http.Request, lh *liveHandler, id str
 		return err
 	}
 	ans, err := lh.view.events.replay(r.Context(), id, lh.view.sink)
-	if refused, ok := errors.AsType[replayRefusal](err); ok {
+	if refused, ok := errors.AsType[replayRefusedError](err); ok {
 		return apiError(refused.status, "%s", refused.msg)
 	}
 	if err != nil {

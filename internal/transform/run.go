@@ -336,7 +336,7 @@ func (r *rejection) Error() string { return "promise rejected" }
 // *Error, reading script error messages safely and sanitizing their text.
 func (v *vm) describe(err error, payload map[string]any) *Error {
 	var te *Error
-	var rm *errResultMemory
+	var rm *resultMemoryError
 	var xe *exportError
 	var ex *goja.Exception
 	var rj *rejection
