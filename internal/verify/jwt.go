@@ -346,16 +346,3 @@ func unwrapPathErr(err error) error {
 	}
 	return err
 }
-
-// bearer returns the token of an "Authorization: Bearer <token>" value, or
-// the value itself when withBearer is false.
-func bearer(v string, withBearer bool) string {
-	if !withBearer {
-		return v
-	}
-	scheme, tok, ok := strings.Cut(v, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return trimOWS(tok)
-}
