@@ -218,7 +218,6 @@ func forwardedHop(r *http.Request, headers []string, chosen netip.Addr) (hop net
 		}
 		prev := peer
 		for _, v := range slices.Backward(values) {
-
 			for {
 				part := v
 				j := strings.LastIndexByte(v, ',')
@@ -290,6 +289,7 @@ func proxyProtocolOpen(srv *caddyhttp.Server) bool {
 		switch proxyprotocol.Policy(pp.FieldByName("FallbackPolicy").Int()) {
 		case proxyprotocol.PolicyUSE, proxyprotocol.PolicyREQUIRE:
 			return true
+		default: // IGNORE, REJECT and SKIP take no address from the header
 		}
 		allow := pp.FieldByName("Allow")
 		prefixes := make([]netip.Prefix, 0, allow.Len())

@@ -207,7 +207,7 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
 	err = h.Provision(ctx)
-	defer h.Cleanup()
+	defer func() { _ = h.Cleanup() }() // a dry run's handler holds nothing shared: nothing to report
 	if err != nil {
 		return false, fmt.Errorf("provision: %w", err)
 	}

@@ -278,7 +278,7 @@ func roundOrder(rows []rowDef, round int) []rowDef {
 }
 
 // segment runs row r for d, sampling the ingress RSS, and merges the
-// measurement into into (nil: discard it).
+// measurement into the result into (nil: discard it).
 func (b *bench) segment(ctx context.Context, r rowDef, d time.Duration, into *result) error {
 	if r.source == srcLocked {
 		if err := b.lockOut(r); err != nil {

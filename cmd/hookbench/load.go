@@ -150,6 +150,7 @@ func (w *worker) connect(hardStop time.Time) {
 		d.LocalAddr = &net.TCPAddr{IP: lockedAddr.AsSlice()}
 	case srcSpread:
 		d.LocalAddr = &net.TCPAddr{IP: w.spec.spread.take().AsSlice()}
+	case srcLoopback, srcForwarded: // the dialer's own address
 	}
 	w.res.dials++
 	conn, err := d.Dial("tcp", w.spec.addr)

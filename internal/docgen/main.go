@@ -314,7 +314,7 @@ func isExported(name string) bool { return name != "" && name[0] >= 'A' && name[
 
 // codeList writes names as code, separated by commas.
 func codeList(names []string) string {
-	var out []string
+	out := make([]string, 0, len(names))
 	for _, n := range names {
 		out = append(out, "`"+n+"`")
 	}

@@ -513,7 +513,6 @@ func (im *importer) agentIDs() ([]string, error) {
 // delivery channels it has plugins for); a name that cannot be written
 // is noted and left out.
 func (im *importer) channels() []string {
-	out := []string{channelLast}
 	chans, _ := im.cfg["channels"].(map[string]any)
 	var names []string
 	for _, key := range sortedKeys(chans) {
@@ -531,7 +530,7 @@ func (im *importer) channels() []string {
 		}
 	}
 	sort.Strings(names)
-	return append(out, names...)
+	return append([]string{channelLast}, names...)
 }
 
 // ignoredHookKeys notes the hooks keys the edge does not carry.

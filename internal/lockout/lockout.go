@@ -54,7 +54,7 @@ type Policy struct {
 type Key [16]byte
 
 // entry is one tracked address in 32 bytes. Failures are counted in
-// buckets buckets of bucketMs each, hits[n%buckets] holding
+// `buckets` buckets of bucketMs each, hits[n%buckets] holding
 // those of bucket n (bucket numbers count from epoch); mark is the
 // number of the newest bucket plus one (0 = empty slot). A failure counts
 // while its bucket is one of the buckets newest, so for at least

@@ -65,8 +65,9 @@ const envHint = " (Caddy reads its environment when it starts: export the variab
 // emptyWhy says why raw expands to nothing ("<raw> is empty: <why>"),
 // and whether an {env.…} placeholder is among the reasons.
 func emptyWhy(raw string) (string, bool) {
-	var why []string
-	for _, r := range reasons(raw) {
+	rs := reasons(raw)
+	why := make([]string, 0, len(rs))
+	for _, r := range rs {
 		why = append(why, r.String())
 	}
 	if len(why) == 0 {
