@@ -3,6 +3,7 @@ package spool
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -298,7 +299,7 @@ func (s *Store) deliver(l lane, sig chan struct{}, it *item) {
 			why = fmt.Sprintf("gateway status %d: %s", status, reason)
 		}
 		why = clip(why)
-		if n := s.identical(it, err == nil && Repeatable(status), why, ev.LastError); n > 0 {
+		if n := s.identical(it, err == nil && Repeatable(status), why); n > 0 {
 			ev.Attempts++
 			dead := IdenticalReason(why, n)
 			s.bury(sig, it, ev, status, dead)
@@ -309,20 +310,23 @@ func (s *Store) deliver(l lane, sig chan struct{}, it *item) {
 	}
 }
 
-// identical counts it's identical Repeatable answers in a row (why, the
-// previous attempt's reason being prev) and returns their number once it
-// reaches MaxIdentical, else 0. The count is kept in memory: a restart
-// begins it again (max_age still bounds the event).
-func (s *Store) identical(it *item, repeatable bool, why, prev string) int {
+// identical counts it's identical Repeatable answers in a row (why, this
+// attempt's reason, against the previous attempt's, kept on the item as a
+// hash: the stored record's last error may not be written yet when the
+// next attempt reads it) and returns their number once it reaches
+// MaxIdentical, else 0. The count is kept in memory: a restart begins it
+// again (max_age still bounds the event).
+func (s *Store) identical(it *item, repeatable bool, why string) int {
+	h := maphash.String(s.whySeed, why)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case !repeatable:
-		it.identical = 0
-	case why == prev && it.identical > 0:
+		it.identical, it.lastWhy = 0, 0
+	case it.identical > 0 && h == it.lastWhy:
 		it.identical++
 	default:
-		it.identical = 1
+		it.identical, it.lastWhy = 1, h
 	}
 	if it.identical >= s.cfg.MaxIdentical {
 		return it.identical

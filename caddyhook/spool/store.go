@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"runtime"
 	"strconv"
@@ -28,6 +29,8 @@ type Store struct {
 	db   *bolt.DB
 	path string
 	rnd  func() float64 // backoff jitter source
+	// whySeed hashes an attempt's reason for Store.identical
+	whySeed maphash.Seed
 
 	ops           chan op
 	committerDone chan struct{}
@@ -127,6 +130,7 @@ func open(cfg Config, logger *zap.Logger, o openOptions) (*Store, error) {
 		db:            db,
 		path:          path,
 		rnd:           jitter,
+		whySeed:       maphash.MakeSeed(),
 		ops:           make(chan op, opQueueLen),
 		committerDone: make(chan struct{}),
 		idx:           newIndex(),
