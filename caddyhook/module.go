@@ -105,7 +105,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 
 	if h.router, err = newRouter(routerConfig{mappings: h.Mappings, presets: h.Presets, maxBody: h.MaxBody,
 		celCostLimit: h.CELCostLimit, base: h.base, forward: h.forward, allowRequestKey: h.AllowRequestSessionKey,
-		policy: h.policy, tokens: h.tokens, repl: repl, logger: h.logger,
+		policy: h.policy, tokens: h.tokens, repl: repl, verifyEnv: h.verifyEnv, logger: h.logger,
 		transforms: newTransformSet(h.TransformsRoot, h.TransformsDir, time.Duration(h.TransformTimeout), h.TransformMaxMemory, &h.held),
 	}); err != nil {
 		return err

@@ -24,6 +24,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/internal/mdexample"
 	"github.com/caddyhook/caddyhook/internal/optdoc"
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 // The page and the packages it is generated from, relative to the
@@ -70,7 +71,7 @@ var blocks = []block{
 	{name: "transform", heading: "transform", pkg: handlerDir, typ: "TransformRef",
 		intro: "A mapping's `transform <module> [<export>]`, or a block with these. See [Transforms](transforms.md)."},
 	{name: "verify", heading: "verify", pkg: verifyDir, typ: "Config",
-		intro: "A mapping's `verify <scheme> { … }`: a provider's signature instead of the token. See [Providers and signatures](providers.md)."},
+		intro: "A mapping's `verify <provider> { … }`: a provider's signature (or token, or key) instead of the hook token, its endpoint handshake and its form bodies; `caddy hooks providers` lists the providers and the words each reads. See [Providers and signatures](providers.md)."},
 	{name: "spool", heading: "spool", pkg: handlerDir, typ: "SpoolConfig",
 		intro: "`spool <dir> { … }` or `spool cluster { … }`, inside `hooks`. See [Spool](spool.md) and [Cluster and scaling](cluster.md)."},
 	{name: "unauthenticated_bodies", heading: "unauthenticated_bodies", pkg: handlerDir, typ: "UnauthenticatedBodies",
@@ -88,7 +89,6 @@ var blocks = []block{
 var aliases = map[string][]string{
 	"hooks.token":          {"Token", "Tokens"},
 	"hooks.mapping":        {"Mappings"},
-	"verify.secret":        {"Secrets"},
 	"cluster.url":          {"URLs"},
 	"cluster.urls":         {"URLs"},
 	"cluster.signing_key":  {"SigningKeys"},
@@ -157,7 +157,11 @@ func Generate(root string) ([]byte, error) {
 		if code := syntaxOf(bl, pkgs); code != "" {
 			w("```caddyfile syntax\n%s```\n\n", code)
 		}
-		rows, err := optionRows(bl, opts[bl.name], pkgs)
+		var fields map[string]string
+		if bl.name == "verify" {
+			fields = verifyFields()
+		}
+		rows, err := optionRows(bl, opts[bl.name], fields, pkgs)
 		if err != nil {
 			return nil, err
 		}
@@ -194,10 +198,21 @@ func syntaxOf(bl block, pkgs map[string]*optdoc.Package) string {
 // row is one line of an option table.
 type row struct{ option, json, doc string }
 
+// verifyFields names the JSON field each verify block word sets (the
+// registry's table, verify.Words: public_key sets public_keys).
+func verifyFields() map[string]string {
+	fields := map[string]string{}
+	for _, w := range verify.Words() {
+		fields[w.Name] = w.Field
+	}
+	return fields
+}
+
 // optionRows is a block's table: a row per field the Caddyfile sets (its
 // words merged when several set the same fields), in the type's field
 // order, then the fields only JSON (or the directive's arguments) set.
-func optionRows(bl block, words []string, pkgs map[string]*optdoc.Package) ([]row, error) {
+// fields, when set, names the JSON field of each word.
+func optionRows(bl block, words []string, fields map[string]string, pkgs map[string]*optdoc.Package) ([]row, error) {
 	typ := pkgs[bl.pkg].Types[bl.typ]
 	type entry struct {
 		words  []string
@@ -211,7 +226,11 @@ func optionRows(bl block, words []string, pkgs map[string]*optdoc.Package) ([]ro
 	for _, word := range words {
 		names, ok := aliases[bl.name+"."+word]
 		if !ok {
-			i := slices.IndexFunc(typ.Fields, func(f optdoc.Field) bool { return f.JSON == word })
+			json := word
+			if f, ok := fields[word]; ok {
+				json = f
+			}
+			i := slices.IndexFunc(typ.Fields, func(f optdoc.Field) bool { return f.JSON == json })
 			if i < 0 {
 				return nil, fmt.Errorf("%s: the Caddyfile parser reads %q, and %s has no field with that json name: name it in docgen's aliases", bl.name, word, bl.typ)
 			}
