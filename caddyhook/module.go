@@ -253,6 +253,11 @@ func (h *Handler) warnLiteralSecrets(logger *zap.Logger) {
 				warn(fmt.Sprintf("mapping %s: verify secret %d", m.ID, j+1))
 			}
 		}
+		for _, f := range verifySecretWords(m.Verify) {
+			if isLiteralSecret(*f.value) {
+				warn(fmt.Sprintf("mapping %s: verify %s", m.ID, f.word))
+			}
+		}
 	}
 }
 
