@@ -86,20 +86,21 @@ func (ex *exchange) signatureReason() string {
 }
 
 // verifyRequest is the request as the verifiers see it, built once the
-// body is read: the original request's URL and Host (what the provider
-// signed, before a rewrite or handle_path in front of the handler
-// changed them), whether it came over TLS or from a trusted proxy (whose
-// forwarded scheme and host then describe the public URL), the headers
-// and the raw body.
+// body is read: the original request's URL (what the provider signed,
+// before a rewrite or handle_path in front of the handler changed it;
+// Caddy keeps its URL, not its Host, which no rewrite changes), the Host,
+// whether it came over TLS or from a trusted proxy (whose forwarded
+// scheme and host then describe the public URL), the headers and the raw
+// body.
 func (ex *exchange) verifyRequest() *verify.Request {
 	if !ex.vreqOK {
 		r := ex.r
-		u, host := r.URL, r.Host
+		u := r.URL
 		if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
-			u, host = orig.URL, orig.Host
+			u = orig.URL
 		}
 		trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool)
-		ex.vreq = verify.Request{Context: r.Context(), Method: r.Method, URL: u, Host: host, TLS: r.TLS != nil,
+		ex.vreq = verify.Request{Context: r.Context(), Method: r.Method, URL: u, Host: r.Host, TLS: r.TLS != nil,
 			TrustedProxy: trusted, Header: r.Header, Body: ex.body}
 		ex.vreqOK = true
 	}

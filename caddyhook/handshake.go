@@ -76,52 +76,33 @@ func (rt *router) methodNotAllowed(ex *exchange) *hookError {
 	return e
 }
 
-// Body kinds of a request, by its Content-Type.
-type bodyKind uint8
-
-const (
-	bodyOther bodyKind = iota
-	bodyJSON
-	bodyForm
-)
-
-// kindOf classifies a Content-Type: JSON (application/json with
-// parameters, and the +json suffixes), a form
-// (application/x-www-form-urlencoded), or another.
-func kindOf(ct string) bodyKind {
+// contentOK reports whether ex's body may be dispatched as sent: JSON
+// (application/json with parameters, and the +json suffixes); a form
+// where a provider of its hook name posts forms (the provider's verifier
+// then turns it into JSON: ex.form records it); or JSON under another
+// media type a provider of its hook name posts it with (Amazon SNS's
+// text/plain).
+func (rt *router) contentOK(ex *exchange) bool {
+	ct := ex.r.Header.Get("Content-Type")
 	if isJSONContentType(ct) {
-		return bodyJSON
+		return true
 	}
-	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/x-www-form-urlencoded" {
-		return bodyForm
-	}
-	return bodyOther
-}
-
-// acceptsForm reports whether a signing mapping answering ex's hook name
-// has a provider that posts forms.
-func (rt *router) acceptsForm(ex *exchange) bool {
-	if !rt.mayVerify(ex.sub) {
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || !rt.mayVerify(ex.sub) {
 		return false
 	}
+	form := mt == "application/x-www-form-urlencoded"
 	for _, c := range rt.mappings {
-		if c.verifier != nil && c.form && rt.answers(c, ex) {
+		if c.verifier == nil || !rt.answers(c, ex) {
+			continue
+		}
+		if form && c.form {
+			ex.form = true
 			return true
 		}
-	}
-	return false
-}
-
-// contentOK reports whether ex's body may be dispatched as sent: JSON, or
-// a form where a provider of its hook name posts forms (the provider's
-// verifier then turns it into JSON). It records a form in ex.form.
-func (rt *router) contentOK(ex *exchange) bool {
-	switch kindOf(ex.r.Header.Get("Content-Type")) {
-	case bodyJSON:
-		return true
-	case bodyForm:
-		ex.form = rt.acceptsForm(ex)
-		return ex.form
+		if !form && c.verifier.PostsJSONAs(mt) {
+			return true
+		}
 	}
 	return false
 }

@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -53,7 +54,7 @@ var (
 var (
 	pvDiscordPub, pvDiscordKey = mustEd25519()
 	pvSendGridKey              = mustP256()
-	pvGoogleKey                = mustRSA()
+	pvGoogleKey                = sync.OnceValue(mustRSA) // an RSA key takes a while: made when a test needs it
 )
 
 func mustEd25519() (ed25519.PublicKey, ed25519.PrivateKey) {
@@ -205,7 +206,7 @@ func feishuHeaders(key, body string, at time.Time) []string {
 // googleJWKS is the key set of pvGoogleKey, as a JWKS file holds it.
 func googleJWKS(t testing.TB) []byte {
 	t.Helper()
-	pub := pvGoogleKey.PublicKey
+	pub := pvGoogleKey().PublicKey
 	b, err := json.Marshal(map[string]any{"keys": []map[string]string{{
 		"kty": "RSA", "alg": "RS256", "use": "sig", "kid": "test-key-1",
 		"n": base64.RawURLEncoding.EncodeToString(pub.N.Bytes()),
@@ -230,7 +231,7 @@ func pubsubHeaders(audience, email string, at time.Time) []string {
 		"sub": "1234567890", "iat": at.Unix(), "exp": at.Add(time.Hour).Unix(),
 	})
 	sum := sha256.Sum256([]byte(signing))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, pvGoogleKey, crypto.SHA256, sum[:])
+	sig, err := rsa.SignPKCS1v15(rand.Reader, pvGoogleKey(), crypto.SHA256, sum[:])
 	if err != nil {
 		panic(err)
 	}
