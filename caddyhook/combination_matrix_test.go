@@ -315,7 +315,7 @@ func mxProviderFor(k mxKind) mxProvider {
 	case mxShopify:
 		body := `{"id":4101,"name":"#mx-shopify-1001","email":"ann@example.com","total_price":"12.00","currency":"EUR"}`
 		return mxProvider{verify: "secret {env.CH_MX_SHOPIFY}", contentType: ctJSON, body: body,
-			header: mxHeaders(shopifyHeaders(mxShopifySecret, body, "orders/create", "0b2c6f1e-3a4d-4e5f-8a9b-0c1d2e3f4a5b")),
+			header:  mxHeaders(shopifyHeaders(mxShopifySecret, body, "orders/create", "0b2c6f1e-3a4d-4e5f-8a9b-0c1d2e3f4a5b")),
 			message: "Shopify orders/create from shop.myshopify.com: order #mx-shopify-1001 12.00 EUR by ann@example.com"}
 	case mxTwilio:
 		return mxProvider{verify: "secret {env.CH_MX_TWILIO}", contentType: "application/x-www-form-urlencoded", body: mxTwilioForm,
