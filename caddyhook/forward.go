@@ -83,9 +83,10 @@ func (fw *forwarder) plan(ex *exchange, acts []action) (forwardReq, *hookError) 
 		return forwardReq{}, herr
 	}
 	f := forwardReq{name: ex.sub, kind: kind, path: path, header: hdr, body: ex.dispatchBody()}
-	if ex.payloadJSON != nil {
+	if ex.payloadJSON != nil || !isJSONContentType(ex.r.Header.Get("Content-Type")) {
 		// the gateway takes JSON only: a provider's form (or encrypted,
-		// or array) body crosses as the JSON object it stands for
+		// or array) body crosses as the JSON object it stands for, and
+		// JSON a provider posts as another type (SNS's text/plain) as JSON
 		hdr["Content-Type"] = []string{"application/json"}
 	}
 	if len(acts) == 1 {

@@ -1,10 +1,24 @@
 package caddyhook
 
 import (
+	"bytes"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
+	"io"
+	"math/big"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -247,4 +261,154 @@ func TestProviderForwardForm(t *testing.T) {
 		t.Fatalf("forwarded to %s (%s)", r.Path, r.Kind)
 	}
 	_ = http.StatusOK
+}
+
+// snsStub is an SNS service for a verifier's HTTP client: it serves the
+// signing certificate of key at any *.pem URL and answers every other
+// GET (a SubscribeURL) 200, recording the URLs; fail makes it answer 500.
+type snsStub struct {
+	cert []byte
+	mu   sync.Mutex
+	got  []string
+	fail bool
+}
+
+// RoundTrip implements http.RoundTripper.
+func (s *snsStub) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	s.got = append(s.got, r.URL.String())
+	fail := s.fail
+	s.mu.Unlock()
+	status, body := http.StatusOK, []byte("<ConfirmSubscriptionResponse/>")
+	switch {
+	case fail:
+		status, body = http.StatusInternalServerError, nil
+	case strings.HasSuffix(r.URL.Path, ".pem"):
+		body = s.cert
+	}
+	return &http.Response{StatusCode: status, Body: io.NopCloser(bytes.NewReader(body)), Header: http.Header{}, Request: r}, nil
+}
+
+// fetched lists the URLs the stub was asked for.
+func (s *snsStub) fetched() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.got)
+}
+
+// snsMessage is an SNS message of type typ signed as SNS signs
+// (SignatureVersion 2: RSA SHA-256 of the canonical string) under key.
+func snsMessage(t *testing.T, key *rsa.PrivateKey, typ, topic, msg string, at time.Time) string {
+	t.Helper()
+	m := map[string]string{"Type": typ, "MessageId": "mid-" + typ, "TopicArn": topic, "Message": msg,
+		"Timestamp": at.UTC().Format("2006-01-02T15:04:05.000Z"), "SignatureVersion": "2",
+		"SigningCertURL": "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-test.pem"}
+	fields := []string{"Message", "MessageId", "Timestamp", "TopicArn", "Type"}
+	if typ == "Notification" {
+		m["Subject"] = "CPU alarm"
+		fields = []string{"Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"}
+	} else {
+		m["Token"] = "tok-123"
+		m["SubscribeURL"] = "https://sns.eu-west-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=" + url.QueryEscape(topic) + "&Token=tok-123"
+		fields = []string{"Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"}
+	}
+	var canon strings.Builder
+	for _, f := range fields {
+		canon.WriteString(f + "\n" + m[f] + "\n")
+	}
+	sum := sha256.Sum256([]byte(canon.String()))
+	sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	m["Signature"] = base64.StdEncoding.EncodeToString(sig)
+	b, _ := json.Marshal(m)
+	return string(b)
+}
+
+// TestProviderSNS: the X.509 family through the handler, its key
+// fetched by a stub client (a Caddy config cannot point SNS's allow-list
+// at a test server): a SubscriptionConfirmation from an accepted topic is
+// confirmed by a GET of its SubscribeURL and answered, never dispatched;
+// a notification (posted as text/plain, as SNS posts) renders the
+// provider's template; a certificate that cannot be fetched is 503 with
+// Retry-After, not counted by the lockout; another topic is 401.
+func TestProviderSNS(t *testing.T) {
+	key := pvGoogleKey() // any RSA key
+	tmplCert := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "sns.amazonaws.com"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmplCert, tmplCert, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub := &snsStub{cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	const topic = "arn:aws:sns:eu-west-1:123456789012:alarms"
+	gw := startTestGateway(t, devgw.Config{Record: true})
+	h := newTestHandler(t, gw, func(h *Handler) {
+		h.verifyEnv = verify.Env{HTTPClient: &http.Client{Transport: stub}}
+		h.AuthFailures = &AuthFailures{Count: 2}
+		h.Mappings = []Mapping{{ID: "alarms", MatchPath: "alarms", Verify: &verify.Config{Scheme: "sns", Topics: []string{topic}}}}
+	})
+	snsCT := []string{"Content-Type", "text/plain; charset=UTF-8"}
+	send := func(body, remote string) *httptest.ResponseRecorder {
+		return serve(t, h, hookRequest{target: "/hooks/alarms", body: body, remote: remote, header: snsCT})
+	}
+	if w := send(snsMessage(t, key, "SubscriptionConfirmation", topic, "You have chosen to subscribe", time.Now()), ""); w.Code != 200 {
+		t.Fatalf("confirmation: %d %s", w.Code, w.Body)
+	}
+	if got := stub.fetched(); len(got) != 2 || !strings.Contains(got[1], "Action=ConfirmSubscription") {
+		t.Fatalf("fetched %q, want the certificate and the SubscribeURL", got)
+	}
+	if n := len(gw.Received()); n != 0 {
+		t.Fatalf("the confirmation was dispatched (%d)", n)
+	}
+	if w := send(snsMessage(t, key, "Notification", topic, "CPU above 90% on web-1", time.Now()), ""); w.Code != 200 {
+		t.Fatalf("notification: %d %s", w.Code, w.Body)
+	}
+	if got, want := lastMessage(t, gw), "Amazon SNS CPU alarm on "+topic+": CPU above 90% on web-1"; !strings.Contains(got, want) {
+		t.Fatalf("message %q, want it to contain %q", got, want)
+	}
+	if w := send(snsMessage(t, key, "Notification", "arn:aws:sns:eu-west-1:123456789012:other", "x", time.Now()), ""); w.Code != 401 {
+		t.Fatalf("another topic: %d %s, want 401", w.Code, w.Body)
+	}
+	stub.mu.Lock()
+	stub.fail = true
+	stub.mu.Unlock()
+	// a certificate not fetched yet (another URL) cannot be fetched: 503,
+	// three times from one address without a lock (2 failures lock)
+	for range 3 {
+		msg := strings.Replace(snsMessage(t, key, "Notification", topic, "y", time.Now()), "test.pem", "rotated.pem", 1)
+		w := send(msg, "192.0.2.99")
+		if w.Code != 503 || w.Header().Get("Retry-After") != "30" {
+			t.Fatalf("certificate unavailable: %d %s (Retry-After %q), want 503 30", w.Code, w.Body, w.Header().Get("Retry-After"))
+		}
+	}
+}
+
+// TestProviderSNSForward: in forward mode an SNS notification, posted as
+// text/plain, crosses to the gateway as the JSON it is, with
+// Content-Type application/json (the gateway takes JSON only).
+func TestProviderSNSForward(t *testing.T) {
+	key := pvGoogleKey()
+	tmplCert := &x509.Certificate{SerialNumber: big.NewInt(8), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmplCert, tmplCert, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub := &snsStub{cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	const topic = "arn:aws:sns:eu-west-1:123456789012:alarms"
+	gw := startTestGateway(t, devgw.Config{Record: true})
+	h := newTestHandler(t, gw, func(h *Handler) {
+		h.Mode = "forward"
+		h.verifyEnv = verify.Env{HTTPClient: &http.Client{Transport: stub}}
+		h.Mappings = []Mapping{{ID: "alarms", MatchPath: "alarms", Forward: true, Verify: &verify.Config{Scheme: "sns", Topics: []string{topic}}}}
+	})
+	body := snsMessage(t, key, "Notification", topic, "CPU high", time.Now())
+	if w := serve(t, h, hookRequest{target: "/hooks/alarms", body: body, header: []string{"Content-Type", "text/plain; charset=UTF-8"}}); w.Code != 200 {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	got := gw.Received()
+	if len(got) != 1 || string(got[0].Raw) != body || got[0].Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("the gateway got %d requests: %+v", len(got), got)
+	}
 }

@@ -204,9 +204,11 @@ func feishuHeaders(key, body string, at time.Time) []string {
 }
 
 // googleJWKS is the key set of pvGoogleKey, as a JWKS file holds it.
-func googleJWKS(t testing.TB) []byte {
+func googleJWKS(t testing.TB) []byte { return jwksOf(t, &pvGoogleKey().PublicKey) }
+
+// jwksOf is a key set of the RSA key pub, with the key id test-key-1.
+func jwksOf(t testing.TB, pub *rsa.PublicKey) []byte {
 	t.Helper()
-	pub := pvGoogleKey().PublicKey
 	b, err := json.Marshal(map[string]any{"keys": []map[string]string{{
 		"kty": "RSA", "alg": "RS256", "use": "sig", "kid": "test-key-1",
 		"n": base64.RawURLEncoding.EncodeToString(pub.N.Bytes()),
@@ -217,6 +219,9 @@ func googleJWKS(t testing.TB) []byte {
 	}
 	return b
 }
+
+// rtGoogleKeyB is another RSA key than pvGoogleKey.
+var rtGoogleKeyB = sync.OnceValue(mustRSA)
 
 // pubsubHeaders is the Authorization a Pub/Sub push subscription sends:
 // a Google OIDC token (RS256) for audience, as service account email,
