@@ -2,12 +2,16 @@
 // from the code: the Caddyfile syntax and every option's text are the doc
 // comments of the config types (caddyhook's Handler and the types of its
 // blocks, the NATS engine's Config, the console), and the option list is
-// what the Caddyfile parsers read (internal/optdoc). Run it from the
-// repository root after changing an option or its comment:
+// what the Caddyfile parsers read (internal/optdoc). It also writes the
+// providers table of docs/providers.md, between its providers:begin and
+// providers:end markers, from the registry (verify.MarkdownTable). Run it
+// from the repository root after changing an option, its comment or a
+// provider:
 //
 //	go run ./internal/docgen
 //
-// TestReferenceIsGenerated fails when the committed page differs.
+// TestReferenceIsGenerated and TestProvidersTableIsGenerated fail when the
+// committed pages differ.
 package main
 
 import (
@@ -31,6 +35,7 @@ import (
 // repository root.
 const (
 	referencePage = "docs/reference.md"
+	providersPage = "docs/providers.md"
 	handlerDir    = "caddyhook"
 	natsDir       = "caddyhook/cluster/natscluster"
 	verifyDir     = "internal/verify"
@@ -50,6 +55,34 @@ func main() {
 	if err := os.WriteFile(*out, page, 0o644); err != nil {
 		log.Fatalf("docgen: %v", err)
 	}
+	providers, err := ProvidersPage(".")
+	if err != nil {
+		log.Fatalf("docgen: %v", err)
+	}
+	if err := os.WriteFile(providersPage, providers, 0o644); err != nil {
+		log.Fatalf("docgen: %v", err)
+	}
+}
+
+// Markers of the generated table in docs/providers.md.
+const (
+	providersBegin = "<!-- providers:begin -->\n"
+	providersEnd   = "<!-- providers:end -->\n"
+)
+
+// ProvidersPage returns docs/providers.md (read under root) with the
+// registry's table between its markers.
+func ProvidersPage(root string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(root, providersPage))
+	if err != nil {
+		return nil, err
+	}
+	page := string(b)
+	i, j := strings.Index(page, providersBegin), strings.Index(page, providersEnd)
+	if i < 0 || j < i {
+		return nil, fmt.Errorf("%s: no %q … %q markers", providersPage, strings.TrimSpace(providersBegin), strings.TrimSpace(providersEnd))
+	}
+	return []byte(page[:i+len(providersBegin)] + verify.MarkdownTable() + page[j:]), nil
 }
 
 // block is one Caddyfile block of the reference: the parser's name for it
