@@ -50,8 +50,9 @@ type exchange struct {
 	// place of the edge's JSON reply.
 	ack *verify.Answer
 	// answer is a handshake's answer (route challenge): written as it is,
-	// never dispatched.
-	answer *verify.Answer
+	// never dispatched; handshakeBy names the provider that answered.
+	answer      *verify.Answer
+	handshakeBy string
 	// vreq is the request as the verifiers see it (verifyRequest), vreqOK
 	// once it is built.
 	vreq   verify.Request

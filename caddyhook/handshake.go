@@ -127,7 +127,7 @@ func (rt *router) handshake(ex *exchange) (*verify.Answer, *hookError) {
 			return nil, verifyFailure(err)
 		}
 		if a != nil {
-			ex.route, ex.mapping = routeChallenge, c.id
+			ex.route, ex.mapping, ex.handshakeBy = routeChallenge, c.id, c.verifier.Scheme()
 			return a, nil
 		}
 	}

@@ -1,6 +1,7 @@
 package caddyhook
 
 import (
+	"encoding/json"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyhook/caddyhook/internal/eventlog"
 	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
@@ -289,5 +291,56 @@ func TestIntegrationPublicURL(t *testing.T) {
 				t.Fatalf("%d %s, want %d", r.status, r.body, tc.status)
 			}
 		})
+	}
+}
+
+// TestIntegrationProviderEvents: a provider's event name reaches the
+// handlers around the hooks handler as {http.hooks.event} (a deferred
+// response header here: a signed request's access entry is the handler's
+// own, redacted, which log_append cannot extend); a handshake is route
+// challenge with its mapping, and the event log keeps it as a challenge
+// (authenticated by the provider's handshake, nothing dispatched) beside
+// the delivery.
+func TestIntegrationProviderEvents(t *testing.T) {
+	setProviderEnv(t)
+	t.Setenv("CH_IT_SHOPIFY_SECRET", pvShopifySecret)
+	hooks := providerHooks() + `
+		mapping shop {
+			match_path shop
+			verify shopify {
+				secret {env.CH_IT_SHOPIFY_SECRET}
+			}
+		}`
+	in := startIngress(t, ingressOpts{hooks: hooks})
+	in.load(strings.Replace(in.currentCaddyfile(t), "\thooks {", `	header >X-Hooks "{http.hooks.route} {http.hooks.mapping} {http.hooks.event}"
+	hooks {
+		`+hooks, 1))
+	order := `{"id":1,"name":"#1001","email":"jon@example.com","total_price":"4.00","currency":"EUR"}`
+	r := in.do("POST", "/hooks/shop", order, shopifyHeaders(pvShopifySecret, order, "orders/create", "wh-1")...)
+	if r.status != 200 || r.header.Get("X-Hooks") != "shop shop orders/create" {
+		t.Fatalf("shopify: %d %s (X-Hooks %q)", r.status, r.body, r.header.Get("X-Hooks"))
+	}
+	r = in.do("GET", "/hooks/whatsapp?hub.mode=subscribe&hub.challenge=7&hub.verify_token="+pvMetaToken, "")
+	if r.status != 200 || r.header.Get("X-Hooks") != "challenge whatsapp" {
+		t.Fatalf("meta handshake: %d %s (X-Hooks %q)", r.status, r.body, r.header.Get("X-Hooks"))
+	}
+	_, body := adminCall(t, "GET", "/hooks/events?path=/hooks", "")
+	var page struct {
+		Entries []eventlog.EventJSON `json:"entries"`
+	}
+	if err := json.Unmarshal([]byte(body), &page); err != nil {
+		t.Fatalf("events: %v\n%s", err, body)
+	}
+	got := map[string]string{}
+	for _, e := range page.Entries {
+		if e.Type == "event" {
+			got[e.Hook] = e.Route + " " + e.Auth + " " + e.State
+		}
+	}
+	if got["whatsapp"] != "challenge handshake meta challenge" || got["shop"] != "shop signature shopify sent" {
+		t.Fatalf("event log rows %v", got)
+	}
+	if n := len(in.gw.Received()); n != 1 {
+		t.Fatalf("the gateway received %d requests, want the order only", n)
 	}
 }
