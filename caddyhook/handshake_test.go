@@ -289,6 +289,18 @@ func (s *snsStub) RoundTrip(r *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: status, Body: io.NopCloser(bytes.NewReader(body)), Header: http.Header{}, Request: r}, nil
 }
 
+// newSNSStub is an snsStub serving a certificate of key's.
+func newSNSStub(t *testing.T, key *rsa.PrivateKey) *snsStub {
+	t.Helper()
+	tmplCert := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "sns.amazonaws.com"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmplCert, tmplCert, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &snsStub{cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+}
+
 // fetched lists the URLs the stub was asked for.
 func (s *snsStub) fetched() []string {
 	s.mu.Lock()
@@ -335,13 +347,7 @@ func snsMessage(t *testing.T, key *rsa.PrivateKey, typ, topic, msg string, at ti
 // Retry-After, not counted by the lockout; another topic is 401.
 func TestProviderSNS(t *testing.T) {
 	key := pvGoogleKey() // any RSA key
-	tmplCert := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "sns.amazonaws.com"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmplCert, tmplCert, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stub := &snsStub{cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	stub := newSNSStub(t, key)
 	const topic = "arn:aws:sns:eu-west-1:123456789012:alarms"
 	gw := startTestGateway(t, devgw.Config{Record: true})
 	h := newTestHandler(t, gw, func(h *Handler) {
@@ -390,12 +396,7 @@ func TestProviderSNS(t *testing.T) {
 // Content-Type application/json (the gateway takes JSON only).
 func TestProviderSNSForward(t *testing.T) {
 	key := pvGoogleKey()
-	tmplCert := &x509.Certificate{SerialNumber: big.NewInt(8), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmplCert, tmplCert, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stub := &snsStub{cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	stub := newSNSStub(t, key)
 	const topic = "arn:aws:sns:eu-west-1:123456789012:alarms"
 	gw := startTestGateway(t, devgw.Config{Record: true})
 	h := newTestHandler(t, gw, func(h *Handler) {
@@ -410,5 +411,40 @@ func TestProviderSNSForward(t *testing.T) {
 	got := gw.Received()
 	if len(got) != 1 || string(got[0].Raw) != body || got[0].Header.Get("Content-Type") != "application/json" {
 		t.Fatalf("the gateway got %d requests: %+v", len(got), got)
+	}
+}
+
+// TestProviderSlackForms: Slack's slash commands and interactivity post
+// forms signed like its Events API; on the same hook name they are taken,
+// the command's fields (and interactivity's payload= JSON, embedded) are
+// the payload, and Slack gets its empty 200 within its 3 s.
+func TestProviderSlackForms(t *testing.T) {
+	gw := startTestGateway(t, devgw.Config{Record: true})
+	slack := &verify.Config{Scheme: "slack", Secrets: []string{sigSlackSecret}}
+	h := newTestHandler(t, gw, func(h *Handler) {
+		h.Mappings = []Mapping{
+			{ID: "slack-action", MatchPath: "slack", MatchExpr: `has(payload.payload)`, Action: "wake",
+				TextTemplate: "{{payload.payload.type}} by {{payload.payload.user.username}}: {{payload.payload.actions.0.value}}", Verify: slack},
+			{ID: "slack", MatchPath: "slack", Verify: slack},
+		}
+	})
+	form := "command=%2Fask&text=is+the+build+green%3F&user_name=ann&team_id=T1&trigger_id=13345224609.738474920.8088930838d88f008e0"
+	w := serve(t, h, hookRequest{target: "/hooks/slack", body: form,
+		header: headers(headerPairs(slackHeaders(sigSlackSecret, form, time.Now())...), []string{"Content-Type", "application/x-www-form-urlencoded"})})
+	if w.Code != 200 || w.Body.Len() != 0 {
+		t.Fatalf("slash command: %d %q, want Slack's empty 200", w.Code, w.Body)
+	}
+	if got, want := lastMessage(t, gw), "Slack /ask from ann: is the build green?"; !strings.Contains(got, want) {
+		t.Fatalf("message %q, want it to contain %q", got, want)
+	}
+	action := "payload=" + url.QueryEscape(`{"type":"block_actions","user":{"username":"bob"},"actions":[{"value":"approve"}]}`)
+	w = serve(t, h, hookRequest{target: "/hooks/slack", body: action,
+		header: headers(headerPairs(slackHeaders(sigSlackSecret, action, time.Now())...), []string{"Content-Type", "application/x-www-form-urlencoded"})})
+	if w.Code != 200 {
+		t.Fatalf("interactivity: %d %s", w.Code, w.Body)
+	}
+	got := gw.Received()
+	if last := got[len(got)-1]; last.Kind != "wake" || last.Body["text"] != "block_actions by bob: approve" {
+		t.Fatalf("last dispatch %s %v", last.Kind, last.Body)
 	}
 }
