@@ -50,7 +50,8 @@ type exchange struct {
 	// place of the edge's JSON reply.
 	ack *verify.Answer
 	// answer is a handshake's answer (route challenge): written as it is,
-	// never dispatched; handshakeBy names the provider that answered.
+	// never dispatched; handshakeBy names the provider that answered (or
+	// refused: a handshake that failed).
 	answer      *verify.Answer
 	handshakeBy string
 	// vreq is the request as the verifiers see it (verifyRequest), vreqOK

@@ -122,7 +122,7 @@ func (rt *router) handshake(ex *exchange) (*verify.Answer, *hookError) {
 		}
 		a, err := c.verifier.Handshake(ex.verifyRequest(), ex.now)
 		if err != nil {
-			ex.mapping = c.id
+			ex.mapping, ex.handshakeBy = c.id, c.verifier.Scheme()
 			ex.sigReason = err.Error()
 			return nil, verifyFailure(err)
 		}

@@ -103,6 +103,18 @@ func TestHandshakeAnswers(t *testing.T) {
 	ping := `{"id":"1","application_id":"2","type":1,"version":1}`
 	zoom := `{"payload":{"plainToken":"qgg8vlvZRS6UYooatFL8Aw"},"event_ts":1654503849680,"event":"endpoint.url_validation"}`
 	hub := "hub.mode=subscribe&hub.verify_token=" + pvMetaToken + "&hub.challenge=1158201444"
+	// caddy_hooks_handshakes_total: the collectors outlive a handler (a
+	// reload keeps counting), so the test counts the differences
+	handshakes := func(provider, outcome string) float64 {
+		return counterValue(t, h.metrics.handshakes.WithLabelValues(provider, outcome))
+	}
+	type count struct{ provider, outcome string }
+	counted := []count{{"discord", handshakeAnswered}, {"zoom", handshakeAnswered}, {"msgraph", handshakeAnswered},
+		{"meta", handshakeAnswered}, {"meta", handshakeRefused}, {"discord", handshakeRefused}, {"zoom", handshakeRefused}}
+	before := map[count]float64{}
+	for _, c := range counted {
+		before[c] = handshakes(c.provider, c.outcome)
+	}
 	for _, tc := range []struct {
 		name, method, target, body, remote string
 		hdr                                []string
@@ -130,6 +142,16 @@ func TestHandshakeAnswers(t *testing.T) {
 	}
 	if n := len(gw.Received()); n != 0 {
 		t.Fatalf("handshakes dispatched %d requests", n)
+	}
+	// one each, and the locked address's handshake (429) is no handshake
+	for _, c := range counted {
+		want := 1.0
+		if c == (count{"meta", handshakeAnswered}) {
+			want = 0
+		}
+		if got := handshakes(c.provider, c.outcome) - before[c]; got != want {
+			t.Errorf("caddy_hooks_handshakes_total{provider=%q,outcome=%q} counted %v, want %v", c.provider, c.outcome, got, want)
+		}
 	}
 }
 
@@ -380,6 +402,23 @@ func TestProviderSNS(t *testing.T) {
 	stub.mu.Lock()
 	stub.fail = true
 	stub.mu.Unlock()
+	// a confirmation whose certificate cannot be fetched is a handshake
+	// that could not be completed: 503, caddy_hooks_handshakes_total's
+	// unavailable (the answered one above counted too)
+	hs := func(outcome string) float64 {
+		return counterValue(t, h.metrics.handshakes.WithLabelValues("sns", outcome))
+	}
+	answered, unavailable := hs(handshakeAnswered), hs(handshakeUnavailable)
+	confirm := strings.Replace(snsMessage(t, key, "SubscriptionConfirmation", topic, "again", time.Now()), "test.pem", "rotated.pem", 1)
+	if w := send(confirm, ""); w.Code != 503 || w.Header().Get("Retry-After") != "30" {
+		t.Fatalf("confirmation, certificate unavailable: %d %s, want 503", w.Code, w.Body)
+	}
+	if a, u := hs(handshakeAnswered)-answered, hs(handshakeUnavailable)-unavailable; a != 0 || u != 1 {
+		t.Fatalf("handshakes counted: answered +%v, unavailable +%v; want +0, +1", a, u)
+	}
+	if answered < 1 {
+		t.Fatalf("the answered confirmation was not counted (%v)", answered)
+	}
 	// a certificate not fetched yet (another URL) cannot be fetched: 503,
 	// three times from one address without a lock (2 failures lock)
 	for range 3 {

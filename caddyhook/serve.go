@@ -118,6 +118,9 @@ func (h *Handler) steps(ex *exchange) (int, []byte, *hookError) {
 	}
 	if ex.mayHandshake {
 		a, herr := h.router.handshake(ex)
+		if ex.handshakeBy != "" {
+			h.metrics.observeHandshake(ex.handshakeBy, herr)
+		}
 		if herr != nil {
 			return 0, nil, herr
 		}

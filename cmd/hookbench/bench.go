@@ -101,8 +101,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	return rep.writeText(out)
 }
 
-// withBases adds the rows the ratios of rows are taken against, and the
-// rows their twins are.
+// withBases adds the rows the ratios of rows are taken against, the rows
+// their twins are, and the signed rows' token twin.
 func withBases(rows []rowDef) []rowDef {
 	all := rowCatalogue()
 	rows = slices.Clone(rows)
@@ -113,6 +113,10 @@ func withBases(rows []rowDef) []rowDef {
 		if r.twinOf != "" && !want[r.twinOf] {
 			tw, _ := findRow(all, r.twinOf)
 			rows = append(rows, tw) // its twin, and the twin's bases
+		}
+		if r.signed != "" && r.signed != "token" && !want[tokenTwin] {
+			tw, _ := findRow(all, tokenTwin)
+			rows = append(rows, tw) // what its signature's cost is taken above
 		}
 		for base := r.base; !want[base]; {
 			want[base] = true

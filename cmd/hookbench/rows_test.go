@@ -25,7 +25,8 @@ func TestSelectRows(t *testing.T) {
 		wantError bool
 	}{
 		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v"}},
-		{list: "t", want: []string{"b", "c", "t"}},
+		{list: "t", want: []string{"b", "c", "t", "v"}}, // the token twin its signature's cost is taken above
+		{list: "s,v", want: []string{"b", "c", "s", "v"}},
 		{list: "q,r", want: []string{"a", "b", "c", "e", "q", "r"}},
 		{list: "m", want: []string{"b", "c", "i", "m"}},
 		{list: "p", want: []string{"b", "c", "i", "m", "p"}},
