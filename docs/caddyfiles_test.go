@@ -186,7 +186,8 @@ var devSecrets = []string{"HOOK_TOKEN", "GATEWAY_TOKEN", "GITHUB_WEBHOOK_SECRET"
 
 // otherSecrets are exported by hand in the pages' examples.
 var otherSecrets = []string{"SLACK_SIGNING_SECRET", "ACME_WEBHOOK_SECRET", "OPENCLAW_HOOKS_TOKEN",
-	"SHOPIFY_WEBHOOK_SECRET", "META_APP_SECRET", "META_VERIFY_TOKEN", "GITLAB_WEBHOOK_TOKEN", "TWILIO_AUTH_TOKEN"}
+	"SHOPIFY_WEBHOOK_SECRET", "META_APP_SECRET", "META_VERIFY_TOKEN", "GITLAB_WEBHOOK_TOKEN", "TWILIO_AUTH_TOKEN",
+	"FEISHU_VERIFICATION_TOKEN", "FEISHU_ENCRYPT_KEY"}
 
 // setSecrets sets every secret in the environment (Caddy reads {env.*}
 // from it) and returns them by name: random hex as ./dev makes them, a

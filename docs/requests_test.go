@@ -272,7 +272,7 @@ func newWorkspace(t *testing.T, secrets map[string]string) *workspace {
 // keyBlocks are the shell blocks that make a key pair of the reader's
 // own to try a public-key provider with (their name= on the page): the
 // test runs them to make its keys, so that they are tested as written.
-var keyBlocks = []string{"discord-keys", "pubsub-keys"}
+var keyBlocks = []string{"discord-keys", "sendgrid-keys", "pubsub-keys"}
 
 // exported matches the variables a shell block exports.
 var exported = regexp.MustCompile(`(?:export|\s)\s*([A-Z][A-Z0-9_]*)=`)
