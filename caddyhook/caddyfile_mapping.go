@@ -1,10 +1,10 @@
 package caddyhook
 
 import (
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddyhook/caddyhook/internal/cftoken"
+	"github.com/caddyhook/caddyhook/internal/duration"
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
@@ -136,11 +136,11 @@ func unmarshalVerify(d *caddyfile.Dispenser) (*verify.Config, error) {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		name, args := d.Val(), d.RemainingArgs()
 		if name == "tolerance" && len(args) == 1 {
-			// Caddy's duration syntax (1d2h), as every duration of the
-			// Caddyfile
-			dur, err := caddy.ParseDuration(args[0])
+			// the Caddyfile's duration syntax (1d2h), as every duration
+			// of the hooks blocks
+			dur, err := duration.Parse(args[0])
 			if err != nil {
-				return nil, d.Errf("verify: tolerance %q: %v", args[0], err)
+				return nil, d.Errf("verify: tolerance %v", err)
 			}
 			v.Tolerance = dur
 			continue

@@ -69,6 +69,9 @@ func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) 
 	default:
 		writeJSON(w, status, body)
 	}
+	if herr == nil && ex.answer == nil && status == http.StatusNoContent {
+		h.rejects.skipped(&ex) // also under a provider's acknowledgement
+	}
 	h.metrics.observeRequest(ex.route, status)
 	if h.events != nil {
 		h.events.record(&ex, status, body, herr)
