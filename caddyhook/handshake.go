@@ -1,6 +1,7 @@
 package caddyhook
 
 import (
+	"maps"
 	"mime"
 	"net/http"
 	"slices"
@@ -138,9 +139,7 @@ func (rt *router) handshake(ex *exchange) (*verify.Answer, *hookError) {
 // provider's acknowledgement), with its headers, body and length.
 func writeAnswer(w http.ResponseWriter, a *verify.Answer) {
 	h := w.Header()
-	for k, vs := range a.Header {
-		h[k] = vs
-	}
+	maps.Copy(h, a.Header)
 	if len(a.Body) > 0 || a.Status != http.StatusNoContent {
 		h["Content-Length"] = []string{strconv.Itoa(len(a.Body))}
 	}

@@ -40,8 +40,9 @@ var ParserBlocks = map[string]string{
 // (verify.Words, applied by verify.Config.SetWord).
 var registryBlocks = map[string]func() []string{
 	"verify": func() []string {
-		var out []string
-		for _, w := range verify.Words() {
+		words := verify.Words()
+		out := make([]string, 0, len(words))
+		for _, w := range words {
 			out = append(out, w.Name)
 		}
 		return out
