@@ -373,40 +373,51 @@ func TestIntegrationForwardFraming(t *testing.T) {
 	}
 }
 
-// TestIntegrationForwardWakeMappingOrder: a forward mapping with action
-// wake (what `caddy hooks import` writes for the gateway's wake mappings)
-// is spooled in the wake lane, so that its requests reach the gateway in
-// acceptance order, as /wake's do (D31 of issue 35); the sender's answer
-// keeps the forwarded hook's shape.
+// TestIntegrationForwardWakeMappingOrder: a wake mapping's requests are
+// spooled in the wake lane, so that they reach the gateway in acceptance
+// order, as /wake's do (D31 of issue 35): a forward mapping with action
+// wake (what `caddy hooks import` writes for the gateway's wake mappings;
+// the sender's answer keeps the forwarded hook's shape) and a rendered
+// one.
 func TestIntegrationForwardWakeMappingOrder(t *testing.T) {
-	in := startIngress(t, ingressOpts{noGW: true, hooks: `mode forward
+	for _, tc := range []struct{ mode, mapping string }{
+		{"forward", "forward\n\t\t\taction wake"},
+		{"render", "action wake\n\t\t\ttext_template \"o{{payload.o}}x\""},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			in := startIngress(t, ingressOpts{noGW: true, hooks: `mode ` + tc.mode + `
 		mapping alert {
 			match_path alert
-			forward
-			action wake
+			` + tc.mapping + `
 		}
 		spool ` + t.TempDir() + ` {
 			retry_initial 20ms
 			retry_max 100ms
 		}`})
-	const n = 12
-	for i := range n {
-		if r := in.post("/hooks/alert", `{"o":`+strconv.Itoa(i)+`}`); r.status != 200 || r.json(t)["runId"] == nil {
-			t.Fatalf("accept %d: %d %s", i, r.status, r.body)
-		}
-	}
-	in.startGateway()
-	deadline := time.Now().Add(15 * time.Second)
-	for len(in.gw.Received()) < n && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	var order []string
-	for _, rec := range in.gw.Received() {
-		order = append(order, string(rec.Raw))
-	}
-	for i := range n {
-		if i >= len(order) || order[i] != `{"o":`+strconv.Itoa(i)+`}` {
-			t.Fatalf("delivered in the order %q, want acceptance order", order)
-		}
+			const n = 12
+			for i := range n {
+				if r := in.post("/hooks/alert", `{"o":`+strconv.Itoa(i)+`}`); r.status != 200 || (tc.mode == "forward") != (r.json(t)["runId"] != nil) {
+					t.Fatalf("accept %d: %d %s", i, r.status, r.body)
+				}
+			}
+			in.startGateway()
+			deadline := time.Now().Add(15 * time.Second)
+			for len(in.gw.Received()) < n && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			var order []string
+			for _, rec := range in.gw.Received() {
+				order = append(order, string(rec.Raw))
+			}
+			for i := range n {
+				want := `{"o":` + strconv.Itoa(i) + `}` // forwarded as sent
+				if i < len(order) && tc.mode == "render" && strings.Contains(order[i], `"o`+strconv.Itoa(i)+`x`) {
+					continue
+				}
+				if i >= len(order) || order[i] != want {
+					t.Fatalf("delivered in the order %q, want acceptance order", order)
+				}
+			}
+		})
 	}
 }
