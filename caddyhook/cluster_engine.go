@@ -103,6 +103,21 @@ func (*clusterMetricsShare) Destruct() error { return nil }
 // node is this node's id in the cluster.
 func (cs *clusterState) node() string { return cs.backend.Node() }
 
+// up reports whether the engine answers this node now.
+func (cs *clusterState) up() bool { return cs.backend.Up() }
+
+// views is the engine's cluster view channel (nil: it carries none).
+func (cs *clusterState) views() cluster.Views {
+	v, _ := cs.backend.(cluster.Views)
+	return v
+}
+
+// gate is the namespace's version gate, which also knows the members.
+func (cs *clusterState) gate() *cluster.Gate { return cs.backend.Gate() }
+
+// timeout bounds one engine operation.
+func (cs *clusterState) timeout() time.Duration { return cs.backend.Timeout() }
+
 // outcomes is the engine's outcome channel (nil: it carries none).
 func (cs *clusterState) outcomes() cluster.Outcomes {
 	bus, _ := cs.backend.(cluster.Outcomes)

@@ -218,11 +218,11 @@ func (m *Members) receive(msg []byte) {
 	case known:
 		p.seen, p.seq = now, w.seq
 		answer = w.flags&flagHello != 0
-		m.gate.set(w.sender, int(w.flags>>levelShift))
+		m.gate.set(w.sender, w.node, m.topic, int(w.flags>>levelShift))
 	default:
 		m.peers[w.sender] = &peer{seen: now, seq: w.seq}
 		changed, answer = true, w.flags&flagHello != 0
-		m.gate.set(w.sender, int(w.flags>>levelShift))
+		m.gate.set(w.sender, w.node, m.topic, int(w.flags>>levelShift))
 	}
 	if changed {
 		m.rebuild()
@@ -265,7 +265,7 @@ func (m *Members) expire(now time.Time) bool {
 	for id, p := range m.peers {
 		if now.Sub(p.seen) > time.Duration(memberExpiry)*m.interval {
 			delete(m.peers, id)
-			m.gate.forget(id)
+			m.gate.lost(id)
 			changed = true
 		}
 	}

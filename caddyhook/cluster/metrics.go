@@ -205,6 +205,7 @@ const (
 	RejectedFailures    = "failures"
 	RejectedMembers     = "members"
 	RejectedOutcome     = "outcome"
+	RejectedView        = "view"
 )
 
 // Rejected counts one record of kind that an engine read and dropped

@@ -118,8 +118,23 @@ func (l *Log) Bounds() Bounds {
 // Accept records an accepted event (Seq is set here), answered at
 // e.Time + e.Latency. The log owns e from now on.
 func (l *Log) Accept(e *Event) {
+	l.series.observe(e.Time.Add(e.Latency), seriesAccepted, e.Latency)
+	l.add(e)
+}
+
+// Operator records an operator's action (e.Action set; Seq is set here),
+// in the list and the live tail but not in the rates. The log owns e
+// from now on.
+func (l *Log) Operator(e *Event) {
+	if e.Action == "" {
+		return
+	}
+	l.add(e)
+}
+
+// add inserts e, journals it and trims.
+func (l *Log) add(e *Event) {
 	now := e.Time.Add(e.Latency)
-	l.series.observe(now, seriesAccepted, e.Latency)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -346,6 +361,12 @@ func (l *Log) List(f Filter) Page {
 // Rates returns the last hour's rates.
 func (l *Log) Rates(now time.Time) RatesJSON { return l.series.snapshot(now) }
 
+// NoRates is the rates of a log that counted nothing.
+func NoRates(now time.Time) RatesJSON {
+	var s series
+	return s.snapshot(now)
+}
+
 // Subscription follows a log's changes for a live tail.
 type Subscription struct {
 	l       *Log
@@ -379,6 +400,10 @@ func (s *Subscription) Close() {
 	delete(s.l.subs, s)
 	s.l.mu.Unlock()
 }
+
+// Changed is signalled (at most one signal pending) when an event
+// changes: for a caller that waits on other things too.
+func (s *Subscription) Changed() <-chan struct{} { return s.wake }
 
 // Wait blocks until an event changes, d passes or ctx ends (false).
 func (s *Subscription) Wait(ctx context.Context, d time.Duration) bool {

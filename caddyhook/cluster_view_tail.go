@@ -1,0 +1,196 @@
+package caddyhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
+	"github.com/caddyhook/caddyhook/internal/adminapi"
+	"github.com/caddyhook/caddyhook/internal/eventlog"
+)
+
+// The live tail of the whole cluster (events/stream?scope=cluster): this
+// node's changes, and every other node's, which they send to an inbox of
+// this stream for a lease it renews every tailRenew. Each renewal says
+// which nodes follow: a "nodes" message goes out when that changes (a
+// node killed, or back), so that the tail names a node that stopped
+// answering and goes on with the others. Each node numbers its batches:
+// a gap is a "lost" message naming the node.
+
+// tailNodes is what one renewal learnt: which nodes follow the tail.
+type tailNodes struct{ nodes adminapi.Nodes }
+
+// stream writes the cluster's live tail of the entries f selects (query:
+// the request's filter, as the other nodes get it) until ctx ends.
+func (v *clusterView) stream(ctx context.Context, w http.ResponseWriter, l *eventlog.Log, f eventlog.Filter, query url.Values) error {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+	var sub *eventlog.Subscription
+	if l != nil {
+		sub = l.Subscribe()
+		defer sub.Close()
+	}
+	batches := make(chan cluster.TailBatch, 256)
+	renewed := make(chan tailNodes, 1)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if v.views != nil {
+		inbox, stop, err := v.views.FollowView(func(b cluster.TailBatch) {
+			select {
+			case batches <- b:
+			case <-ctx.Done():
+			}
+		})
+		if err != nil {
+			return apiError(http.StatusServiceUnavailable, "cluster view: %v", err)
+		}
+		defer stop()
+		go v.renewTail(ctx, inbox, query, renewed)
+	} else {
+		renewed <- tailNodes{adminapi.Nodes{Asked: 1, Answered: []string{v.node}}}
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := fmt.Fprint(w, "retry: 2000\n: hooks events, every node\n\n"); err != nil {
+		return nil
+	}
+	_ = rc.Flush()
+	localF := f
+	localF.Before, localF.Limit = 0, 0
+	other := f.Node != "" && f.Node != v.node
+	lastN := map[string]uint64{} // each node's last batch number
+	var lastNodes string
+	var carry []byte // messages received while waiting, written next
+	var lastRows time.Time
+	lastWrite := time.Now()
+	tick := time.NewTicker(streamRowsEvery)
+	defer tick.Stop()
+	for {
+		b, now := carry, time.Now()
+		carry = nil
+		if sub != nil && !other {
+			rows := now.Sub(lastRows) >= streamRowsEvery
+			if rows {
+				lastRows = now
+			}
+			c := sub.Next(localF, rows)
+			if c.Lost {
+				b = sseMessage(b, "lost", 0, map[string]string{"node": v.node})
+			}
+			for i := range c.Events {
+				c.Events[i].Node = v.node
+				b = sseMessage(b, "event", 0, &c.Events[i])
+			}
+			for i := range c.Rows {
+				c.Rows[i].Node = v.node
+				b = sseMessage(b, "rejections", 0, &c.Rows[i])
+			}
+		}
+	drain:
+		for {
+			select {
+			case tb := <-batches:
+				b = v.tailBatch(b, tb, lastN)
+			case tn := <-renewed:
+				b = nodesMessage(b, tn, &lastNodes)
+			default:
+				break drain
+			}
+		}
+		if len(b) == 0 && now.Sub(lastWrite) >= streamKeepAlive {
+			b = append(b, ": keep-alive\n\n"...)
+		}
+		if len(b) > 0 {
+			if _, err := w.Write(b); err != nil {
+				return nil
+			}
+			if err := rc.Flush(); err != nil {
+				return nil
+			}
+			lastWrite = now
+		}
+		var changed <-chan struct{}
+		if sub != nil {
+			changed = sub.Changed()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-tick.C:
+		case tb := <-batches:
+			carry = v.tailBatch(carry, tb, lastN)
+		case tn := <-renewed:
+			carry = nodesMessage(carry, tn, &lastNodes)
+		}
+	}
+}
+
+// nodesMessage appends a "nodes" message when the nodes that follow the
+// tail changed since last.
+func nodesMessage(b []byte, tn tailNodes, last *string) []byte {
+	if key := fmt.Sprint(tn.nodes.Answered, tn.nodes.Missing); key != *last {
+		*last = key
+		b = sseMessage(b, "nodes", 0, tn.nodes)
+	}
+	return b
+}
+
+// tailBatch appends the messages of a batch another node sent: its
+// entries, and "lost" when its numbers skip (a batch missing) or it fell
+// behind its own log.
+func (v *clusterView) tailBatch(b []byte, tb cluster.TailBatch, lastN map[string]uint64) []byte {
+	if last, ok := lastN[tb.Node]; (ok && tb.N != last+1) || tb.Lost {
+		b = sseMessage(b, "lost", 0, map[string]string{"node": tb.Node})
+	}
+	lastN[tb.Node] = tb.N
+	if tb.Done {
+		delete(lastN, tb.Node)
+	}
+	for _, en := range tb.Entries {
+		switch {
+		case en.Event != nil:
+			en.Event.Node = tb.Node
+			b = sseMessage(b, "event", 0, en.Event)
+		case en.Rows != nil:
+			en.Rows.Node = tb.Node
+			b = sseMessage(b, "rejections", 0, en.Rows)
+		}
+	}
+	return b
+}
+
+// renewTail asks every node to follow the tail to inbox, every
+// tailRenew, and reports which did, until ctx ends.
+func (v *clusterView) renewTail(ctx context.Context, inbox string, query url.Values, renewed chan tailNodes) {
+	t := time.NewTicker(tailRenew)
+	defer t.Stop()
+	for {
+		nodes := v.ask(ctx, cluster.ViewRequest{Op: cluster.ViewTail, Inbox: inbox, Until: time.Now().Add(tailLease),
+			Query: viewQuery(query)}, func(a cluster.ViewAnswer) bool {
+			return false
+		})
+		if ctx.Err() != nil {
+			return
+		}
+		slices.Sort(nodes.Answered)
+		select { // only the latest counts
+		case <-renewed:
+		default:
+		}
+		renewed <- tailNodes{nodes}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
