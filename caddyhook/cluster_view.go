@@ -59,8 +59,8 @@ type clusterView struct {
 	stopped chan struct{}
 
 	mu     sync.Mutex
-	memory map[string]*deliveryMemo    // delivery nodes, by node
-	tails  map[string]*remoteTail      // the tails followed for others, by inbox
+	memory map[string]*deliveryMemo // delivery nodes, by node
+	tails  map[string]*remoteTail   // the tails followed for others, by inbox
 	tailWG sync.WaitGroup
 }
 

@@ -83,7 +83,7 @@ type DeliveryTracker struct {
 
 // The rate covers the last minute in rateSteps steps.
 const (
-	rateSteps = 6
+	rateSteps   = 6
 	rateStepLen = 10 * time.Second
 )
 

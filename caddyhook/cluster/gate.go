@@ -60,8 +60,8 @@ type Gate struct {
 	peers    map[memberID]gatePeer
 	silent   map[silentKey]time.Time // node and role → when it was last heard
 	level    atomic.Int32            // the lowest level among the live members
-	low      atomic.Int32 // a lower level in force until lowUntil
-	lowUntil atomic.Int64 // Unix ns
+	low      atomic.Int32            // a lower level in force until lowUntil
+	lowUntil atomic.Int64            // Unix ns
 }
 
 // GateHold is how long a level stays in force after it was last seen, and
