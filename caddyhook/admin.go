@@ -41,6 +41,7 @@ const (
 //	POST   /hooks/spool/dead/drop     {"ids": [...]} or {"all": true} → {"dropped": N}
 //	POST   /hooks/spool/pause         delivery stops; accepting continues
 //	POST   /hooks/spool/resume        delivery continues where it stopped
+//	GET    /hooks/spool/delivery      the queue, each delivery node's health, whether delivery runs
 //	GET    /hooks/events              the event log, newest first (see eventlog_admin.go)
 //	GET    /hooks/events/<id>         one event; POST …/<id>/replay dispatches it again
 //	GET    /hooks/events/stream       the live tail (Server-Sent Events)
@@ -113,6 +114,8 @@ func serveAPI(w http.ResponseWriter, r *http.Request, sub string) error {
 		rt, arg = adminRoute{http.MethodPost, serveRetryDrop}, "retried"
 	case sub == "spool/dead/drop":
 		rt, arg = adminRoute{http.MethodPost, serveRetryDrop}, "dropped"
+	case sub == "spool/delivery":
+		rt = adminRoute{http.MethodGet, serveDelivery}
 	case sub == "spool/pause", sub == "spool/resume":
 		rt, arg = adminRoute{http.MethodPost, servePause}, strings.TrimPrefix(sub, "spool/")
 	default:
@@ -203,7 +206,7 @@ func serveLockouts(w http.ResponseWriter, r *http.Request, lh *liveHandler, _ st
 
 // serveLift answers DELETE /hooks/lockouts/<address>: 200 when the lockout
 // was lifted, 404 when the address was not locked.
-func serveLift(w http.ResponseWriter, _ *http.Request, lh *liveHandler, arg string) error {
+func serveLift(w http.ResponseWriter, r *http.Request, lh *liveHandler, arg string) error {
 	ip, err := netip.ParseAddr(arg)
 	if err != nil {
 		p, perr := netip.ParsePrefix(arg)
@@ -215,7 +218,8 @@ func serveLift(w http.ResponseWriter, _ *http.Request, lh *liveHandler, arg stri
 	if !lh.view.lockout.Lift(ip, time.Now()) {
 		return apiError(http.StatusNotFound, "%s is not locked out", ip)
 	}
-	lh.view.logger.Info("lockout lifted through the admin API", zap.String("client_ip", ip.String()))
+	lh.view.events.operator(r, "unlock", ip.String(), "lockout lifted")
+	lh.view.logger.Info("lockout lifted through the admin API", zap.String("client_ip", ip.String()), zap.String("operator", operatorOf(r)))
 	return writeAdminJSON(w, map[string]string{"lifted": ip.String()})
 }
 

@@ -10,17 +10,24 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/eventlog"
 )
 
 // The event routes of the admin API (and of a hooks_console handler's
 // api/), for the handler ?path= (and ?server=) selects:
 //
-//	GET  events?hook=&status=&reason=&since=&before=&limit=   newest first; "next" is the next page's before=
-//	GET  events/<id>                                           one event, with its headers and kept body
-//	POST events/<id>/replay                                    dispatches it again, with a new idempotency key
-//	GET  events/stream?hook=&status=&reason=                   Server-Sent Events: event, rejections, lost
-//	GET  events/rates                                          the last hour, in 10 s steps
+//	GET  events?hook=&status=&reason=&since=&before=&limit=&node=   newest first; "next" is the next page's before=
+//	GET  events/<id>                                                 one event, with its headers and kept body
+//	POST events/<id>/replay                                          dispatches it again, with a new idempotency key
+//	GET  events/stream?hook=&status=&reason=&node=                   Server-Sent Events: event, rejections, lost (, nodes)
+//	GET  events/rates                                                the last hour, in 10 s steps
+//
+// With ?scope=cluster the list, an event, the rates and the stream cover
+// every node of the cluster (cluster_view.go): each entry says its
+// "node", and the answer which nodes answered ("nodes").
 //
 // eventsRoute picks the route for the path below events/.
 func eventsRoute(rest string) (adminRoute, string) {
@@ -62,18 +69,56 @@ func (lh *liveHandler) eventsFiltered(r *http.Request) (*eventlog.Log, eventlog.
 	return l, f, nil
 }
 
+// clusterEvents is, for a ?scope=cluster request, this node's event log
+// (nil when off: the other nodes may have theirs) and the filter; cluster
+// is false for a request about this node alone.
+func (lh *liveHandler) clusterEvents(r *http.Request) (l *eventlog.Log, f eventlog.Filter, cluster bool, err error) {
+	if cluster, err = scope(r); err != nil || !cluster {
+		return nil, f, false, err
+	}
+	if f, err = eventlog.ParseFilter(r.URL.Query(), time.Now()); err != nil {
+		return nil, f, true, apiError(http.StatusBadRequest, "%v", err)
+	}
+	return lh.view.view.log(), f, true, nil
+}
+
 // serveEventList answers GET events: a page of entries, newest first.
 func serveEventList(w http.ResponseWriter, r *http.Request, lh *liveHandler, _ string) error {
+	if l, f, cluster, err := lh.clusterEvents(r); err != nil || cluster {
+		if err != nil {
+			return err
+		}
+		return writeAdminJSON(w, lh.view.view.list(r.Context(), l, f, r.URL.Query()))
+	}
 	l, f, err := lh.eventsFiltered(r)
 	if err != nil {
 		return err
 	}
-	return writeAdminJSON(w, l.List(f))
+	p := l.List(f)
+	if node := lh.view.view.node; node != "" {
+		if f.Node != "" && f.Node != node {
+			p.Entries = p.Entries[:0]
+		}
+		for i, en := range p.Entries {
+			p.Entries[i] = lh.view.view.entry(en).Value()
+		}
+	}
+	return writeAdminJSON(w, p)
 }
 
 // serveEventDetail answers GET events/<id> (an event id or any of its
 // action ids).
-func serveEventDetail(w http.ResponseWriter, _ *http.Request, lh *liveHandler, id string) error {
+func serveEventDetail(w http.ResponseWriter, r *http.Request, lh *liveHandler, id string) error {
+	if l, _, cluster, err := lh.clusterEvents(r); err != nil || cluster {
+		if err != nil {
+			return err
+		}
+		ev, nodes := lh.view.view.detail(r.Context(), l, id)
+		if ev == nil {
+			return apiError(http.StatusNotFound, "no event %q on any node of the cluster (it may have been evicted); %s", id, nodes.Summary())
+		}
+		return writeAdminJSON(w, ev)
+	}
 	l, err := lh.events()
 	if err != nil {
 		return err
@@ -82,11 +127,26 @@ func serveEventDetail(w http.ResponseWriter, _ *http.Request, lh *liveHandler, i
 	if !ok {
 		return apiError(http.StatusNotFound, "no event %q in the log of %s (it may have been evicted)", id, lh.view.base)
 	}
+	ev.Node = lh.view.view.node
 	return writeAdminJSON(w, ev)
 }
 
+// clusterRates is GET events/rates?scope=cluster: every node's rates
+// added up, and which nodes they are.
+type clusterRates struct {
+	eventlog.RatesJSON
+	Nodes adminapi.Nodes `json:"nodes"`
+}
+
 // serveEventRates answers GET events/rates.
-func serveEventRates(w http.ResponseWriter, _ *http.Request, lh *liveHandler, _ string) error {
+func serveEventRates(w http.ResponseWriter, r *http.Request, lh *liveHandler, _ string) error {
+	if l, _, cluster, err := lh.clusterEvents(r); err != nil || cluster {
+		if err != nil {
+			return err
+		}
+		rates, nodes := lh.view.view.rates(r.Context(), l)
+		return writeAdminJSON(w, clusterRates{rates, nodes})
+	}
 	l, err := lh.events()
 	if err != nil {
 		return err
@@ -107,7 +167,22 @@ func serveReplay(w http.ResponseWriter, r *http.Request, lh *liveHandler, id str
 	if err != nil {
 		return err
 	}
+	detail := fmt.Sprintf("replayed as %s: %d", ans.ID, ans.Status)
+	if ans.Reason != "" {
+		detail += " " + ans.Reason
+	}
+	lh.view.events.operator(r, "replay", id, detail)
 	return writeAdminJSON(w, ans)
+}
+
+// operator records an operator's action in the event log: who
+// (operatorOf), what, on what, and what it did. Nil-safe (events off).
+func (rec *eventRecorder) operator(r *http.Request, action, target, detail string) {
+	if rec == nil {
+		return
+	}
+	rec.log.Operator(&eventlog.Event{ID: uuid.NewString(), Time: time.Now(), Path: rec.base, Auth: "operator",
+		Status: http.StatusOK, Action: action, Operator: operatorOf(r), Target: target, Reason: detail})
 }
 
 // Live tail timings.
@@ -123,16 +198,23 @@ const (
 // second are "rejections" messages, and "lost" says the client fell too
 // far behind (reload the list).
 func serveEventStream(w http.ResponseWriter, r *http.Request, lh *liveHandler, _ string) error {
+	if l, f, cluster, err := lh.clusterEvents(r); err != nil || cluster {
+		if err != nil {
+			return err
+		}
+		return lh.view.view.stream(r.Context(), w, l, f, r.URL.Query())
+	}
 	l, f, err := lh.eventsFiltered(r)
 	if err != nil {
 		return err
 	}
 	f.Before, f.Limit = 0, 0
-	return streamEvents(r.Context(), w, r, l, f)
+	return streamEvents(r.Context(), w, r, l, f, lh.view.view.node)
 }
 
-// streamEvents writes the live tail of l to w.
-func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, l *eventlog.Log, f eventlog.Filter) error {
+// streamEvents writes the live tail of l to w, each entry with node (in
+// a cluster: this node's name).
+func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, l *eventlog.Log, f eventlog.Filter, node string) error {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{}) // the admin server's read timeout would end the stream
 	_ = rc.SetWriteDeadline(time.Time{})
@@ -161,14 +243,19 @@ func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, l
 			lastRows = now
 		}
 		c := sub.Next(f, rows)
+		if f.Node != "" && f.Node != node {
+			c = eventlog.Changes{Version: c.Version}
+		}
 		var b []byte
 		if c.Lost {
 			b = append(b, "event: lost\ndata: {}\n\n"...)
 		}
 		for i := range c.Events {
+			c.Events[i].Node = node
 			b = sseMessage(b, "event", c.Version, &c.Events[i])
 		}
 		for i := range c.Rows {
+			c.Rows[i].Node = node
 			b = sseMessage(b, "rejections", 0, &c.Rows[i])
 		}
 		if len(b) == 0 && now.Sub(lastWrite) >= streamKeepAlive {

@@ -131,6 +131,17 @@ type ViewEntry struct {
 	Rows  *eventlog.RejectionJSON `json:"rejections,omitempty"`
 }
 
+// Value is the entry itself (*EventJSON or *RejectionJSON; nil when empty).
+func (e ViewEntry) Value() any {
+	if e.Event != nil {
+		return e.Event
+	}
+	if e.Rows != nil {
+		return e.Rows
+	}
+	return nil
+}
+
 // Time is when the entry happened (the list's order).
 func (e ViewEntry) Time() time.Time {
 	if e.Event != nil {
