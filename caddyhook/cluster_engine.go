@@ -149,7 +149,7 @@ func (cs *clusterState) poolKey() string   { return cs.key }
 
 // status is the cluster's part of the admin API's handler status.
 func (cs *clusterState) status() *adminapi.Cluster {
-	st := &adminapi.Cluster{Name: cs.name, Up: cs.backend.Up()}
+	st := &adminapi.Cluster{Name: cs.name, Node: cs.node(), Up: cs.backend.Up()}
 	if d, ok := cs.backend.(cluster.Describer); ok {
 		st.Settings = d.Settings()
 	}

@@ -63,7 +63,9 @@ type Settings struct {
 // namespace, whether it is reachable, and the settings of the connection
 // in use (no secret: a secret shows as its placeholder).
 type Cluster struct {
-	Name     string            `json:"name"`
+	Name string `json:"name"`
+	// Node is this node's name in the cluster (each event's "node").
+	Node     string            `json:"node"`
 	Up       bool              `json:"up"`
 	Settings map[string]string `json:"settings,omitempty"`
 }
