@@ -58,7 +58,8 @@ func (h *handle) readView(data []byte, seal, where string) (cluster.ViewMessage,
 	return m, true
 }
 
-// sendView seals and publishes m to subject.
+// sendView seals and publishes m to subject (a request with its reply
+// subject).
 func (h *handle) sendView(m cluster.ViewMessage, seal, subject string) error {
 	if !h.up() {
 		return cluster.ErrUnavailable
@@ -66,6 +67,9 @@ func (h *handle) sendView(m cluster.ViewMessage, seal, subject string) error {
 	msg, err := cluster.EncodeView(m)
 	if err != nil {
 		return err
+	}
+	if m.Request != nil {
+		return h.nc.PublishRequest(subject, m.Request.Reply, h.seal(msg, seal, subject))
 	}
 	return h.nc.Publish(subject, h.seal(msg, seal, subject))
 }
@@ -203,6 +207,8 @@ func (h *handle) FollowView(fn func(cluster.TailBatch)) (string, func(), error) 
 		return "", nil, err
 	}
 	_ = sub.SetPendingLimits(1024, 64<<20)
+	// the server knows the inbox before it is named to anyone
+	_ = h.nc.FlushTimeout(time.Duration(h.cfg.Timeout))
 	go func() {
 		for {
 			select {
