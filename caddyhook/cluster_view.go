@@ -57,6 +57,10 @@ type clusterView struct {
 	logger  *zap.Logger
 	stop    func()
 	stopped chan struct{}
+	// delivering follows the delivery nodes' announcements (this node
+	// need not be one), so that the gate knows them, and those that fell
+	// silent
+	delivering *cluster.Members
 
 	mu     sync.Mutex
 	memory map[string]*deliveryMemo // delivery nodes, by node
@@ -87,6 +91,11 @@ func newClusterView(cs *clusterState, events *eventRecorder, report deliveryRepo
 		return nil, fmt.Errorf("cluster: view: %w", err)
 	}
 	v.stop = stop
+	v.delivering = cluster.ObserveMembers(cs.backend, cluster.TopicDelivery, 0)
+	if err := v.delivering.Start(); err != nil {
+		v.release()
+		return nil, fmt.Errorf("cluster: view: %w", err)
+	}
 	return v, nil
 }
 
@@ -98,6 +107,10 @@ func (v *clusterView) release() {
 	if v.stop != nil {
 		v.stop()
 		v.stop = nil
+	}
+	if v.delivering != nil {
+		v.delivering.Close()
+		v.delivering = nil
 	}
 	v.mu.Lock()
 	select {

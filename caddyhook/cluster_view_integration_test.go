@@ -215,6 +215,33 @@ func TestClusterDeliveryHealth(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `"action":"pause"`) || !strings.Contains(body, `"operator":"admin API"`) {
 		t.Errorf("the pause in node 1's log: %d %s", code, body)
 	}
+	if code, body := adminCall(t, http.MethodPost, "/hooks/spool/resume?path=/hooks&server="+c.servers[1], ""); code != http.StatusOK {
+		t.Fatalf("resume: %d %s", code, body)
+	}
+
+	// the delivery node cut off (silent, as a frozen process): with events
+	// queued it is stalled within ack_wait (5s) and a few seconds, and
+	// delivery is not said to run; back, it delivers again
+	c.proxies[1].Blackhole(true)
+	cut := time.Now()
+	for k := range 3 {
+		runIDOf(t, c.nodes[0].post("/hooks/agent", fmt.Sprintf(`{"message":"while cut %d"}`, k)))
+	}
+	testkit.WaitForState(t, func() string { return fmt.Sprintf("delivery health %+v", d) }, func() bool {
+		d = health()
+		return len(d.Nodes) == 1 && d.Nodes[0].State == cluster.DeliveryStalled
+	})
+	if took := time.Since(cut); took > 5*time.Second+viewWait+5*time.Second {
+		t.Errorf("stalled after %s; ack_wait is 5s", took)
+	}
+	if d.Summary.State != cluster.DeliveryStalled || strings.Contains(d.Summary.Text, "running") {
+		t.Errorf("with the only delivery node stalled: %+v", d.Summary)
+	}
+	c.proxies[1].Blackhole(false)
+	testkit.WaitForState(t, func() string { return fmt.Sprintf("delivery health %+v", d) }, func() bool {
+		d = health()
+		return d.Summary.State == cluster.DeliveryRunning && len(d.Nodes) == 1 && d.Nodes[0].Answered
+	})
 }
 
 // TestClusterViewTail (issue 32 items 1 and 5): a live tail asked of one
