@@ -76,7 +76,7 @@ func serveRetryDrop(w http.ResponseWriter, r *http.Request, lh *liveHandler, ver
 	if !sel.All {
 		target = deadTarget(sel.IDs)
 	}
-	lh.view.events.operator(r, action, target, fmt.Sprintf("%d dead letters %s", n, verb))
+	lh.view.events.operator(r, action, target, fmt.Sprintf("%s %d dead letter%s", verb, n, map[bool]string{true: "", false: "s"}[n == 1]))
 	lh.view.logger.Info("dead letters "+verb+" through the admin API", zap.Int("count", n), zap.Bool("all", sel.All),
 		zap.String("operator", operatorOf(r)))
 	return writeAdminJSON(w, map[string]int{verb: n})

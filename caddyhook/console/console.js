@@ -115,7 +115,7 @@ async function loadHandlers() {
 // ---- events list ----
 // failedStates are the dispatch states whose row shows the error: why
 // it is retried, or what killed it.
-const failedStates = new Set(["retrying", "dead", "failed"]);
+const failedStates = new Set(["retrying", "dead", "failed", "dropped"]);
 
 function entryRow(en) {
   if (en.node) noteNode(en.node);

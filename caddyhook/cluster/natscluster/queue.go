@@ -603,8 +603,15 @@ func (q *queue) expired(m jetstream.Msg, meta *jetstream.MsgMetadata, ev *spool.
 	if !time.Now().After(q.expiry(ev)) {
 		return false
 	}
+	// the deliveries so far; an attempt's cause is known when this node
+	// made it (a node that held the event frozen made none: then it
+	// expired older than max_age, and the edges keep the cause they
+	// were told)
 	ev.Attempts = max(ev.Attempts, int(meta.NumDelivered)-1)
-	ev.LastError = spool.ExpiredReason(ev.Attempts, q.settled(ev.ID))
+	ev.LastError = spool.ReasonExpired
+	if last := q.settled(ev.ID); last != "" {
+		ev.LastError = spool.ExpiredReason(ev.Attempts, last)
+	}
 	q.bury(m, meta, ev, 0, ev.LastError)
 	if box := q.sender.Load(); box != nil {
 		spool.TellExpired(box.Sender, ev)
