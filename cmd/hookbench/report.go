@@ -26,6 +26,7 @@ type report struct {
 	Rows        []rowReport    `json:"rows"`
 	Twins       []twinReport   `json:"twins,omitempty"`
 	Sink        *sinkReport    `json:"sink,omitempty"`
+	Watched     *watchReport   `json:"watched,omitempty"` // row (s)'s console and cluster tail
 	Profile     *profileReport `json:"profile,omitempty"`
 }
 
@@ -102,6 +103,9 @@ func (b *bench) report() *report {
 	}
 	rep.rate()
 	rep.twins()
+	if _, ok := b.results["s"]; ok {
+		rep.Watched = &b.watched
+	}
 	return rep
 }
 
@@ -264,6 +268,14 @@ func (rep *report) notes() []string {
 		default:
 			out = append(out, fmt.Sprintf("sink: received %d actions, but the rows that reach it had %d successes.", s.Received, s.Expected))
 		}
+	}
+	if w := rep.Watched; w != nil {
+		line := fmt.Sprintf("(s) ran with a console open (%d refreshes, every %s) and a cluster tail attached (%d stream messages read); %d admin requests failed.",
+			w.Polls, consolePoll, w.Messages, w.Errors)
+		if w.LastErr != "" {
+			line += " Last: " + w.LastErr
+		}
+		out = append(out, line)
 	}
 	if p := rep.Profile; p != nil {
 		out = append(out, fmt.Sprintf("CPU profile of the ingress during (%s) at %.0f req/s: %s (go tool pprof -top %s)", p.Row, p.RPS, p.File, p.File))

@@ -43,6 +43,9 @@ type rowDef struct {
 	// event log): that row must measure at least twinTarget × this one.
 	twinOf     string
 	twinTarget float64
+	// watched rows run with a console open and a cluster tail attached
+	// to their handler (watch.go)
+	watched bool
 }
 
 // natsKey names a set of NATS servers: how many, and whether they sync
@@ -196,7 +199,18 @@ func rowCatalogue() []rowDef {
 			site: hooksSite("events off"), twinOf: "c", twinTarget: 0.95}),
 		wake(rowDef{id: "r", title: "(e) with the event log off", base: "a", probe: true,
 			site: hooksSite("events off"), badToken: true, source: srcSpread, expect: http.StatusUnauthorized, twinOf: "e", twinTarget: 0.95}),
+		watchedRow(wake(rowDef{id: "s", title: "(l) with a console open and a cluster tail attached", base: "l", target: 0.95, probe: true,
+			sinkBound: true, nats: 1, site: hooksSite(clusterSpoolLines("s", 1))})),
 	}
+}
+
+// watchedRow makes r a watched row on its own base path (watchedPath), so
+// that the admin API selects its handler.
+func watchedRow(r rowDef) rowDef {
+	r.watched = true
+	r.path = watchedPath + strings.TrimPrefix(r.path, "/hooks")
+	r.site = strings.Replace(r.site, "hooks {", "hooks "+watchedPath+" {", 1)
+	return r
 }
 
 // selectRows returns the catalogue rows named in list ("a,c,e"; "" or

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -16,7 +17,8 @@ func TestSelectRows(t *testing.T) {
 		want      []string // after withBases
 		wantError bool
 	}{
-		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r"}},
+		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s"}},
+		{list: "s", want: []string{"b", "c", "i", "l", "s"}},
 		{list: "q,r", want: []string{"a", "b", "c", "e", "q", "r"}},
 		{list: "m", want: []string{"b", "c", "i", "m"}},
 		{list: "p", want: []string{"b", "c", "i", "m", "p"}},
@@ -99,5 +101,16 @@ func TestRoundOrder(t *testing.T) {
 	}
 	if rows[0].id != "b" {
 		t.Fatal("roundOrder changed its input")
+	}
+}
+
+// TestWatchedRow: row (s) is (l)'s site on its own base path, so that
+// its console and cluster tail select its handler.
+func TestWatchedRow(t *testing.T) {
+	s, _ := findRow(rowCatalogue(), "s")
+	l, _ := findRow(rowCatalogue(), "l")
+	if !s.watched || s.path != watchedPath+"/wake" || !strings.Contains(s.site, "hooks "+watchedPath+" {") ||
+		strings.Replace(s.site, "hooks "+watchedPath+" {", "hooks {", 1) != strings.ReplaceAll(l.site, "bench_l", "bench_s") {
+		t.Errorf("row (s): path %q, site\n%s\nwant (l)'s site\n%s\non %s", s.path, s.site, l.site, watchedPath)
 	}
 }
