@@ -108,7 +108,7 @@ func servePause(w http.ResponseWriter, r *http.Request, lh *liveHandler, what st
 		return apiError(http.StatusServiceUnavailable, "spool of %s: %v", lh.view.base, err)
 	}
 	target := "delivery from " + lh.view.spoolDir
-	if node := lh.view.view.node; node != "" {
+	if node := lh.view.view.nodeName(); node != "" {
 		target += " on " + node
 	}
 	lh.view.events.operator(r, what, target, "delivery "+map[bool]string{true: "paused", false: "resumed"}[pause])

@@ -112,6 +112,12 @@ func (cs *clusterState) views() cluster.Views {
 	return v
 }
 
+// observeDelivery follows the delivery nodes' announcements without
+// being one (Start it, Close it): the gate then knows them.
+func (cs *clusterState) observeDelivery() *cluster.Members {
+	return cluster.ObserveMembers(cs.backend, cluster.TopicDelivery, 0)
+}
+
 // gate is the namespace's version gate, which also knows the members.
 func (cs *clusterState) gate() *cluster.Gate { return cs.backend.Gate() }
 

@@ -91,7 +91,7 @@ func newClusterView(cs *clusterState, events *eventRecorder, report deliveryRepo
 		return nil, fmt.Errorf("cluster: view: %w", err)
 	}
 	v.stop = stop
-	v.delivering = cluster.ObserveMembers(cs.backend, cluster.TopicDelivery, 0)
+	v.delivering = cs.observeDelivery()
 	if err := v.delivering.Start(); err != nil {
 		v.release()
 		return nil, fmt.Errorf("cluster: view: %w", err)
@@ -121,6 +121,9 @@ func (v *clusterView) release() {
 	v.mu.Unlock()
 	v.tailWG.Wait()
 }
+
+// nodeName is this node's name ("" without a cluster engine).
+func (v *clusterView) nodeName() string { return v.node }
 
 // log is this node's event log (nil: events off).
 func (v *clusterView) log() *eventlog.Log {

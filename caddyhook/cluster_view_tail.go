@@ -47,7 +47,7 @@ func (v *clusterView) stream(ctx context.Context, w http.ResponseWriter, l *even
 			}
 		})
 		if err != nil {
-			return apiError(http.StatusServiceUnavailable, "cluster view: %v", err)
+			return fmt.Errorf("cluster view: %w", err)
 		}
 		defer stop()
 		go v.renewTail(ctx, inbox, query, renewed)

@@ -2,7 +2,6 @@ package caddyhook
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -95,7 +94,7 @@ func serveEventList(w http.ResponseWriter, r *http.Request, lh *liveHandler, _ s
 		return err
 	}
 	p := l.List(f)
-	if node := lh.view.view.node; node != "" {
+	if node := lh.view.view.nodeName(); node != "" {
 		if f.Node != "" && f.Node != node {
 			p.Entries = p.Entries[:0]
 		}
@@ -127,7 +126,7 @@ func serveEventDetail(w http.ResponseWriter, r *http.Request, lh *liveHandler, i
 	if !ok {
 		return apiError(http.StatusNotFound, "no event %q in the log of %s (it may have been evicted)", id, lh.view.base)
 	}
-	ev.Node = lh.view.view.node
+	ev.Node = lh.view.view.nodeName()
 	return writeAdminJSON(w, ev)
 }
 
@@ -185,12 +184,6 @@ func (rec *eventRecorder) operator(r *http.Request, action, target, detail strin
 		Status: http.StatusOK, Action: action, Operator: operatorOf(r), Target: target, Reason: detail})
 }
 
-// Live tail timings.
-const (
-	streamRowsEvery = time.Second      // rejection rows are sent at most this often
-	streamKeepAlive = 15 * time.Second // a comment line keeps proxies from closing an idle stream
-)
-
 // serveEventStream answers GET events/stream: Server-Sent Events until
 // the client goes, the config is replaced or the server shuts down. Each
 // accepted or changed event is an "event" message (its id the stream's
@@ -202,14 +195,17 @@ func serveEventStream(w http.ResponseWriter, r *http.Request, lh *liveHandler, _
 		if err != nil {
 			return err
 		}
-		return lh.view.view.stream(r.Context(), w, l, f, r.URL.Query())
+		if err := lh.view.view.stream(r.Context(), w, l, f, r.URL.Query()); err != nil {
+			return apiError(http.StatusServiceUnavailable, "%v", err)
+		}
+		return nil
 	}
 	l, f, err := lh.eventsFiltered(r)
 	if err != nil {
 		return err
 	}
 	f.Before, f.Limit = 0, 0
-	return streamEvents(r.Context(), w, r, l, f, lh.view.view.node)
+	return streamEvents(r.Context(), w, r, l, f, lh.view.view.nodeName())
 }
 
 // streamEvents writes the live tail of l to w, each entry with node (in
@@ -274,22 +270,4 @@ func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, l
 			return nil
 		}
 	}
-}
-
-// sseMessage appends one Server-Sent Events message: its type, its id
-// (the stream cursor; 0 = none) and v as one line of JSON.
-func sseMessage(b []byte, typ string, id uint64, v any) []byte {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return b
-	}
-	b = append(b, "event: "...)
-	b = append(b, typ...)
-	if id != 0 {
-		b = append(b, "\nid: "...)
-		b = strconv.AppendUint(b, id, 10)
-	}
-	b = append(b, "\ndata: "...)
-	b = append(b, data...)
-	return append(b, "\n\n"...)
 }

@@ -281,7 +281,7 @@ func (c *spoolCLI) status(st spool.Ops) error {
 	if err := as.api.Do(http.MethodGet, as.uri("spool/delivery"), nil, &d); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.out, "delivery %s: %s\n", d.Summary.State, safetext.Line(d.Summary.Text))
+	fmt.Fprintln(c.out, safetext.Line(d.Summary.Text))
 	if len(d.Asked.Missing) > 0 {
 		fmt.Fprintf(c.out, "nodes: %s\n", safetext.Line(d.Asked.Summary()))
 	}
