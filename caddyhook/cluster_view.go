@@ -284,6 +284,7 @@ func (v *clusterView) runTail(l *eventlog.Log, t *remoteTail, f eventlog.Filter)
 		return true
 	}
 	var lastRows time.Time
+	var budget tailBudget
 	tick := time.NewTicker(streamRowsEvery)
 	defer tick.Stop()
 	for {
@@ -299,10 +300,12 @@ func (v *clusterView) runTail(l *eventlog.Log, t *remoteTail, f eventlog.Filter)
 		if rows {
 			lastRows = now
 		}
-		c := sub.Next(f, rows)
+		skipped := budget.report(now)
+		c := sub.NextAtMost(f, rows, budget.take(now))
 		if other {
 			c = eventlog.Changes{}
 		}
+		budget.spent(len(c.Events)+len(c.Rows), c.Skipped)
 		entries := make([]cluster.ViewEntry, 0, len(c.Events)+len(c.Rows))
 		for i := range c.Events {
 			entries = append(entries, v.entry(c.Events[i]))
@@ -311,10 +314,10 @@ func (v *clusterView) runTail(l *eventlog.Log, t *remoteTail, f eventlog.Filter)
 			entries = append(entries, v.entry(c.Rows[i]))
 		}
 		lost := c.Lost
-		for len(entries) > 0 || lost {
+		for len(entries) > 0 || lost || skipped > 0 {
 			k := min(len(entries), 64)
-			send(cluster.TailBatch{Lost: lost, Entries: entries[:k]})
-			entries, lost = entries[k:], false
+			send(cluster.TailBatch{Lost: lost, Skipped: skipped, Entries: entries[:k]})
+			entries, lost, skipped = entries[k:], false, 0
 		}
 		select {
 		case <-v.stopped:

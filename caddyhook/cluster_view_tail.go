@@ -21,6 +21,45 @@ import (
 // answering and goes on with the others. Each node numbers its batches:
 // a gap is a "lost" message naming the node.
 
+// tailMaxRate bounds the entries a cluster tail carries from one node in
+// a second (the others are counted, and said "skipped"): what a tail
+// costs stays bounded however many requests a node answers, and a
+// console or a terminal could not show more anyway.
+const tailMaxRate = 100
+
+// tailBudget is one node's share of a tail: what is left of the current
+// second, and what was left out since it was last said.
+type tailBudget struct {
+	left    int
+	resetAt time.Time
+	skipped uint64
+}
+
+// take returns how many entries may go now (the second renewed at now).
+func (b *tailBudget) take(now time.Time) int {
+	if !now.Before(b.resetAt) {
+		b.left, b.resetAt = tailMaxRate, now.Add(time.Second)
+	}
+	return b.left
+}
+
+// spent records n entries sent and skipped left out.
+func (b *tailBudget) spent(n, skipped int) {
+	b.left = max(b.left-n, 0)
+	b.skipped += uint64(skipped)
+}
+
+// report returns the skipped count to say now (at most once a second,
+// when the second renews) and clears it.
+func (b *tailBudget) report(now time.Time) uint64 {
+	if b.skipped == 0 || now.Before(b.resetAt) {
+		return 0
+	}
+	n := b.skipped
+	b.skipped = 0
+	return n
+}
+
 // tailNodes is what one renewal learnt: which nodes follow the tail.
 type tailNodes struct{ nodes adminapi.Nodes }
 
@@ -68,7 +107,8 @@ func (v *clusterView) stream(ctx context.Context, w http.ResponseWriter, l *even
 	other := f.Node != "" && f.Node != v.node
 	lastN := map[string]uint64{} // each node's last batch number
 	var lastNodes string
-	var carry []byte // messages received while waiting, written next
+	var carry []byte      // messages received while waiting, written next
+	var budget tailBudget // this node's share
 	var lastRows time.Time
 	lastWrite := time.Now()
 	tick := time.NewTicker(streamRowsEvery)
@@ -81,7 +121,11 @@ func (v *clusterView) stream(ctx context.Context, w http.ResponseWriter, l *even
 			if rows {
 				lastRows = now
 			}
-			c := sub.Next(localF, rows)
+			if n := budget.report(now); n > 0 {
+				b = skippedMessage(b, v.node, n)
+			}
+			c := sub.NextAtMost(localF, rows, budget.take(now))
+			budget.spent(len(c.Events)+len(c.Rows), c.Skipped)
 			if c.Lost {
 				b = sseMessage(b, "lost", 0, map[string]string{"node": v.node})
 			}
@@ -134,6 +178,16 @@ func (v *clusterView) stream(ctx context.Context, w http.ResponseWriter, l *even
 	}
 }
 
+// skippedMessage appends a "skipped" message: n changes of node left
+// out (more than tailMaxRate a second).
+func skippedMessage(b []byte, node string, n uint64) []byte {
+	return sseMessage(b, "skipped", 0, struct {
+		Node  string `json:"node"`
+		Count uint64 `json:"count"`
+		Max   int    `json:"max_per_second"`
+	}{node, n, tailMaxRate})
+}
+
 // nodesMessage appends a "nodes" message when the nodes that follow the
 // tail changed since last.
 func nodesMessage(b []byte, tn tailNodes, last *string) []byte {
@@ -154,6 +208,9 @@ func (v *clusterView) tailBatch(b []byte, tb cluster.TailBatch, lastN map[string
 	lastN[tb.Node] = tb.N
 	if tb.Done {
 		delete(lastN, tb.Node)
+	}
+	if tb.Skipped > 0 {
+		b = skippedMessage(b, tb.Node, tb.Skipped)
 	}
 	for _, en := range tb.Entries {
 		switch {

@@ -160,7 +160,10 @@ type TailBatch struct {
 	N     uint64    `json:"n"` // the node's batch number for this tail, from 1
 	Time  time.Time `json:"time"`
 	// Lost: the node fell behind its own log; some changes are missing.
-	Lost    bool        `json:"lost,omitempty"`
+	Lost bool `json:"lost,omitempty"`
+	// Skipped counts the changes left out since its last batch: a tail
+	// carries at most a bounded number a second from each node.
+	Skipped uint64      `json:"skipped,omitempty"`
 	Entries []ViewEntry `json:"entries,omitempty"`
 	// Done: the node stops sending (the lease ended, or it stops).
 	Done bool `json:"done,omitempty"`

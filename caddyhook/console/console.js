@@ -12,7 +12,7 @@ const $ = (id) => document.getElementById(id);
 const state = {
   path: "", filter: {}, next: "", selected: "", source: null, paused: false, hasSpool: false,
   // in a cluster: this node's name, and whether the view covers every node
-  hasCluster: false, node: "", scope: "cluster", nodeNames: new Set(), deadCount: 0,
+  hasCluster: false, node: "", scope: "cluster", nodeNames: new Set(), deadCount: 0, reloadedAt: 0,
 };
 
 // el makes an element with text content only.
@@ -194,6 +194,14 @@ function startStream() {
   src.addEventListener("rejections", (m) => upsert(JSON.parse(m.data)));
   src.addEventListener("lost", () => loadEvents(false).catch(showError));
   src.addEventListener("nodes", (m) => showNodes(JSON.parse(m.data)));
+  src.addEventListener("skipped", (m) => {
+    // a flood: the tail carries at most so many a second from each node;
+    // the list is read again now and then, so that states catch up
+    const s = JSON.parse(m.data);
+    $("live").title = `live tail: ${s.count} changes of ${s.node} not shown (at most ${s.max_per_second} a second from each node)`;
+    const now = Date.now();
+    if (now - state.reloadedAt > 5000) { state.reloadedAt = now; loadEvents(false).catch(showError); }
+  });
 }
 
 // ---- detail ----

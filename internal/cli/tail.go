@@ -257,6 +257,26 @@ func (t *tailer) print(typ string, data []byte) error {
 		if line = t.nodes(data); line == "" {
 			return nil
 		}
+	case "skipped":
+		var sk struct {
+			Node  string `json:"node"`
+			Count uint64 `json:"count"`
+			Max   int    `json:"max_per_second"`
+		}
+		if json.Unmarshal(data, &sk) != nil {
+			return nil
+		}
+		if t.json {
+			b, _ := json.Marshal(struct {
+				Type  string `json:"type"`
+				Node  string `json:"node"`
+				Count uint64 `json:"count"`
+			}{"skipped", sk.Node, sk.Count})
+			line = string(safetext.JSON(b))
+		} else {
+			line = fmt.Sprintf("(node %s: %d changes not shown: a cluster tail carries at most %d a second from each node; narrow it with --hook, --status or --node)",
+				fieldText(sk.Node, "-"), sk.Count, sk.Max)
+		}
 	default:
 		return nil
 	}

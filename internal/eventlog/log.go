@@ -427,10 +427,17 @@ type Changes struct {
 	Rows    []RejectionJSON
 	Lost    bool
 	Version uint64 // the cursor of the last event change included
+	Skipped int    // NextAtMost: changed events and rows past its bound, left out
 }
 
 // Next returns the changes f selects.
-func (s *Subscription) Next(f Filter, rows bool) Changes {
+func (s *Subscription) Next(f Filter, rows bool) Changes { return s.NextAtMost(f, rows, -1) }
+
+// NextAtMost is Next with at most max events (the newest changes; < 0:
+// no bound): the others are counted in Skipped, their views never made,
+// so that a tail bounded in rate costs the log's lock no more than its
+// bound however many events change.
+func (s *Subscription) NextAtMost(f Filter, rows bool, max int) Changes {
 	l := s.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -440,26 +447,34 @@ func (s *Subscription) Next(f Filter, rows bool) Changes {
 		c.Lost = true
 		from = l.version - journalSize + 1
 	}
-	for v := from; v <= l.version; v++ {
+	for v := l.version; v >= from && v > 0; v-- { // newest first, reversed below
 		e := l.journal[v%journalSize]
 		if e == nil || e.changed != v { // changed again later: sent then
 			continue
 		}
-		if e.evicted {
+		if e.evicted || !f.matchEvent(e) {
 			continue
 		}
-		if f.matchEvent(e) {
-			c.Events = append(c.Events, e.view(false))
+		if max >= 0 && len(c.Events) >= max {
+			c.Skipped++
+			continue
 		}
+		c.Events = append(c.Events, e.view(false))
 	}
+	slices.Reverse(c.Events)
 	s.version = l.version
 	c.Version = l.version
 	if rows && l.rej.version != s.rows {
 		for i := len(l.rej.order) - 1; i >= l.rej.head; i-- {
 			r := l.rej.order[i]
-			if r.changed > s.rows && f.matchRow(r) {
-				c.Rows = append(c.Rows, r.view())
+			if r.changed <= s.rows || !f.matchRow(r) {
+				continue
 			}
+			if max >= 0 && len(c.Events)+len(c.Rows) >= max {
+				c.Skipped++
+				continue
+			}
+			c.Rows = append(c.Rows, r.view())
 		}
 		s.rows = l.rej.version
 	}
