@@ -163,6 +163,10 @@ func (v *clusterView) answer(q cluster.ViewRequest) cluster.ViewAnswer {
 			if ev.Body != nil && len(*ev.Body) > cluster.MaxViewBody {
 				ev.BodyNote = fmt.Sprintf("the cluster view carries the first %d bytes; open it on %s for the rest", cluster.MaxViewBody, v.node)
 			}
+			if b, _ := json.Marshal(ev); len(b) > cluster.MaxViewBytes*7/8 {
+				// escaped, it would not fit in one answer
+				ev.Body, ev.BodyNote = nil, fmt.Sprintf("too large for the cluster view; open it on %s", v.node)
+			}
 			a.Event = &ev
 		}
 	case cluster.ViewRates:

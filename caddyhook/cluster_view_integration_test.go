@@ -56,12 +56,7 @@ func (c *clusterNodes) clusterList(t *testing.T, node int, extra ...string) (pag
 // wait, never more).
 func TestClusterView(t *testing.T) {
 	gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
-	c := startEdgesAndDeliverer(t, 3, gw, "retry_initial 50ms\n retry_max 200ms")
-	names := make([]string, 3)
-	for i := range names {
-		names[i] = c.handler(t, i).cluster.node()
-	}
-	waitViewNodes(t, c, 3)
+	c, names := startViewNodes(t, gw, "retry_initial 50ms\n retry_max 200ms")
 
 	ids := map[string]string{} // event id → the node that accepted it
 	for i := range 2 {
@@ -148,6 +143,19 @@ func TestClusterView(t *testing.T) {
 			t.Errorf("node 1's event %s listed while it is cut off", e.ID)
 		}
 	}
+}
+
+// startViewNodes starts two edges and a delivery node (its spool lines
+// deliver), each knowing the others, and returns their node names.
+func startViewNodes(t *testing.T, gw *testGateway, deliver string) (*clusterNodes, []string) {
+	t.Helper()
+	c := startEdgesAndDeliverer(t, 3, gw, deliver)
+	names := make([]string, 3)
+	for i := range names {
+		names[i] = c.handler(t, i).cluster.node()
+	}
+	waitViewNodes(t, c, 3)
+	return c, names
 }
 
 // waitViewNodes waits until every node's memberships know the n nodes.
@@ -250,12 +258,7 @@ func TestClusterDeliveryHealth(t *testing.T) {
 // the tail goes on with the others.
 func TestClusterViewTail(t *testing.T) {
 	gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
-	c := startEdgesAndDeliverer(t, 3, gw, "")
-	names := make([]string, 3)
-	for i := range names {
-		names[i] = c.handler(t, i).cluster.node()
-	}
-	waitViewNodes(t, c, 3)
+	c, names := startViewNodes(t, gw, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pr, pw := newSSERecorder()

@@ -66,9 +66,6 @@ type tailNodes struct{ nodes adminapi.Nodes }
 // stream writes the cluster's live tail of the entries f selects (query:
 // the request's filter, as the other nodes get it) until ctx ends.
 func (v *clusterView) stream(ctx context.Context, w http.ResponseWriter, l *eventlog.Log, f eventlog.Filter, query url.Values) error {
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
-	_ = rc.SetWriteDeadline(time.Time{})
 	var sub *eventlog.Subscription
 	if l != nil {
 		sub = l.Subscribe()
@@ -93,15 +90,10 @@ func (v *clusterView) stream(ctx context.Context, w http.ResponseWriter, l *even
 	} else {
 		renewed <- tailNodes{adminapi.Nodes{Asked: 1, Answered: []string{v.node}}}
 	}
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if _, err := fmt.Fprint(w, "retry: 2000\n: hooks events, every node\n\n"); err != nil {
+	out, ok := startSSE(w, "hooks events, every node")
+	if !ok {
 		return nil
 	}
-	_ = rc.Flush()
 	localF := f
 	localF.Before, localF.Limit = 0, 0
 	other := f.Node != "" && f.Node != v.node
@@ -110,7 +102,6 @@ func (v *clusterView) stream(ctx context.Context, w http.ResponseWriter, l *even
 	var carry []byte      // messages received while waiting, written next
 	var budget tailBudget // this node's share
 	var lastRows time.Time
-	lastWrite := time.Now()
 	tick := time.NewTicker(streamRowsEvery)
 	defer tick.Stop()
 	for {
@@ -149,17 +140,8 @@ func (v *clusterView) stream(ctx context.Context, w http.ResponseWriter, l *even
 				break drain
 			}
 		}
-		if len(b) == 0 && now.Sub(lastWrite) >= streamKeepAlive {
-			b = append(b, ": keep-alive\n\n"...)
-		}
-		if len(b) > 0 {
-			if _, err := w.Write(b); err != nil {
-				return nil
-			}
-			if err := rc.Flush(); err != nil {
-				return nil
-			}
-			lastWrite = now
+		if !out.send(b, now) {
+			return nil
 		}
 		var changed <-chan struct{}
 		if sub != nil {

@@ -211,9 +211,6 @@ func serveEventStream(w http.ResponseWriter, r *http.Request, lh *liveHandler, _
 // streamEvents writes the live tail of l to w, each entry with node (in
 // a cluster: this node's name).
 func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, l *eventlog.Log, f eventlog.Filter, node string) error {
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{}) // the admin server's read timeout would end the stream
-	_ = rc.SetWriteDeadline(time.Time{})
 	var sub *eventlog.Subscription
 	if v, err := strconv.ParseUint(r.Header.Get("Last-Event-ID"), 10, 64); err == nil {
 		sub = l.Resume(v)
@@ -221,17 +218,11 @@ func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, l
 		sub = l.Subscribe()
 	}
 	defer sub.Close()
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if _, err := fmt.Fprint(w, "retry: 2000\n: hooks events\n\n"); err != nil {
+	out, ok := startSSE(w, "hooks events")
+	if !ok {
 		return nil
 	}
-	_ = rc.Flush()
 	var lastRows time.Time
-	lastWrite := time.Now()
 	for {
 		now := time.Now()
 		rows := now.Sub(lastRows) >= streamRowsEvery
@@ -254,19 +245,7 @@ func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, l
 			c.Rows[i].Node = node
 			b = sseMessage(b, "rejections", 0, &c.Rows[i])
 		}
-		if len(b) == 0 && now.Sub(lastWrite) >= streamKeepAlive {
-			b = append(b, ": keep-alive\n\n"...)
-		}
-		if len(b) > 0 {
-			if _, err := w.Write(b); err != nil {
-				return nil
-			}
-			if err := rc.Flush(); err != nil {
-				return nil
-			}
-			lastWrite = now
-		}
-		if !sub.Wait(ctx, streamRowsEvery) {
+		if !out.send(b, now) || !sub.Wait(ctx, streamRowsEvery) {
 			return nil
 		}
 	}
