@@ -58,7 +58,9 @@ func validViews() map[string]ViewMessage {
 	list.Query = map[string]string{"hook": "github", "status": "4xx", "limit": "50"}
 	detailReq.Event = ev.ID
 	tail.Inbox, tail.Until = "_INBOX.Zz9876543210abcd", viewNow.Add(10*time.Second)
-	ans := func() *ViewAnswer { return &ViewAnswer{ID: "0123456789abcdef", Node: "d1-host", Path: "/hooks", Time: viewNow} }
+	ans := func() *ViewAnswer {
+		return &ViewAnswer{ID: "0123456789abcdef", Node: "d1-host", Path: "/hooks", Time: viewNow}
+	}
 	page, det, rt, hl, failed := ans(), ans(), ans(), ans(), ans()
 	page.Page = &ViewPage{Entries: []ViewEntry{{Event: &ev}, {Rows: &row}}, More: true}
 	det.Event = &detail
@@ -68,7 +70,7 @@ func validViews() map[string]ViewMessage {
 	return map[string]ViewMessage{
 		"list request": {Request: list}, "detail request": {Request: detailReq}, "tail request": {Request: tail},
 		"rates request": {Request: req(ViewRates)},
-		"page": {Answer: page}, "detail": {Answer: det}, "rates": {Answer: rt}, "health": {Answer: hl}, "error": {Answer: failed},
+		"page":          {Answer: page}, "detail": {Answer: det}, "rates": {Answer: rt}, "health": {Answer: hl}, "error": {Answer: failed},
 		"tail batch": {Tail: &TailBatch{Inbox: "_INBOX.Zz9876543210abcd", Node: "e2", N: 3, Time: viewNow, Lost: true,
 			Entries: []ViewEntry{{Event: &ev}, {Rows: &row}}}},
 		"tail done": {Tail: &TailBatch{Inbox: "_INBOX.Zz9876543210abcd", Node: "e2", N: 4, Time: viewNow, Done: true}},
