@@ -80,7 +80,7 @@ func (h *handle) AskView(ctx context.Context, q cluster.ViewRequest, fn func(clu
 		return cluster.ErrUnavailable
 	}
 	q.Reply = nats.NewInbox()
-	answers := make(chan cluster.ViewAnswer, 64)
+	answers := make(chan cluster.ViewAnswer, 256)
 	sub, err := h.nc.Subscribe(q.Reply, func(m *nats.Msg) {
 		v, ok := h.readView(m.Data, sealViewAnswer, q.Reply)
 		if !ok || v.Answer == nil || v.Answer.ID != q.ID {
