@@ -2,7 +2,9 @@ package caddyhook
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -88,7 +90,10 @@ func (w *lineWatch) String() string {
 // for confirmation, with the count for drop all, and the drop is an
 // operator's action with the console's user. `caddy hooks tail
 // --cluster` (the binary) prints the events of both edges, and when the
-// second edge is killed, a line naming it, then goes on. Screenshots go
+// second edge is killed, a line naming it, then goes on; a tail of the
+// killed edge alone gives up naming its endpoint, with status 1; when the
+// first edge restarts, the cluster tail says so, reconnects, says it is
+// back, and prints the restarted node's events. Screenshots go
 // to the test's artifact directory, and with CADDYHOOK_CLUSTER_PNG=<file>
 // the console's to that file (docs/console-cluster.png).
 func TestClusterConsoleInBrowser(t *testing.T) {
@@ -164,6 +169,17 @@ func TestClusterConsoleInBrowser(t *testing.T) {
 	t.Cleanup(func() { _ = tail.Process.Kill(); _ = tail.Wait() })
 	go tailOut.read(stdout)
 	go tailErr.read(stderr)
+	// a tail of the second edge alone, which gives up soon after it is killed
+	tail2 := exec.Command(bin, "hooks", "tail", "--address", "unix/"+e2.admin, "--reconnect", "2s")
+	tail2.Env = e2.env()
+	var tail2Err bytes.Buffer
+	tail2.Stderr = &tail2Err
+	if err := tail2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tail2Done := make(chan error, 1)
+	go func() { tail2Done <- tail2.Wait() }()
+	t.Cleanup(func() { _ = tail2.Process.Kill() })
 
 	br := startBrowser(t, chromium, e1.base, "Basic "+base64.StdEncoding.EncodeToString([]byte("op:op-password")))
 	ctx, step, waitJS, count := br.ctx, br.step, br.waitJS, browserCount
@@ -247,16 +263,42 @@ func TestClusterConsoleInBrowser(t *testing.T) {
 	e2.kill()
 	testkit.WaitForState(t, func() string { return fmt.Sprintf("a tail line naming %s:\n%s", n2, tailOut.String()) },
 		func() bool { return tailOut.has("(cluster: 2 of 3 nodes answer", "node "+n2) })
-	post(e1, "/hooks/agent", `{"message":"after the kill"}`)
-	testkit.WaitForState(t, func() string { return fmt.Sprintf("the tail goes on:\n%s", tailOut.String()) },
-		func() bool { return tailOut.has(n1, "agent", "queued") || tailOut.has(n1, "agent", "delivered") })
+	after := runID(post(e1, "/hooks/agent", `{"message":"after the kill"}`))
+	testkit.WaitForState(t, func() string { return fmt.Sprintf("the tail goes on (%s):\n%s", after, tailOut.String()) },
+		func() bool { return after != "" && tailOut.has(n1, "agent", "run="+after) })
+	// the second edge's own tail gave up, naming its endpoint, status 1
+	select {
+	case err := <-tail2Done:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(tail2Err.String(), "gave up on the admin API at unix/"+e2.admin) {
+			t.Errorf("the killed edge's tail ended with %v, want status 1 naming unix/%s:\n%s", err, e2.admin, tail2Err.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = tail2.Process.Kill()
+		<-tail2Done
+		t.Errorf("the killed edge's tail did not give up within 30s (--reconnect 2s):\n%s", tail2Err.String())
+	}
 	waitJS("the console names the missing node", fmt.Sprintf(`document.getElementById("nodes").dataset.missing.includes(%q)`, n2), 15*time.Second)
 	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.scrollTo(0, 0), true`)); err != nil {
 		t.Fatal(err)
 	}
 	shot(t, ctx, br.shots, "console-cluster")
 	br.watch.check(t)
-	t.Logf("cluster tail:\n%s\nits notes:\n%s", tailOut.String(), tailErr.String())
+
+	// the first edge restarted: the tail says the stream stopped, reconnects,
+	// says so, and prints what the restarted node answers
+	e1.kill()
+	e1.start()
+	testkit.WaitForState(t, func() string { return fmt.Sprintf("the tail's notes of the restart:\n%s", tailErr.String()) },
+		func() bool {
+			return tailErr.has("(the stream from the admin API at unix/"+e1.admin+" stopped") &&
+				tailErr.has("(reconnected to the admin API at unix/"+e1.admin)
+		})
+	n1 = e1.nodeName(t)
+	back := runID(post(e1, "/hooks/agent", `{"message":"after the restart"}`))
+	testkit.WaitForState(t, func() string { return fmt.Sprintf("the tail after the restart (%s):\n%s", back, tailOut.String()) },
+		func() bool { return back != "" && tailOut.has(n1, "agent", "run="+back) })
+	t.Logf("cluster tail:\n%s\nits notes:\n%s\nthe second edge's tail:\n%s", tailOut.String(), tailErr.String(), tail2Err.String())
 	if dst := os.Getenv("CADDYHOOK_CLUSTER_PNG"); dst != "" && !t.Failed() {
 		// refreshes docs/console-cluster.png: CADDYHOOK_CLUSTER_PNG=$PWD/docs/console-cluster.png
 		b, err := os.ReadFile(filepath.Join(br.shots, "console-cluster.png"))

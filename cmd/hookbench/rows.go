@@ -199,7 +199,7 @@ func rowCatalogue() []rowDef {
 			site: hooksSite("events off"), twinOf: "c", twinTarget: 0.95}),
 		wake(rowDef{id: "r", title: "(e) with the event log off", base: "a", probe: true,
 			site: hooksSite("events off"), badToken: true, source: srcSpread, expect: http.StatusUnauthorized, twinOf: "e", twinTarget: 0.95}),
-		watchedRow(wake(rowDef{id: "s", title: "(l) with a console open and a cluster tail attached", base: "l", target: 0.95, probe: true,
+		watchedRow(wake(rowDef{id: "s", title: "(l) with a console and a cluster tail", base: "l", target: 0.95, probe: true,
 			sinkBound: true, nats: 1, site: hooksSite(clusterSpoolLines("s", 1))})),
 	}
 }
