@@ -364,6 +364,7 @@ function confirmThen(text, label, action) {
   yes.onclick = () => { done(); action(); };
   $("confirm-no").onclick = done;
   yes.focus();
+}
 
 // showCluster says, under the queue, whether the cluster engine is
 // reachable and how much redundancy it has left: "degraded" names the
