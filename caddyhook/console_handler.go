@@ -108,7 +108,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 			"the hooks console needs an authenticated user: put basic_auth or forward_auth before hooks_console"))
 	}
 	p := r.URL.Path
-	if i := strings.Index(p, "/api/"); i >= 0 {
+	if _, after, ok := strings.Cut(p, "/api/"); ok {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if err := c.checkCSRF(r, user); err != nil {
 				return writeConsoleError(w, err)
@@ -117,7 +117,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		defer context.AfterFunc(c.stop, cancel)()
-		return writeConsoleError(w, serveAPI(w, withOperator(r.WithContext(ctx), user), p[i+len("/api/"):]))
+		return writeConsoleError(w, serveAPI(w, withOperator(r.WithContext(ctx), user), after))
 	}
 	asset := ""
 	if !strings.HasSuffix(p, "/") {

@@ -88,5 +88,7 @@ func consoleDirURL(r *http.Request) string {
 	if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
 		u = orig.URL
 	}
-	return (&url.URL{Path: u.Path + "/", RawQuery: u.RawQuery}).String()
+	// one leading slash: a path the client sent as //host/… must not
+	// become a redirect to another host (a protocol-relative URL)
+	return (&url.URL{Path: "/" + strings.TrimLeft(u.Path, "/") + "/", RawQuery: u.RawQuery}).String()
 }

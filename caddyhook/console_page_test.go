@@ -2,6 +2,7 @@ package caddyhook
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -31,5 +32,23 @@ func TestAdminConsolePage(t *testing.T) {
 	}
 	if st, _ := adm.do("POST", "/hooks/console/", "{}"); st != http.StatusMethodNotAllowed {
 		t.Fatalf("POST to the page: %d", st)
+	}
+}
+
+// TestConsoleRedirectStaysOnTheSite: the page's redirect to its
+// directory keeps one leading slash, so that a path sent as //host/…
+// does not send the browser to another host.
+func TestConsoleRedirectStaysOnTheSite(t *testing.T) {
+	for _, tc := range []struct{ target, want string }{
+		{"/ops", "/ops/"},
+		{"/ops?x=1", "/ops/?x=1"},
+		{"//evil.example/ops", "/evil.example/ops/"},
+		{"///evil.example", "/evil.example/"},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "http://site.example"+tc.target, nil)
+		r.URL.Path = strings.SplitN(tc.target, "?", 2)[0] // as sent, not cleaned
+		if got := consoleDirURL(r); got != tc.want {
+			t.Errorf("%s: redirect to %q, want %q", tc.target, got, tc.want)
+		}
 	}
 }

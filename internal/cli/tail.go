@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +34,7 @@ const (
 // newTailCommand builds `caddy hooks tail`.
 func newTailCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "tail [--cluster] [--path <base>] [--hook <name>] [--status <s>] [--reason <text>] [--node <name>] [--since <d>] [--json]",
+		Use:   "tail [--cluster] [--base <path>] [--hook <name>] [--status <s>] [--reason <text>] [--node <name>] [--since <d>] [--json]",
 		Short: "Follows the events of a running hooks handler, one line each",
 		Long: `
 Prints the events a running hooks handler answers as they happen, one line each:
@@ -43,7 +45,7 @@ again as the count grows). With --json each line is the event's JSON.
 
 It reads the live tail of Caddy's admin API (admin.api.hooks, GET
 /hooks/events/stream), found as "caddy reload" finds it: --address, else the admin
-address of --config (or of ./Caddyfile), else localhost:2019. --path chooses the
+address of --config (or of ./Caddyfile), else localhost:2019. --base chooses the
 handler when the config has several.
 
 With --cluster it follows every node of the cluster through the one it reaches
@@ -67,7 +69,7 @@ many lines.
 	}
 	fl := cmd.Flags()
 	adminapi.AddFlags(fl)
-	fl.String("path", "", "Base path of the hooks handler, when the running config has several")
+	adminapi.AddBaseFlag(fl)
 	fl.String("hook", "", "Only this hook name (e.g. wake, github)")
 	fl.String("status", "", "Only this status: a code (401), a class (4xx), accepted or rejected")
 	fl.String("reason", "", "Only entries whose reason contains this text")
@@ -105,7 +107,10 @@ func runTail(ctx context.Context, fl *pflag.FlagSet, out, errOut io.Writer) erro
 		return err
 	}
 	q := url.Values{}
-	for _, name := range []string{"path", "hook", "status", "reason", "node"} {
+	if base := adminapi.Base(fl); base != "" {
+		q.Set("path", base)
+	}
+	for _, name := range []string{"hook", "status", "reason", "node"} {
 		if v, _ := fl.GetString(name); v != "" {
 			q.Set(name, v)
 		}
@@ -178,9 +183,7 @@ func tailResult(err error) error {
 // backlog prints the log's entries since the given period, oldest first.
 func (t *tailer) backlog(ac *adminapi.Client, since string) error {
 	q := url.Values{}
-	for k, v := range t.query {
-		q[k] = v
-	}
+	maps.Copy(q, t.query)
 	q.Set("since", since)
 	q.Set("limit", strconv.Itoa(eventlog.MaxLimit))
 	var page struct {
@@ -189,10 +192,10 @@ func (t *tailer) backlog(ac *adminapi.Client, since string) error {
 	if err := ac.Do(http.MethodGet, adminapi.Prefix+"events?"+q.Encode(), nil, &page); err != nil {
 		return err
 	}
-	for i := len(page.Entries) - 1; i >= 0; i-- {
+	for _, v := range slices.Backward(page.Entries) {
 		var typ struct{ Type string }
-		_ = json.Unmarshal(page.Entries[i], &typ)
-		if err := t.print(typ.Type, page.Entries[i]); err != nil {
+		_ = json.Unmarshal(v, &typ)
+		if err := t.print(typ.Type, v); err != nil {
 			return err
 		}
 	}
