@@ -163,7 +163,7 @@ func (v *clusterView) answer(q cluster.ViewRequest) cluster.ViewAnswer {
 			if ev.Body != nil && len(*ev.Body) > cluster.MaxViewBody {
 				ev.BodyNote = fmt.Sprintf("the cluster view carries the first %d bytes; open it on %s for the rest", cluster.MaxViewBody, v.node)
 			}
-			if b, _ := json.Marshal(ev); len(b) > cluster.MaxViewBytes*7/8 {
+			if b, _ := json.Marshal(ev); len(b) > cluster.ViewAnswerBudget {
 				// escaped, it would not fit in one answer
 				ev.Body, ev.BodyNote = nil, fmt.Sprintf("too large for the cluster view; open it on %s", v.node)
 			}
@@ -208,7 +208,7 @@ func (v *clusterView) localPage(l *eventlog.Log, f eventlog.Filter) *cluster.Vie
 	for _, en := range page.Entries {
 		e := v.entry(en)
 		b, _ := json.Marshal(e)
-		if size += len(b); size > cluster.MaxViewBytes*7/8 {
+		if size += len(b); size > cluster.ViewAnswerBudget {
 			p.More = true
 			return p
 		}

@@ -30,10 +30,6 @@ const (
 	DeliverySilent       = "not answering" // it did not answer in time
 )
 
-// deliveryStates are the states a node may be in (an allow-list).
-var deliveryStates = map[string]bool{DeliveryDelivering: true, DeliveryIdle: true, DeliveryPaused: true,
-	DeliveryStalled: true, DeliveryDisconnected: true, DeliverySilent: true}
-
 // Summary states of the cluster's delivery.
 const (
 	DeliveryRunning = "running" // some delivery node makes progress

@@ -177,3 +177,7 @@ func TestGateNodes(t *testing.T) {
 		t.Error("a nil gate knows no nodes")
 	}
 }
+
+// deliveryStates are the states a node may be in.
+var deliveryStates = map[string]bool{DeliveryDelivering: true, DeliveryIdle: true, DeliveryPaused: true,
+	DeliveryStalled: true, DeliveryDisconnected: true, DeliverySilent: true}

@@ -72,9 +72,9 @@ const (
 	// ViewWindow is how old a request may be (beyond the clock skew) and
 	// still be answered: they are answered at once.
 	ViewWindow = 30 * time.Second
-	// viewPageBudget is what a page's entries may take, leaving room for
-	// the rest of the answer.
-	viewPageBudget = MaxViewBytes - 16<<10
+	// ViewAnswerBudget is what the entries of one answer (or an event's
+	// detail) may take, leaving room for the rest of it.
+	ViewAnswerBudget = MaxViewBytes * 7 / 8
 )
 
 // viewQueryKeys are the filter parameters a request may carry.

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
@@ -252,11 +253,12 @@ type MissingNode struct {
 
 // Summary is n in words: "3 of 3 nodes answered", or which did not.
 func (n Nodes) Summary() string {
-	s := fmt.Sprintf("%d of %d nodes answered", len(n.Answered), n.Asked)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d nodes answered", len(n.Answered), n.Asked)
 	for _, m := range n.Missing {
-		s += fmt.Sprintf("; %s %s", m.Node, m.Why)
+		fmt.Fprintf(&b, "; %s %s", m.Node, m.Why)
 	}
-	return s
+	return b.String()
 }
 
 // ClusterPage is GET /hooks/events?scope=cluster: the entries of every
