@@ -409,8 +409,8 @@ func TestAdminConsoleInBrowser(t *testing.T) {
 	if r := in.post("/hooks/skip", `{"kind":"y"}`); r.status != http.StatusNoContent {
 		t.Fatalf("skip: %d %s", r.status, r.body)
 	}
-	const skipped = `[...document.querySelectorAll("#events tr[data-id]")].find(tr => tr.children[3].textContent === "skipped")`
-	br.waitJS("skip listed with its reason", skipped+`?.children[6].textContent === "mapping null: transform returned null"`, 2*time.Second)
+	const skipped = `[...document.querySelectorAll("#events tr[data-id]")].find(tr => tr.children[4].textContent === "skipped")`
+	br.waitJS("skip listed with its reason", skipped+`?.children[7].textContent === "mapping null: transform returned null"`, 2*time.Second)
 	br.step("open the skip", chromedp.Click(chromedp.CSS(`#events tr[data-id]:first-child`)))
 	br.waitJS("skip detail", `document.getElementById("d-meta").textContent.includes("204 mapping null: transform returned null") && `+
 		`document.getElementById("d-meta").textContent.includes("(mapping null)")`, 5*time.Second)
