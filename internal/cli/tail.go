@@ -71,7 +71,7 @@ many lines.
 	adminapi.AddFlags(fl)
 	adminapi.AddBaseFlag(fl)
 	fl.String("hook", "", "Only this hook name (e.g. wake, github)")
-	fl.String("status", "", "Only this status: a code (401), a class (4xx), accepted or rejected")
+	fl.String("status", "", "Only this status: a code (401), a class (4xx), accepted, rejected or operator")
 	fl.String("reason", "", "Only entries whose reason contains this text")
 	fl.String("node", "", "Only the entries of this node of the cluster")
 	fl.Bool("cluster", false, "Follow every node of the cluster, each line with its node")
