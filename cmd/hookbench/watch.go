@@ -13,7 +13,7 @@ import (
 	"github.com/caddyhook/caddyhook/internal/adminapi"
 )
 
-// Row (s) measures what the cluster view costs the request path: while
+// Row (w) measures what the cluster view costs the request path: while
 // it runs, an operator's console is open on its handler (the console's
 // refresh, every consolePoll: the status, the event list, the rates, the
 // dead letters, the delivery health and the lockouts, the cluster-wide
@@ -24,10 +24,10 @@ import (
 // consolePoll is how often the console refreshes (console.js).
 const consolePoll = 3 * time.Second
 
-// watchedPath is row (s)'s base path: its handler, for the admin API.
+// watchedPath is row (w)'s base path: its handler, for the admin API.
 const watchedPath = "/watched"
 
-// watchReport says what the watchers of row (s) did while it ran.
+// watchReport says what the watchers of row (w) did while it ran.
 type watchReport struct {
 	Polls    uint64 `json:"console_polls"`   // console refreshes done
 	Messages uint64 `json:"stream_messages"` // messages of the cluster tail read
@@ -36,7 +36,7 @@ type watchReport struct {
 	mu       sync.Mutex
 }
 
-// watcher is the console and the cluster tail of one segment of row (s).
+// watcher is the console and the cluster tail of one segment of row (w).
 type watcher struct {
 	cancel context.CancelFunc
 	done   sync.WaitGroup
