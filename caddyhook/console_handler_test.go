@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/evanw/esbuild/pkg/api"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -134,5 +137,23 @@ func TestConsoleHandlerAuthAndCSRF(t *testing.T) {
 		if st, _, body := consoleReq(t, "DELETE", lift, c.hdr...); st != c.want {
 			t.Errorf("%s: %d %s, want %d", c.name, st, body, c.want)
 		}
+	}
+}
+
+// TestConsoleScriptParses: the console's script is valid JavaScript
+// (parsed by esbuild), so that a broken script (a merge that lost a
+// brace) fails in -short runs too, not only in the browser tests.
+func TestConsoleScriptParses(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("console", "console.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := api.Transform(string(src), api.TransformOptions{Loader: api.LoaderJS, Sourcefile: "console.js", Target: api.ES2022})
+	for _, m := range res.Errors {
+		line := 0
+		if m.Location != nil {
+			line = m.Location.Line
+		}
+		t.Errorf("console.js:%d: %s", line, m.Text)
 	}
 }

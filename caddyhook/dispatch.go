@@ -280,7 +280,7 @@ func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, 
 // Expired implements spool.Expirer: the event log says the event is dead
 // (here and, in a cluster, on the node that accepted it).
 func (s gatewaySender) Expired(ev *spool.Event) {
-	s.d.outcomes.dead(ev.ID, ev.Attempts, spool.ReasonExpired)
+	s.d.outcomes.expired(ev.ID, ev.Attempts, ev.LastError)
 }
 
 // Buried implements spool.Burier: the event log says the event is dead,

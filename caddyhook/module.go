@@ -155,6 +155,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionEvents(ctx); err != nil {
 		return err
 	}
+	if h.view, err = newClusterView(h.cluster, h.events, h.spooling.report, h.base, h.logger); err != nil {
+		return err
+	}
 	if err := listenguard.Guard(ctx); err != nil {
 		return err
 	}
@@ -167,7 +170,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	registerAdmin(&h.held, &adminView{base: h.base, server: srv, lockout: h.lockout, idem: h.idem, bodies: h.bodies,
 		cluster: h.cluster, spool: h.spooling.ops, spoolDir: h.spooling.dir, events: h.events, outcomes: h.outcomes,
-		sink: h.sink, logger: h.logger})
+		sink: h.sink, view: h.view, logger: h.logger})
 	return nil
 }
 
@@ -478,6 +481,7 @@ func (h *Handler) Validate() error {
 // It runs after a failed Provision or Validate too, so that a refused
 // config leaves the running one as it was.
 func (h *Handler) Cleanup() error {
+	h.view.release()
 	h.outcomes.release()
 	h.events.release()
 	h.spooling.release()

@@ -388,6 +388,7 @@ func (q *queue) deliverWake(ctx context.Context, m jetstream.Msg) {
 		if q.identical(m, meta, ev, r) {
 			return
 		}
+		q.failed(ev.ID, r)
 		delay := q.retryDelay(ev, r)
 		ev.Attempts++
 		select {
