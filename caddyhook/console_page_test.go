@@ -2,6 +2,8 @@ package caddyhook
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -31,5 +33,38 @@ func TestAdminConsolePage(t *testing.T) {
 	}
 	if st, _ := adm.do("POST", "/hooks/console/", "{}"); st != http.StatusMethodNotAllowed {
 		t.Fatalf("POST to the page: %d", st)
+	}
+}
+
+// TestConsoleRedirectStaysOnSite (issue 34 B8): the page asked for without
+// its trailing slash is redirected to a path on the same site, however
+// the path starts: a console mounted at the site root asked for as
+// //evil.example was redirected to //evil.example/, which a browser reads
+// as the host evil.example (an open redirect).
+func TestConsoleRedirectStaysOnSite(t *testing.T) {
+	for _, c := range []struct{ target, want string }{
+		{"/ops", "/ops/"},
+		{"/ops?x=1", "/ops/?x=1"},
+		{"//evil.example", "/evil.example/"},
+		{"///evil.example", "/evil.example/"},
+		{"//evil.example?x=1", "/evil.example/?x=1"},
+		{"/%2F%2Fevil.example", "/evil.example/"},
+		{"//evil.example/path", "/evil.example/path/"},
+		{"/\\evil.example", "/%5Cevil.example/"},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "http://site.example"+c.target, nil)
+		r.URL.Path, r.URL.RawPath = r.URL.Path, "" // as the server reads the target
+		w := httptest.NewRecorder()
+		if err := serveConsole(w, r, consoleMount{api: "api/"}, ""); err != nil {
+			t.Fatalf("%s: %v", c.target, err)
+		}
+		loc := w.Header().Get("Location")
+		if w.Code != http.StatusFound || loc != c.want {
+			t.Errorf("%s: %d Location %q, want 302 %q", c.target, w.Code, loc, c.want)
+		}
+		base, _ := url.Parse("http://site.example" + c.target)
+		if to, err := base.Parse(loc); err != nil || to.Host != "site.example" {
+			t.Errorf("%s: Location %q leads to %v (%v), want a path on site.example", c.target, loc, to, err)
+		}
 	}
 }

@@ -106,6 +106,11 @@ func TestTransformFalseFailuresUnderFlood(t *testing.T) {
 
 	logs := in.logs()
 	memory, timeouts := strings.Count(logs, "memory limit"), strings.Count(logs, "time budget")
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "memory limit") || strings.Contains(line, "time budget") {
+			t.Logf("failed call: %.400s", line)
+		}
+	}
 	t.Logf("%d legitimate calls in %v beside %d flood requests of %d KiB (%.0f MB/s read, %d connection errors) on %d connections: statuses %v; %d failed with \"memory limit\", %d with the time budget",
 		calls, elapsed.Round(time.Millisecond), flooded.Load(), bodyKiB, float64(flooded.Load())*float64(bodyKiB<<10)/1e6/elapsed.Seconds(),
 		floodErrs.Load(), conns, statuses, memory, timeouts)
