@@ -30,15 +30,21 @@ func init() {
 // its API, the admin API's routes below api/) on a site, for operators
 // that Caddy's own authentication lets in (basic_auth, forward_auth, …).
 // A request no authentication handler authenticated ({http.auth.user.id}
-// empty) is answered 403, unless InsecureNoAuth is set. State-changing
+// empty) is answered 403, unless InsecureNoAuth is set; such a console
+// answers only the site's names (console_host.go: a site without a host
+// matcher only an IP address or localhost), against DNS rebinding. State-changing
 // requests must carry the page's same-origin token (X-Hooks-Csrf) and,
 // when the browser sends them, a same-origin Origin and Sec-Fetch-Site.
 type Console struct {
 	// InsecureNoAuth serves the console without authentication: only for
-	// a site nothing but the operator can reach.
+	// a site nothing but the operator can reach. It then answers only the
+	// site's names: on a site without a host matcher (e.g. :2020), only
+	// requests for an IP address or localhost (http://127.0.0.1:2020/),
+	// so that a page on another name cannot reach it by DNS rebinding.
 	InsecureNoAuth bool `json:"insecure_no_auth,omitempty"`
 
 	secret *consoleSecret
+	hosts  consoleHosts    // the names an insecure_no_auth console answers (console_host.go)
 	stop   context.Context // ends the live tails when the server shuts down
 	cancel context.CancelFunc
 	held   poolHold
@@ -75,7 +81,9 @@ func (c *Console) Provision(ctx caddy.Context) error {
 	c.stop, c.cancel = context.WithCancel(context.Background())
 	if srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok && srv != nil {
 		srv.RegisterOnShutdown(c.cancel)
+		c.hosts.server = srv
 	}
+	c.hosts.self = c
 	return nil
 }
 
@@ -103,9 +111,12 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
 		user = repl.ReplaceAll("{http.auth.user.id}", "")
 	}
-	if user == "" && !c.InsecureNoAuth {
+	switch {
+	case user == "" && !c.InsecureNoAuth:
 		return writeConsoleError(w, apiError(http.StatusForbidden,
 			"the hooks console needs an authenticated user: put basic_auth or forward_auth before hooks_console"))
+	case user == "" && !c.hosts.allows(r.Host):
+		return refuseHost(w)
 	}
 	p := r.URL.Path
 	if i := strings.Index(p, "/api/"); i >= 0 {
