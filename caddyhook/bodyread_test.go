@@ -3,6 +3,7 @@ package caddyhook
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -240,6 +241,80 @@ func TestReadBodyLarge(t *testing.T) {
 		}
 		if !errors.Is(err, errBodyTooLarge) {
 			t.Fatalf("limit %d: err = %v, want errBodyTooLarge", limit, err)
+		}
+	}
+}
+
+// TestUnauthReadsPerPrefix (issue 34 B3): the IPv6 clients of one /48 and
+// of one /32 share a cap of unauthenticated reads (per_prefix), whatever
+// /64 each comes from; IPv4 clients are in no such network; a refused read
+// takes nothing; an entry replaces the default of its length, and every
+// cap is at most the shared slots.
+func TestUnauthReadsPerPrefix(t *testing.T) {
+	h := newTestHandler(t, nil, func(h *Handler) {
+		h.UnauthenticatedBodies = &UnauthenticatedBodies{Max: 64, PerAddress: 2,
+			PerPrefix: []PrefixCap{{Bits: 48, Max: 4}, {Bits: 32, Max: 6}, {Bits: 24, Max: 1000}}}
+	})
+	u := h.bodies
+	if got := fmt.Sprint(h.UnauthenticatedBodies.PerPrefix); got != "[{48 4} {32 6} {24 64}]" {
+		t.Fatalf("per_prefix in force %s, want /48 4, /32 6, /24 at most the 64 slots", got)
+	}
+	begin := func(ip string) *hookError {
+		r := httptest.NewRequest(http.MethodPost, "/hooks/github", nil)
+		r.ContentLength = 100
+		ex := &exchange{r: r, ip: netip.MustParseAddr(ip), now: time.Now()}
+		return u.begin(ex, h.lockout.KeyOf(ex.ip))
+	}
+	end := func(ip string) {
+		ex := &exchange{r: httptest.NewRequest(http.MethodPost, "/hooks/github", nil), ip: netip.MustParseAddr(ip)}
+		u.end(ex, h.lockout.KeyOf(ex.ip))
+	}
+	for _, s := range []struct {
+		name, ip string
+		end      bool
+		reason   string // "": taken
+	}{
+		{name: "a /64 of 2001:db8:1::/48", ip: "2001:db8:1:1::1"},
+		{name: "another /64 of it", ip: "2001:db8:1:2::1"},
+		{name: "a third", ip: "2001:db8:1:3::1"},
+		{name: "an IPv4-mapped client", ip: "::ffff:192.0.2.9"},
+		{name: "a fourth /64 of the /48", ip: "2001:db8:1:4::1"},
+		{name: "a fifth /64 of the /48: its cap", ip: "2001:db8:1:5::1", reason: reasonTooManyFromNetwork},
+		{name: "another /48 of the /32", ip: "2001:db8:2:1::1"},
+		{name: "a third /48 of the /32", ip: "2001:db8:3:1::1"},
+		{name: "the /32's cap", ip: "2001:db8:4:1::1", reason: reasonTooManyFromNetwork},
+		{name: "another /32", ip: "2001:db9:4:1::1"},
+		{name: "IPv4 addresses share nothing", ip: "192.0.2.1"},
+		{name: "one read of the first /48 over", ip: "2001:db8:1:1::1", end: true},
+		{name: "a new /48 takes the room in the /32", ip: "2001:db8:5:1::1"},
+		{name: "room in the first /48, not in the /32", ip: "2001:db8:1:5::1", reason: reasonTooManyFromNetwork},
+		{name: "one read of another /48 over", ip: "2001:db8:2:1::1", end: true},
+		{name: "room in the /48 and the /32", ip: "2001:db8:1:5::1"},
+	} {
+		if s.end {
+			end(s.ip)
+			continue
+		}
+		herr := begin(s.ip)
+		switch {
+		case s.reason == "" && herr != nil:
+			t.Fatalf("%s: %d %s, want the read taken", s.name, herr.status, herr.reason)
+		case s.reason != "" && (herr == nil || herr.status != http.StatusServiceUnavailable || herr.reason != s.reason || herr.retryAfter <= 0):
+			t.Fatalf("%s: %+v, want 503 %s with Retry-After", s.name, herr, s.reason)
+		}
+	}
+	if n := len(u.slots); n != 9 {
+		t.Fatalf("%d shared slots taken, want 9", n)
+	}
+	for _, ip := range []string{"2001:db8:1:2::1", "2001:db8:1:3::1", "::ffff:192.0.2.9", "2001:db8:1:4::1", "2001:db8:3:1::1", "2001:db9:4:1::1",
+		"192.0.2.1", "2001:db8:5:1::1", "2001:db8:1:5::1"} {
+		end(ip)
+	}
+	for _, pc := range u.perPrefix {
+		for i := range pc.counts.shards {
+			if n := len(pc.counts.shards[i].n); n != 0 {
+				t.Fatalf("/%d keeps %d networks after every read ended", pc.bits, n)
+			}
 		}
 	}
 }

@@ -559,6 +559,9 @@ var reloadRows = []reloadRow{
 	{option: "unauthenticated_bodies.per_address", before: "unauthenticated_bodies {\n\tper_address 8\n}",
 		after:   "unauthenticated_bodies {\n\tper_address 2\n}",
 		observe: adminStatus(func(st adminapi.HandlerStatus) any { return st.Settings.UnauthenticatedPerAddress })},
+	{option: "unauthenticated_bodies.per_prefix", before: "unauthenticated_bodies {\n\tper_prefix /48 32\n}",
+		after:   "unauthenticated_bodies {\n\tper_prefix /48 4\n\tper_prefix /40 16\n}",
+		observe: adminStatus(func(st adminapi.HandlerStatus) any { return st.Settings.UnauthenticatedPerPrefix })},
 	{option: "hooks.body_timeout", before: "body_timeout 10s", after: "body_timeout 100ms", observe: slowBody},
 	{option: "hooks.ipv6_prefix", before: "auth_failures 1\nipv6_prefix 64", after: "auth_failures 1\nipv6_prefix 48",
 		observe: func(e *reloadEnv) string {
