@@ -89,6 +89,7 @@ type eventRecorder struct {
 	lockout *lockoutGuard
 	tokens  *tokenChecker
 	idem    *idempotencyCheck
+	policy  *policy // today's, which a replay goes through
 }
 
 // bounds converts the config to the log's bounds.
@@ -108,6 +109,7 @@ type eventsSetup struct {
 	lockout    *lockoutGuard
 	tokens     *tokenChecker
 	idem       *idempotencyCheck
+	policy     *policy
 }
 
 // newEventRecorder opens (or shares, across a reload) the handler's event
@@ -127,7 +129,8 @@ func newEventRecorder(ec *EventsConfig, s eventsSetup) (*eventRecorder, error) {
 		return nil, err
 	}
 	rec := &eventRecorder{bodies: ec.Bodies, maxBody: eventlog.DefaultMaxBody, allow: map[string]bool{}, dir: ec.Dir,
-		spooled: s.spooled, base: s.base, logger: s.logger, lockout: s.lockout, tokens: s.tokens, idem: s.idem}
+		spooled: s.spooled, base: s.base, logger: s.logger, lockout: s.lockout, tokens: s.tokens, idem: s.idem,
+		policy: s.policy}
 	if ec.MaxBody != 0 {
 		if ec.MaxBody < 0 || ec.MaxBody > eventlog.MaxMaxBody {
 			return nil, fmt.Errorf("events: max_body %d must be between 1 and %d", ec.MaxBody, eventlog.MaxMaxBody)
@@ -349,6 +352,11 @@ type replayItem struct {
 	Body     []byte      `json:"body"`
 	Forward  bool        `json:"forward,omitempty"`
 	ClientIP string      `json:"client_ip,omitempty"`
+	// KeySource says who chose the session key the policy resolved:
+	// "request" (the payload, a templated key, a transform), "operator"
+	// (a mapping's static key) or "none" (the default or a generated
+	// key). Events kept before it existed lack it (see keptKeySource).
+	KeySource string `json:"key_source,omitempty"`
 }
 
 // edgeHeaders are the headers a gateway request gets from the edge at
@@ -366,7 +374,8 @@ func (rec *eventRecorder) keepReplay(e *eventlog.Event, items []prepared, ip net
 	size := 0
 	for i := range items {
 		it := &items[i]
-		out[i] = replayItem{Kind: it.kind.String(), Mode: it.mode, Path: it.path, Body: it.body, Forward: it.forward}
+		out[i] = replayItem{Kind: it.kind.String(), Mode: it.mode, Path: it.path, Body: it.body, Forward: it.forward,
+			KeySource: it.keySource.String()}
 		if ip.IsValid() {
 			out[i].ClientIP = ip.String()
 		}
@@ -438,6 +447,9 @@ func (rec *eventRecorder) replay(ctx context.Context, id string, snk sink) (*adm
 		return nil, replayRefusal{http.StatusConflict, fmt.Sprintf("event %s cannot be replayed: its kept requests are unreadable", orig.ID)}
 	}
 	now := time.Now()
+	if why := rec.replayRefused(orig.Route, kept, now); why != "" {
+		return nil, replayRefusal{http.StatusConflict, fmt.Sprintf("event %s cannot be replayed: %s", orig.ID, why)}
+	}
 	items := make([]prepared, len(kept))
 	var ip netip.Addr
 	for i, k := range kept {
@@ -488,4 +500,64 @@ func (rec *eventRecorder) replay(ctx context.Context, id string, snk sink) (*adm
 		ans.Reply = body
 	}
 	return ans, nil
+}
+
+// replayRefused says why today's lockout or policy refuses a replay of
+// the kept requests of an event answered on route (wake, agent or a
+// mapping's id), or "": the original client address must not be locked
+// out now, and every action the edge's policy resolved then (a render
+// action; in forward mode a /wake or /agent request) must pass the policy
+// in force now, as sent (policy.Recheck). A request forwarded to the
+// gateway's own mappings meets the gateway's policy there.
+func (rec *eventRecorder) replayRefused(route string, kept []replayItem, now time.Time) string {
+	if ip, err := netip.ParseAddr(kept[0].ClientIP); err == nil {
+		if left, locked := rec.lockout.Locked(ip, now); locked {
+			return fmt.Sprintf("its client address %s is locked out for %s more (lift the lockout first)", ip, left.Round(time.Second))
+		}
+	}
+	fromRequest := route == routeWake || route == routeAgent
+	for i := range kept {
+		k := &kept[i]
+		if k.Forward && !fromRequest {
+			continue
+		}
+		var f fields
+		if err := json.Unmarshal(k.Body, &f); err != nil {
+			return "its kept request is not a JSON object"
+		}
+		var a action
+		var err error
+		if k.Kind == kindWake.String() {
+			a, err = decodeWake(f)
+		} else {
+			a, err = rec.policy.decodeAgent(f)
+		}
+		if err == nil {
+			a.fromRequest = fromRequest
+			a.keySource = rec.keptKeySource(k, a.SessionKey)
+			err = rec.policy.Recheck(a)
+		}
+		if err != nil {
+			return "today's policy refuses it: " + err.Error()
+		}
+	}
+	return ""
+}
+
+// keptKeySource is who chose a kept request's session key: as recorded,
+// or, for an event kept before that was recorded, none when key is
+// today's default_session_key or one the edge generates (hook:<uuid>),
+// else the request (the strictest reading).
+func (rec *eventRecorder) keptKeySource(k *replayItem, key string) keySource {
+	switch k.KeySource {
+	case "none":
+		return keyNone
+	case "operator":
+		return keyOperator
+	case "":
+		if key == "" || rec.policy.assigns(key) {
+			return keyNone
+		}
+	}
+	return keyRequest
 }

@@ -205,7 +205,8 @@ func (h *Handler) provisionEvents(ctx caddy.Context) error {
 		listen = slices.Sorted(slices.Values(srv.Listen))
 	}
 	rec, err := newEventRecorder(h.Events, eventsSetup{listen: listen, base: h.base, sigHeaders: h.router.signatureHeaders(),
-		spooled: h.Spool != nil, held: &h.held, metrics: h.metrics, logger: h.logger, lockout: h.lockout, tokens: h.tokens, idem: h.idem})
+		spooled: h.Spool != nil, held: &h.held, metrics: h.metrics, logger: h.logger, lockout: h.lockout, tokens: h.tokens, idem: h.idem,
+		policy: h.policy})
 	if err != nil || rec == nil {
 		return err
 	}
