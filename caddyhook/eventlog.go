@@ -1,7 +1,6 @@
 package caddyhook
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -214,34 +213,31 @@ func (rec *eventRecorder) status() *adminapi.Events {
 func (rec *eventRecorder) record(ex *exchange, status int, body []byte, herr *hookError) {
 	key := rec.lockout.KeyOf(ex.ip)
 	client, bits := rec.lockout.display(key)
+	reason := ""
+	if herr != nil {
+		reason = rec.tokens.redact(herr.reason) // some reasons echo what was sent
+	}
 	if ex.items == nil && herr != nil {
-		hook := ex.sub
+		hook := rec.tokens.redact(ex.sub)
 		if herr.reason == reasonQueryToken {
-			hook = "" // it may hold the token
+			hook = "" // it held a token
 		}
 		rec.log.Reject(eventlog.Refusal{Time: ex.now, Client: client, Bits: bits, Key: key, Status: status,
-			Reason: herr.reason, Hook: hook, Locked: herr.reason == reasonLockedOut})
+			Reason: reason, Hook: hook, Locked: herr.reason == reasonLockedOut})
 		return
 	}
 	now := time.Now()
 	box := new(eventBox) // the event and its first action in one allocation
 	e := &box.e
-	*e = eventlog.Event{Time: ex.now, Path: rec.base, Hook: ex.sub, Route: ex.route, Mapping: ex.mapping,
-		Client: client, ClientBits: bits, Auth: authOf(ex), Status: status, IdemKey: rec.idem.key(ex),
-		Tracked: rec.spooled && ex.items != nil, Latency: now.Sub(ex.now)}
-	if herr != nil {
-		e.Reason = herr.reason
-	}
+	*e = eventlog.Event{Time: ex.now, Path: rec.base, Hook: rec.tokens.redact(ex.sub), Route: ex.route, Mapping: ex.mapping,
+		Client: client, ClientBits: bits, Auth: authOf(ex), Status: status, IdemKey: rec.tokens.redact(rec.idem.key(ex)),
+		Tracked: rec.spooled && ex.items != nil, Latency: now.Sub(ex.now), Reason: reason}
 	e.Headers = rec.headers(ex.r.Header)
-	e.Dispatch = rec.outcomes(box.d[:0], ex.items, status, body, herr, ex.route == "challenge", now)
+	e.Dispatch = rec.outcomes(box.d[:0], ex.items, status, body, reason, ex.route == "challenge", now)
 	e.ID = e.Dispatch[0].ID
 	if rec.bodies {
-		var token string
-		if ex.tokenOK {
-			token = rec.tokens.presented(ex.r.Header)
-		}
-		rec.keepBody(e, ex.body, token)
-		rec.keepReplay(e, ex.items, ex.ip, token)
+		rec.keepBody(e, ex.body)
+		rec.keepReplay(e, ex.items, ex.ip)
 	}
 	rec.log.Accept(e)
 }
@@ -264,17 +260,14 @@ func authOf(ex *exchange) string {
 }
 
 // headers lists the request's header names, with the values of the
-// allow-listed ones (cut at maxHeaderValue).
+// allow-listed ones (cut at maxHeaderValue); a hook token, or a piece of
+// one, in a name or a value is redacted (before the cut).
 func (rec *eventRecorder) headers(hd http.Header) []eventlog.Header {
 	out := make([]eventlog.Header, 0, len(hd))
 	for name, vs := range hd {
-		h := eventlog.Header{Name: name}
+		h := eventlog.Header{Name: rec.tokens.redact(name)}
 		if rec.allow[name] && len(vs) > 0 {
-			v := vs[0]
-			if len(v) > maxHeaderValue {
-				v = v[:maxHeaderValue]
-			}
-			h.Value, h.Shown = v, true
+			h.Value, h.Shown = rec.tokens.redactCut(vs[0], maxHeaderValue), true
 		}
 		out = append(out, h)
 	}
@@ -286,7 +279,7 @@ func (rec *eventRecorder) headers(hd http.Header) []eventlog.Header {
 // or for a request that dispatched nothing, what it was answered with
 // (duplicate, skipped, challenge). It always returns at least one entry,
 // whose id is the event's.
-func (rec *eventRecorder) outcomes(dst []eventlog.Dispatch, items []prepared, status int, body []byte, herr *hookError, challenge bool, now time.Time) []eventlog.Dispatch {
+func (rec *eventRecorder) outcomes(dst []eventlog.Dispatch, items []prepared, status int, body []byte, failed string, challenge bool, now time.Time) []eventlog.Dispatch {
 	if len(items) == 0 {
 		d := eventlog.Dispatch{ID: uuid.NewString(), State: eventlog.StateDuplicate, Updated: now}
 		switch {
@@ -301,14 +294,14 @@ func (rec *eventRecorder) outcomes(dst []eventlog.Dispatch, items []prepared, st
 	}
 	ds := slices.Grow(dst, len(items))[:len(items)]
 	var ids []string
-	if herr == nil && !rec.spooled && len(items) > 1 {
+	if failed == "" && !rec.spooled && len(items) > 1 {
 		ids = runIDs(body, len(items))
 	}
 	for i := range items {
 		d := eventlog.Dispatch{ID: items[i].eventID, Kind: items[i].kind.String(), Updated: now}
 		switch {
-		case herr != nil:
-			d.State, d.Error = eventlog.StateFailed, herr.reason
+		case failed != "":
+			d.State, d.Error = eventlog.StateFailed, failed
 		case rec.spooled:
 			d.State = eventlog.StateQueued
 		case ids != nil:
@@ -321,23 +314,23 @@ func (rec *eventRecorder) outcomes(dst []eventlog.Dispatch, items []prepared, st
 	return ds
 }
 
-// redacted replaces the hook token in kept text.
-const redacted = "[REDACTED]"
-
-// keepBody keeps the request body, cut at max_body, with the presented
-// hook token (if the sender put it there too) replaced.
-func (rec *eventRecorder) keepBody(e *eventlog.Event, body []byte, token string) {
+// keepBody keeps the request body, cut at max_body, with every hook
+// token, or piece of one, replaced (redacted before the cut: a token
+// across the cut leaves nothing of itself).
+func (rec *eventRecorder) keepBody(e *eventlog.Event, body []byte) {
 	e.BodyBytes = len(body)
-	kept := body[:min(len(body), rec.maxBody)]
-	if len(kept) < len(body) {
-		e.BodyNote = fmt.Sprintf("cut at max_body (%d of %d bytes)", len(kept), len(body))
+	var notes []string
+	text := string(body)
+	if clean := rec.tokens.redact(text); len(clean) != len(text) || clean != text {
+		text = clean
+		notes = append(notes, "the hook token was replaced")
 	}
-	if token != "" && bytes.Contains(body, []byte(token)) {
-		e.Body = bytes.ReplaceAll(kept, []byte(token), []byte(redacted))
-		e.BodyNote = "the hook token was replaced"
-		return
+	if len(text) > rec.maxBody {
+		text = text[:rec.maxBody]
+		notes = append([]string{fmt.Sprintf("cut at max_body (%d of %d bytes)", len(text), len(body))}, notes...)
 	}
-	e.Body = append(make([]byte, 0, len(kept)), kept...)
+	e.BodyNote = strings.Join(notes, "; ")
+	e.Body = []byte(text)
 }
 
 // replayItem is one gateway request of an event, as kept for a replay:
@@ -364,8 +357,9 @@ type replayItem struct {
 var edgeHeaders = []string{"Authorization", "X-Forwarded-For", "Traceparent", "Tracestate", "Idempotency-Key"}
 
 // keepReplay keeps what replaying the event needs, unless it is larger
-// than max_body or carries the hook token.
-func (rec *eventRecorder) keepReplay(e *eventlog.Event, items []prepared, ip netip.Addr, token string) {
+// than max_body or carries a hook token or a piece of one (a replay sends
+// it as it was, so it is not kept redacted).
+func (rec *eventRecorder) keepReplay(e *eventlog.Event, items []prepared, ip netip.Addr) {
 	if len(items) == 0 {
 		e.ReplayNote = "nothing was dispatched"
 		return
@@ -385,7 +379,7 @@ func (rec *eventRecorder) keepReplay(e *eventlog.Event, items []prepared, ip net
 				delete(out[i].Header, n)
 			}
 		}
-		if token != "" && (bytes.Contains(it.body, []byte(token)) || headerHolds(out[i].Header, token)) {
+		if rec.tokens.holds(string(it.body)) || rec.tokens.headerHolds(out[i].Header) {
 			e.ReplayNote = "not kept: it carries the hook token"
 			return
 		}
@@ -401,18 +395,6 @@ func (rec *eventRecorder) keepReplay(e *eventlog.Event, items []prepared, ip net
 		return
 	}
 	e.Replay = b
-}
-
-// headerHolds reports whether a header value contains s.
-func headerHolds(h http.Header, s string) bool {
-	for _, vs := range h {
-		for _, v := range vs {
-			if strings.Contains(v, s) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // replayRefusal is why an event cannot be replayed, and the admin API's
@@ -489,7 +471,11 @@ func (rec *eventRecorder) replay(ctx context.Context, id string, snk sink) (*adm
 		e.Reason = herr.reason
 	}
 	e.Latency = time.Since(now)
-	e.Dispatch = rec.outcomes(nil, items, status, body, herr, false, now.Add(e.Latency))
+	failed := ""
+	if herr != nil {
+		failed = herr.reason
+	}
+	e.Dispatch = rec.outcomes(nil, items, status, body, failed, false, now.Add(e.Latency))
 	e.ID = e.Dispatch[0].ID
 	rec.log.Accept(e)
 	rec.logger.Info("event replayed through the admin API", zap.String("event", orig.ID), zap.String("replay", e.ID))

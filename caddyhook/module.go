@@ -60,6 +60,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.tokens, err = newTokenChecker(h.tokenValues(), h.TokenHeaders, repl, gwToken); err != nil {
 		return err
 	}
+	h.rejects.tokens = h.tokens
 	h.warnLiteralSecrets(h.logger)
 	addrs, err := checkClientAddressSource(ctx)
 	if err != nil {

@@ -39,6 +39,8 @@ type tokenChecker struct {
 	// headers are the canonical names of the headers that carry the
 	// hook token besides Authorization: X-Service-Token and the aliases.
 	headers []string
+	// shapes finds the tokens in text, to redact them (tokens_redact.go).
+	shapes tokenShapes
 }
 
 // tokenDigest is the SHA-256 of a token; comparing digests in constant time
@@ -78,6 +80,7 @@ func newTokenChecker(raws, aliases []string, repl *caddy.Replacer, gwToken strin
 		plain[i] = v
 		t.digests[i] = tokenDigest(sha256Sum(v))
 	}
+	t.shapes = newTokenShapes(plain)
 	t.headers = []string{headerServiceToken}
 	for _, name := range aliases {
 		name = strings.TrimSpace(name)
@@ -223,13 +226,24 @@ func (t *tokenChecker) scanTarget(target string) (refuse, redact bool) {
 			return true, true
 		}
 	}
+	if t.holds(target) {
+		// a whole token anywhere (after Bearer%20, split by a slash, …)
+		// is refused; a piece of one is only kept out of the log
+		return t.holdsToken(target), true
+	}
 	return false, redact
 }
 
 // redactTarget replaces in a request target every path segment or
-// parameter that is a token with REDACTED, and the value of every
-// parameter whose name is or mentions a token.
+// parameter that is a token with REDACTED, the value of every parameter
+// whose name is or mentions a token, and then every other piece of a
+// token (redact).
 func (t *tokenChecker) redactTarget(target string) string {
+	return t.redact(t.redactParts(target))
+}
+
+// redactParts is redactTarget's first step: the segments and parameters.
+func (t *tokenChecker) redactParts(target string) string {
 	path, params := splitTarget(target)
 	var b strings.Builder
 	b.Grow(len(target))
