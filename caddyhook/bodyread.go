@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"math/bits"
 	"mime"
 	"net/http"
 	"net/netip"
@@ -480,7 +481,7 @@ func (u *bodyReads) read(ex *exchange, limit int64, keys *lockoutGuard) *hookErr
 		setReadDeadline(ex.w, ex.now.Add(u.timeout))
 	}
 	var err error
-	ex.body, err = readBody(ex.r, limit, ex.body)
+	ex.body, err = readBody(ex.r, limit, ex.bodyBuf)
 	switch {
 	case err == nil:
 		ex.bodyDone = true
@@ -513,13 +514,73 @@ func isJSONContentType(ct string) bool {
 	return mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
 }
 
+// Body buffers by size class: class k holds buffers of at least
+// minBodyBuffer<<k bytes, 4 KiB to 16 MiB; a larger one is not kept.
+const (
+	minBodyBuffer = 4 << 10
+	bodyClasses   = 13
+)
+
+// bodyBuffers recycles the buffers request bodies are read into, by size
+// class. A flood of large bodies (unauthenticated ones read in full to
+// check their signature) would otherwise allocate each body afresh, and
+// that churn counts against every transform call running meanwhile (its
+// memory check reads the process's heap growth) and starves it of CPU
+// for the collector.
+type bodyBuffers [bodyClasses]sync.Pool
+
+// bodyBufs are the handlers' body buffers (a pool, as Caddy's own
+// buffers are: they hold no state of a request once given back).
+var bodyBufs bodyBuffers
+
+// get returns a buffer of capacity at least n (by pointer, for put).
+func (b *bodyBuffers) get(n int) *[]byte {
+	k := 0
+	if n > minBodyBuffer {
+		k = bits.Len(uint((n - 1) / minBodyBuffer))
+	}
+	if k < bodyClasses {
+		if p, ok := b[k].Get().(*[]byte); ok {
+			return p
+		}
+	}
+	buf := make([]byte, 0, max(n, minBodyBuffer<<min(k, bodyClasses-1)))
+	return &buf
+}
+
+// put gives a buffer back, to the largest class its capacity fills.
+func (b *bodyBuffers) put(p *[]byte) {
+	c := cap(*p)
+	if c < minBodyBuffer || c >= minBodyBuffer<<bodyClasses {
+		return
+	}
+	*p = (*p)[:0]
+	b[bits.Len(uint(c/minBodyBuffer))-1].Put(p)
+}
+
+// grow replaces the buffer *p, holding n bytes, with one of at least
+// twice its capacity holding the same bytes, and gives the old one back.
+func (b *bodyBuffers) grow(p *[]byte, n int) []byte {
+	np := b.get(2 * max(cap(*p), minBodyBuffer/2))
+	next := append((*np)[:0], (*p)[:n]...)
+	*np = *p // the old buffer goes back in the new one's holder
+	b.put(np)
+	*p = next
+	return next
+}
+
 // errBodyTooLarge reports a body over the limit.
 var errBodyTooLarge = errors.New("payload too large")
 
-// readBody reads at most limit bytes of r's body into buf and fails with
-// errBodyTooLarge past it, whether or not Content-Length was declared: an
-// oversize chunked body is refused, never cut short.
-func readBody(r *http.Request, limit int64, buf []byte) ([]byte, error) {
+// readBody reads at most limit bytes of r's body into the buffer *bufp
+// and fails with errBodyTooLarge past it, whether or not Content-Length
+// was declared: an oversize chunked body is refused, never cut short. It
+// grows the buffer as the body arrives (never ahead of it: a declared
+// length costs nothing until the bytes come) with buffers of bodyBufs,
+// whose larger one it leaves in *bufp, so that a flood of large bodies
+// reuses buffers instead of allocating each one.
+func readBody(r *http.Request, limit int64, bufp *[]byte) ([]byte, error) {
+	buf := (*bufp)[:0]
 	if r.ContentLength > limit {
 		return buf, errBodyTooLarge
 	}
@@ -529,7 +590,7 @@ func readBody(r *http.Request, limit int64, buf []byte) ([]byte, error) {
 	lr := io.LimitedReader{R: r.Body, N: limit + 1}
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			buf = bodyBufs.grow(bufp, len(buf))
 		}
 		n, err := lr.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

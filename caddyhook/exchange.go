@@ -21,6 +21,9 @@ type exchange struct {
 	route   string // as in the metrics and logs: wake, agent, a mapping id, …
 	mapping string // id of the mapping that answered, if any
 	body    []byte
+	// bodyBuf holds the buffer body is read into, from bodyBufs (serveHook
+	// gives it back).
+	bodyBuf *[]byte
 	payload map[string]any
 
 	// verified lists the signing mappings' verifiers the request passed;

@@ -288,7 +288,10 @@ type Handler struct {
 	// TransformsDir is the transforms directory, inside the root (default
 	// the root itself).
 	TransformsDir string `json:"transforms_dir,omitempty"`
-	// TransformTimeout is the time budget of one transform call (default 100ms).
+	// TransformTimeout is the time budget of one transform call (default
+	// 100ms): the CPU time of its thread (on Linux; elsewhere wall-clock
+	// time), so that a call on a starved CPU is not stopped for time it
+	// waited, and at most ten times that of wall-clock time.
 	TransformTimeout caddy.Duration `json:"transform_timeout,omitempty"`
 	// TransformMaxMemory caps what one transform call may build (default 8 MiB).
 	TransformMaxMemory int64 `json:"transform_max_memory,omitempty"`
