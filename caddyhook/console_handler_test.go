@@ -173,24 +173,10 @@ func TestConsoleBehindForwardAuth(t *testing.T) {
 	console := func(path, opts string) string {
 		return fmt.Sprintf("\thandle_path %s {\n\t\tforward_auth %s {\n\t\t\turi /auth\n\t\t\tcopy_headers Remote-User\n\t\t}\n\t\thooks_console %s\n\t}\n", path, auth, opts)
 	}
-	in.load(in.caddyfile(fmt.Sprintf(`%s {
-	bind 127.0.0.1
-	hooks {
-		token %s
-		gateway unix/%s
-		gateway_token %s
-	}
-	%s
-	%s
-	handle_path /direct/* {
-		hooks_console {
-			user_header Remote-User
-		}
-	}
-	respond "next handler" 200
-}
-`, testSiteAddress, itHookToken, in.sock, itGatewayToken,
-		console("/ops/*", "{\n\t\t\tuser_header Remote-User\n\t\t}"), console("/plain/*", ""))))
+	site := hooksSite(testSiteAddress, itHookToken, in.sock, "")
+	routes := console("/ops/*", "{\n\t\t\tuser_header Remote-User\n\t\t}") + console("/plain/*", "") +
+		"\thandle_path /direct/* {\n\t\thooks_console {\n\t\t\tuser_header Remote-User\n\t\t}\n\t}\n"
+	in.load(in.caddyfile(strings.Replace(site, "\trespond \"next handler\" 200", routes+"\trespond \"next handler\" 200", 1)))
 	csrf := regexp.MustCompile(`name="hooks-csrf" content="([0-9a-f]{64})"`)
 	page := func(path string, hdr ...string) (int, string) {
 		st, _, body := consoleReq(t, "GET", in.base+path, hdr...)

@@ -2,7 +2,6 @@ package caddyhook
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -21,19 +20,7 @@ import (
 func TestConsoleHostDNSRebinding(t *testing.T) {
 	in := startIngress(t, ingressOpts{})
 	in.load(in.caddyfile(
-		fmt.Sprintf(`%s {
-	bind 127.0.0.1
-	hooks {
-		token %s
-		gateway unix/%s
-		gateway_token %s
-		events {
-			bodies on
-		}
-	}
-	respond "next handler" 200
-}
-`, testSiteAddress, itHookToken, in.sock, itGatewayToken),
+		hooksSite(testSiteAddress, itHookToken, in.sock, "events {\n\t\t\tbodies on\n\t\t}"),
 		"http://:0 {\n\tbind 127.0.0.4\n\thooks_console {\n\t\tinsecure_no_auth\n\t}\n}\n",
 		"http://console.test:0 {\n\tbind 127.0.0.5\n\thooks_console {\n\t\tinsecure_no_auth\n\t}\n}\n",
 	))

@@ -195,6 +195,20 @@ func escapeAt(v string, i int) int {
 	return 1
 }
 
+// escapeViews are s and s with its escapes decoded, once, twice, … up to
+// maxDecodeRounds times, as long as decoding changes it.
+func escapeViews(s string) []string {
+	views := []string{s}
+	for v := s; len(views) <= maxDecodeRounds; {
+		next, _, ok := unescape(v)
+		if !ok {
+			break
+		}
+		views, v = append(views, next), next
+	}
+	return views
+}
+
 // ishex reports a hexadecimal digit.
 func ishex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 
@@ -272,16 +286,7 @@ func (t *tokenChecker) holdsToken(s string) bool {
 		if sp.to-sp.from < t.shapes.lens[0] {
 			continue
 		}
-		part := s[sp.from:sp.to]
-		views := []string{part}
-		for v := part; len(views) <= maxDecodeRounds; {
-			next, _, ok := unescape(v)
-			if !ok {
-				break
-			}
-			views, v = append(views, next), next
-		}
-		for _, v := range views {
+		for _, v := range escapeViews(s[sp.from:sp.to]) {
 			for _, n := range t.shapes.lens {
 				for i := 0; i+n <= len(v); i++ {
 					if t.matches(v[i : i+n]) {

@@ -108,15 +108,7 @@ var tokenShapesCases = []tokenShape{
 // pieceOf returns a run of at least redactMin characters of one of
 // tokens that s shows, as written or with its escapes decoded, or "".
 func pieceOf(s string, tokens []string) string {
-	views := []string{s}
-	for v := s; len(views) <= maxDecodeRounds; {
-		next, _, ok := unescape(v)
-		if !ok {
-			break
-		}
-		views, v = append(views, next), next
-	}
-	for _, v := range views {
+	for _, v := range escapeViews(s) {
 		for _, tok := range tokens {
 			for i := 0; i+redactMin <= len(tok); i++ {
 				if strings.Contains(v, tok[i:i+redactMin]) {
