@@ -137,7 +137,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return writeConsoleError(w, apiError(http.StatusForbidden,
 			"the hooks console needs an authenticated user: put basic_auth, or forward_auth with user_header, before hooks_console"))
 	case user == "" && !c.hosts.allows(r.Host):
-		return refuseHost(w)
+		return writeConsoleError(w, apiError(http.StatusForbidden, reasonConsoleHost))
 	}
 	p := r.URL.Path
 	if i := strings.Index(p, "/api/"); i >= 0 {

@@ -2,7 +2,6 @@ package caddyhook
 
 import (
 	"net"
-	"net/http"
 	"net/netip"
 	"strings"
 	"sync"
@@ -158,9 +157,4 @@ func concreteHosts(hosts []string) bool {
 		}
 	}
 	return true
-}
-
-// refuseHost answers a request for a name the console does not answer.
-func refuseHost(w http.ResponseWriter) error {
-	return writeConsoleError(w, apiError(http.StatusForbidden, reasonConsoleHost))
 }

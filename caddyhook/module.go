@@ -46,7 +46,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.logger == nil { // a dry run brings its own
 		h.logger = ctx.Logger()
 	}
-	h.rejects = &rejectionLog{logger: h.logger}
 	gatewayLogs := new(logBudget) // the gateway failures' and the cluster warnings'
 	h.enabled = h.Enabled == nil || *h.Enabled
 	if !h.enabled {
@@ -60,7 +59,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.tokens, err = newTokenChecker(h.tokenValues(), h.TokenHeaders, repl, gwToken); err != nil {
 		return err
 	}
-	h.rejects.tokens = h.tokens
+	h.rejects = &rejectionLog{logger: h.logger, tokens: h.tokens}
 	h.warnLiteralSecrets(h.logger)
 	addrs, err := checkClientAddressSource(ctx)
 	if err != nil {

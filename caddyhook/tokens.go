@@ -346,3 +346,46 @@ func constantTimeEqual(a, b string) bool {
 	da, db := sha256Sum(a), sha256Sum(b)
 	return subtle.ConstantTimeCompare(da[:], db[:]) == 1
 }
+
+// redact returns s with every hook token, whole or in pieces of at least
+// redactMin characters, in any encoding (tokens_redact.go), replaced by
+// [REDACTED]: the one function that keeps the tokens out of what the event
+// log, the console and the access log record (hook names, reasons, header
+// names and values, idempotency keys, bodies, request targets). s itself
+// is returned when it holds none (or t is nil: no token configured yet).
+func (t *tokenChecker) redact(s string) string {
+	if t == nil {
+		return s
+	}
+	return t.shapes.redact(s)
+}
+
+// redactCut is redact, then a cut at max bytes (0: none), never inside a
+// UTF-8 sequence.
+func (t *tokenChecker) redactCut(s string, max int) string {
+	return cutText(t.redact(s), max)
+}
+
+// holds reports whether s holds a piece of a hook token (see redact).
+func (t *tokenChecker) holds(s string) bool { return len(t.shapes.find(s)) > 0 }
+
+// holdsToken reports whether s holds a whole hook token, as written or
+// with its escapes decoded, anywhere (not only as a path segment or a
+// parameter: /hooks/Bearer%20<token>, a token split by an encoded slash).
+func (t *tokenChecker) holdsToken(s string) bool { return t.shapes.holdsWhole(s, t.matches) }
+
+// headerHolds reports whether a name or a value of h holds a piece of a
+// hook token.
+func (t *tokenChecker) headerHolds(h http.Header) bool {
+	for name, vs := range h {
+		if t.holds(name) {
+			return true
+		}
+		for _, v := range vs {
+			if t.holds(v) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -2,7 +2,6 @@ package caddyhook
 
 import (
 	"hash/maphash"
-	"net/http"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -233,63 +232,39 @@ func unhex(c byte) byte {
 	return c - '0'
 }
 
-// redact returns s with every piece of a hook token (see tokenShapes)
-// replaced by [REDACTED]: the one function that keeps the tokens out of
-// what the event log, the console and the access log record (hook names,
-// reasons, header names and values, idempotency keys, bodies, request
-// targets). s itself is returned when it holds none (or t is nil: no
-// token configured yet). Cut a text after redacting it, never before: a
-// cut could leave a piece shorter than redactMin of a token the whole
-// text shows.
-func (t *tokenChecker) redact(s string) string {
-	if t == nil {
-		return s
-	}
-	found := t.shapes.find(s)
+// redact returns s with every piece of a token replaced by [REDACTED];
+// s itself when it holds none. Cut a text after redacting it, never
+// before: a cut could leave a piece shorter than redactMin of a token the
+// whole text shows.
+func (s *tokenShapes) redact(v string) string {
+	found := s.find(v)
 	if len(found) == 0 {
-		return s
+		return v
 	}
 	var b strings.Builder
-	b.Grow(len(s))
+	b.Grow(len(v))
 	last := 0
 	for _, sp := range found {
-		b.WriteString(s[last:sp.from])
+		b.WriteString(v[last:sp.from])
 		b.WriteString(redactedText)
 		last = sp.to
 	}
-	b.WriteString(s[last:])
+	b.WriteString(v[last:])
 	return b.String()
 }
 
-// redactCut is redact, then a cut at max bytes (0: none), never inside a
-// UTF-8 sequence.
-func (t *tokenChecker) redactCut(s string, max int) string {
-	s = t.redact(s)
-	if max > 0 && len(s) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut]
-	}
-	return s
-}
-
-// holds reports whether s holds a piece of a hook token (see redact).
-func (t *tokenChecker) holds(s string) bool { return len(t.shapes.find(s)) > 0 }
-
-// holdsToken reports whether s holds a whole hook token, as written or
-// with its escapes decoded, anywhere (not only as a path segment or a
-// parameter: /hooks/Bearer%20<token>, a token split by an encoded slash).
-func (t *tokenChecker) holdsToken(s string) bool {
-	for _, sp := range t.shapes.find(s) {
-		if sp.to-sp.from < t.shapes.lens[0] {
+// holdsWhole reports whether v holds a whole token, as written or with
+// its escapes decoded, anywhere: a run of pieces at least as long as a
+// token in which isToken finds one.
+func (s *tokenShapes) holdsWhole(v string, isToken func(string) bool) bool {
+	for _, sp := range s.find(v) {
+		if sp.to-sp.from < s.lens[0] {
 			continue
 		}
-		for _, v := range escapeViews(s[sp.from:sp.to]) {
-			for _, n := range t.shapes.lens {
-				for i := 0; i+n <= len(v); i++ {
-					if t.matches(v[i : i+n]) {
+		for _, view := range escapeViews(v[sp.from:sp.to]) {
+			for _, n := range s.lens {
+				for i := 0; i+n <= len(view); i++ {
+					if isToken(view[i : i+n]) {
 						return true
 					}
 				}
@@ -299,18 +274,14 @@ func (t *tokenChecker) holdsToken(s string) bool {
 	return false
 }
 
-// headerHolds reports whether a name or a value of h holds a piece of a
-// hook token.
-func (t *tokenChecker) headerHolds(h http.Header) bool {
-	for name, vs := range h {
-		if t.holds(name) {
-			return true
-		}
-		for _, v := range vs {
-			if t.holds(v) {
-				return true
-			}
-		}
+// cutText cuts s at max bytes (0: none), never inside a UTF-8 sequence.
+func cutText(s string, max int) string {
+	if max <= 0 || len(s) <= max {
+		return s
 	}
-	return false
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
