@@ -54,7 +54,7 @@ func engineKey(raw json.RawMessage, p cluster.Params) (string, error) {
 // openCluster opens the namespace of p on the engine module mod (keyed
 // by engineKey), joins the lockout sharing of g, and sets up the
 // cluster-wide idempotency claims: a claim's lease and the wait for a
-// duplicate's first request; hm counts the records a newer release wrote.
+// duplicate's first request (0: the engine's timeout); hm counts the records a newer release wrote.
 // Every piece is given back by the handler's
 // Cleanup: the LockSync and the metrics through the pool, the backend by
 // the engine module's own Cleanup.
@@ -87,6 +87,9 @@ func openCluster(ctx caddy.Context, held *poolHold, mod any, key string, p clust
 	cs.metrics.Bind(b)
 	if cs.sync, err = g.joinCluster(held, b, cs.key, cs.metrics, p.LockTTL); err != nil {
 		return nil, err
+	}
+	if wait <= 0 {
+		wait = b.Timeout()
 	}
 	cs.idem = cluster.NewIdempotency(b.Claims(), cluster.IdempotencyOptions{Lease: lease + 2*b.Timeout(), Wait: wait,
 		Timeout: b.Timeout(), Metrics: cs.metrics})
@@ -137,6 +140,9 @@ func (cs *clusterState) status() *adminapi.Cluster {
 	st := &adminapi.Cluster{Name: cs.name, Up: cs.backend.Up()}
 	if d, ok := cs.backend.(cluster.Describer); ok {
 		st.Settings = d.Settings()
+	}
+	if r, ok := cs.backend.(cluster.Redundant); ok {
+		st.SetRedundancy(r.Redundancy())
 	}
 	return st
 }

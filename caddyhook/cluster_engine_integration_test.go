@@ -562,7 +562,9 @@ func TestClusterQueueDeliveryNodeAndFallback(t *testing.T) {
 // server is stopped halfway; the delivery node (on the first edge) gets
 // every accepted event to the gateway. Each event is sent until it gets a
 // 200 (a 503 while the cluster elects new leaders is the documented
-// answer to retry on).
+// answer to retry on). With the server gone the cluster stays up and says
+// that it is degraded (GET /hooks/, the redundancy metrics): the queue on
+// two of its three replicas (issue 34 item 4).
 func TestClusterLosesOneNATSServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a three-server JetStream cluster; skipped with -short")
@@ -602,9 +604,39 @@ func TestClusterLosesOneNATSServer(t *testing.T) {
 	for k := range 40 {
 		send(k)
 	}
+	// redundancy (issue 34 item 4): full, then one replica short while
+	// the cluster stays up
+	sel := "?path=/hooks&server=" + c.servers[1]
+	status := func() string { _, body := adminCall(t, http.MethodGet, "/hooks/"+sel, ""); return body }
+	queue := `"name":"HOOKS_hooks_QUEUE","replicas":3,"current":`
+	testkit.WaitForState(t, func() string { return "every replica current in GET /hooks/: " + status() }, func() bool {
+		b := status()
+		return strings.Contains(b, `"degraded":false`) && strings.Contains(b, queue+"3")
+	})
 	nc.Servers[2].Stop()
 	for k := 40; k < 80; k++ {
 		send(k)
+	}
+	testkit.WaitForState(t, func() string { return "degraded in GET /hooks/: " + status() }, func() bool {
+		b := status()
+		return strings.Contains(b, `"up":true`) && strings.Contains(b, `"degraded":true`) && strings.Contains(b, queue+"2")
+	})
+	for _, m := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{ // (as read by the node the metrics are bound to, every 2 s)
+		{"caddy_hooks_cluster_up", nil, 1},
+		{"caddy_hooks_cluster_degraded", nil, 1},
+		{"caddy_hooks_cluster_replicas", []string{"stream", "HOOKS_hooks_QUEUE"}, 3},
+		{"caddy_hooks_cluster_replicas_current", []string{"stream", "HOOKS_hooks_QUEUE"}, 2},
+	} {
+		var v float64
+		var err error
+		testkit.WaitForState(t, func() string { return fmt.Sprintf("%s%v = %v (%v), want %v", m.name, m.labels, v, err, m.want) }, func() bool {
+			v, err = gatherClusterMetric(m.name, m.labels...)
+			return err == nil && v == m.want
+		})
 	}
 	keys, doubled := waitAllDelivered(t, gw, accepted)
 	t.Logf("80 events accepted, 40 of them after one NATS server of three stopped (%d answers 503 and sent again); %d delivered, %d twice", retried, len(keys), doubled)

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/loopstore"
 )
 
 // What the tests that run a real three-server NATS cluster share (the
@@ -39,6 +41,7 @@ type natsProc struct {
 	bin    string
 	name   string
 	dir    string
+	store  *loopstore.Store // where JetStream's files go when set (the fault run freezes it), else dir/store
 	routes string
 	runs   int
 	proc   *os.Process
@@ -56,10 +59,15 @@ func (n *natsProc) start() {
 		n.t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(n.bin, "-name", n.name, "-listen", "127.0.0.1:0", "-store", filepath.Join(n.dir, "store"),
+	store := filepath.Join(n.dir, "store")
+	if n.store != nil {
+		store = n.store.Dir
+	}
+	cmd := exec.Command(n.bin, "-name", n.name, "-listen", "127.0.0.1:0", "-store", store,
 		"-sync", "always", "-cluster", "127.0.0.1:0", "-cluster-name", "chaos", "-routes", n.routes, "-no-advertise",
 		"-monitor", "127.0.0.1:0", "-ready", readyFile)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlives the test (nor holds its store)
 	if err := cmd.Start(); err != nil {
 		n.t.Fatal(err)
 	}

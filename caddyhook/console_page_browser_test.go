@@ -24,6 +24,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/spf13/cobra"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/caddyhook/caddyhook/internal/natstest"
 )
 
 // browserEnv names the variable that makes a missing browser a failure
@@ -450,3 +452,42 @@ func shot(t *testing.T, ctx context.Context, dir, name string) {
 
 // jsonString quotes s as a JSON string.
 func jsonString(s string) string { return string(appendJSONString(nil, s)) }
+
+// TestConsoleShowsClusterRedundancy (issue 34 item 4): with `spool
+// cluster` on three NATS servers (replicas 3), the queue panel says that
+// every replica is current; once one server stops, it says "degraded"
+// and names the queue with two of its three replicas current, while the
+// cluster stays up.
+func TestConsoleShowsClusterRedundancy(t *testing.T) {
+	chromium := findChromium(t)
+	nc := natstest.RunCluster(t, 3)
+	in, adm := startOpsIngress(t, ingressOpts{})
+	hash, err := bcrypt.GenerateFromPassword([]byte("op-password"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.load(strings.Replace(adm.caddyfile(`cluster nats `+strings.Join(nc.URLs(), " ")+` {
+			replicas 3
+			timeout 2s
+			signing_key `+itClusterKey+`
+		}
+		spool cluster {
+			deliver off
+			fallback reject
+		}`), `respond "next handler" 200`, fmt.Sprintf(`handle_path /ops/* {
+		basic_auth {
+			op %s
+		}
+		hooks_console
+	}
+	respond "next handler" 200`, hash), 1))
+	br := startBrowser(t, chromium, in.base, "Basic "+base64.StdEncoding.EncodeToString([]byte("op:op-password")))
+	br.step("load", chromedp.Navigate(in.base+"/ops/"), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`)))
+	text := `document.getElementById("q-cluster").textContent`
+	br.waitJS("every replica current", text+`.includes("cluster hooks: up; 5 streams, every replica current")`, 20*time.Second)
+	nc.Servers[2].Stop()
+	br.waitJS("degraded", `document.getElementById("q-cluster").dataset.degraded === "true" && `+
+		text+`.startsWith("cluster hooks: up; degraded: ") && `+text+`.includes("HOOKS_hooks_QUEUE 2 of 3 replicas current")`, 30*time.Second)
+	shot(t, br.ctx, br.shots, "cluster-degraded")
+	br.watch.check(t)
+}

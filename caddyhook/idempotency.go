@@ -40,6 +40,16 @@ func holdIdempotencyCache(held *poolHold, identity string, ttl time.Duration) (*
 type idemClaim struct {
 	local   *idempotency.Claim
 	cluster *cluster.Claim
+	budget  time.Time // with a cluster: when its operations should be over
+}
+
+// context is ctx carrying the claim's budget for the dispatch (a publish
+// into the cluster queue gets what the claim left of it).
+func (cl idemClaim) context(ctx context.Context) context.Context {
+	if cl.budget.IsZero() {
+		return ctx
+	}
+	return cluster.WithBudget(ctx, cl.budget)
 }
 
 // claim claims key (the request's key and event ids) for ex, unless it
@@ -56,6 +66,10 @@ func (c *idempotencyCheck) claim(ex *exchange, key string) (cl idemClaim, first 
 	if local == nil {
 		return cl, true, cached.Status, cached.Body, nil
 	}
+	var budget time.Time // the claim, a publish and the settle share about one timeout
+	if c.cluster != nil {
+		budget = c.cluster.BudgetFrom(time.Now())
+	}
 	rep, ccl, herr := c.clusterClaim(ctx, key)
 	switch {
 	case herr != nil:
@@ -65,7 +79,7 @@ func (c *idempotencyCheck) claim(ex *exchange, key string) (cl idemClaim, first 
 		c.Settle(local, idempotency.Reply{Status: rep.Status, Body: rep.Body}, true, time.Now())
 		return cl, true, rep.Status, rep.Body, nil
 	}
-	return idemClaim{local: local, cluster: ccl}, false, 0, nil, nil
+	return idemClaim{local: local, cluster: ccl, budget: budget}, false, 0, nil, nil
 }
 
 // settle stores the reply of a claimed key, or gives the key up after a
@@ -154,7 +168,10 @@ func (c *idempotencyCheck) warn(msg string, err error) {
 }
 
 // settleCluster stores the first reply of a claimed key (or gives the
-// key up after a failed dispatch, so that a retry dispatches again).
+// key up after a failed dispatch, so that a retry dispatches again),
+// within the claim's budget: an engine that cannot store it in time (a
+// stalled bucket leader) goes on in the background until the claim's
+// lease ends, and the answer does not wait for it.
 func (c *idempotencyCheck) settleCluster(cl *cluster.Claim, status int, body []byte, ok bool) {
 	if cl == nil {
 		return
@@ -166,6 +183,6 @@ func (c *idempotencyCheck) settleCluster(cl *cluster.Claim, status int, body []b
 		err = cl.Release()
 	}
 	if err != nil {
-		c.warn("cluster idempotency: storing the outcome failed; the key's claim lapses by itself", err)
+		c.warn("cluster idempotency: the outcome is not stored yet; the engine retries until the claim's lease ends", err)
 	}
 }

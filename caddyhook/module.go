@@ -189,11 +189,14 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	}
 	// a claim's lease: the longest dispatch (a spooled one never waits
 	// for its run), beyond the engine's own timeout
-	lease := time.Duration(h.GatewayWaitTimeout)
+	// and a copy's wait for the first request's reply: its dispatch, a
+	// gateway call, or with a spool a write into it (0: within the
+	// engine's timeout)
+	lease, wait := time.Duration(h.GatewayWaitTimeout), time.Duration(h.GatewayTimeout)
 	if h.Spool != nil {
-		lease = time.Duration(h.GatewayTimeout)
+		lease, wait = time.Duration(h.GatewayTimeout), 0
 	}
-	h.cluster, err = openCluster(ctx, &h.held, mod, key, p, h.lockout, h.metrics, lease, time.Duration(h.GatewayTimeout))
+	h.cluster, err = openCluster(ctx, &h.held, mod, key, p, h.lockout, h.metrics, lease, wait)
 	return err
 }
 

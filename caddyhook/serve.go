@@ -214,7 +214,7 @@ func (h *Handler) execute(ex *exchange, p plan) (int, []byte, *hookError) {
 	if answered {
 		return status, body, herr
 	}
-	status, body, herr = h.dispatch(ctx, ex, p, seeds)
+	status, body, herr = h.dispatch(cl.context(ctx), ex, p, seeds)
 	h.idem.settle(cl, status, body, herr == nil)
 	return status, body, herr
 }

@@ -50,8 +50,33 @@ func NewIdempotency(store ClaimStore, opt IdempotencyOptions) *Idempotency {
 
 // Claim is a held key; exactly one of Settle or Release ends it.
 type Claim struct {
-	i   *Idempotency
-	key string
+	i      *Idempotency
+	key    string
+	budget time.Time // the request's cluster operations should be over by then (BudgetFrom)
+}
+
+// BudgetFrom is the time by which a request whose cluster operations
+// start at start should be done with the cluster: one timeout and a
+// quarter. A publish after a slow claim gets what is left of it (see
+// WithBudget), whether the key was claimed or the claim failed, and so
+// does Settle or Release, so that a request that met a stalled server on
+// every operation is still answered within about one timeout.
+func (i *Idempotency) BudgetFrom(start time.Time) time.Time {
+	return start.Add(i.timeout + i.timeout/4)
+}
+
+// finishCtx bounds Settle or Release by the claim's budget, leaving them
+// at least an eighth of the timeout (the engine goes on in the
+// background when that is not enough).
+func (c *Claim) finishCtx() (context.Context, context.CancelFunc) {
+	return context.WithDeadline(context.Background(), maxTime(c.budget, time.Now().Add(c.i.timeout/8)))
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // Reply is a settled key's first reply.
@@ -63,16 +88,24 @@ type Reply struct {
 // Acquire resolves key: a settled reply (a replay), or a Claim (the
 // caller dispatches, then settles), or an error: ErrBusy when a dispatch
 // elsewhere holds the key past the wait deadline, ErrUnavailable when the
-// engine cannot be asked (the caller then relies on its local cache).
+// engine cannot be asked (the caller then relies on its local cache). A
+// key that cannot be read is unavailable, not busy: a copy that cannot
+// see the first request's state must not be told that it is in progress.
 func (i *Idempotency) Acquire(ctx context.Context, key string) (*Reply, *Claim, error) {
 	k := storeKey(key)
+	budget := i.BudgetFrom(time.Now())
 	deadline := time.Now().Add(i.wait)
 	for attempt := 0; ; attempt++ {
-		if attempt > 0 && time.Now().After(deadline) {
-			return nil, nil, ErrBusy
+		opTimeout := i.timeout
+		if attempt > 0 {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return nil, nil, ErrBusy
+			}
+			opTimeout = min(opTimeout, left)
 		}
 		start := time.Now()
-		cctx, cancel := context.WithTimeout(ctx, i.timeout)
+		cctx, cancel := context.WithTimeout(ctx, opTimeout)
 		rec, claimed, err := i.store.Claim(cctx, k, start.Add(i.lease))
 		cancel()
 		i.metrics.observe("idempotency_claim", start, err)
@@ -80,20 +113,21 @@ func (i *Idempotency) Acquire(ctx context.Context, key string) (*Reply, *Claim, 
 			return nil, nil, unavailable(err)
 		}
 		if claimed {
-			return nil, &Claim{i: i, key: k}, nil
+			return nil, &Claim{i: i, key: k, budget: budget}, nil
 		}
 		if !rec.Pending {
 			return &Reply{Status: rec.Status, Body: rec.Body}, nil, nil
 		}
 		wctx, cancel := context.WithDeadline(ctx, deadline)
 		rec, ok, err := i.store.Wait(wctx, k)
+		waitedOut := errors.Is(wctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
 		switch {
 		case ok:
 			return &Reply{Status: rec.Status, Body: rec.Body}, nil, nil
 		case ctx.Err() != nil:
 			return nil, nil, ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded) || time.Now().After(deadline):
+		case waitedOut || !time.Now().Before(deadline):
 			return nil, nil, ErrBusy
 		case err != nil:
 			return nil, nil, unavailable(err)
@@ -102,9 +136,10 @@ func (i *Idempotency) Acquire(ctx context.Context, key string) (*Reply, *Claim, 
 	}
 }
 
-// Settle stores the first reply for the key.
+// Settle stores the first reply for the key, within the claim's budget
+// (an engine that cannot in time goes on in the background).
 func (c *Claim) Settle(status int, body []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.i.timeout)
+	ctx, cancel := c.finishCtx()
 	defer cancel()
 	start := time.Now()
 	err := c.i.store.Settle(ctx, c.key, status, body)
@@ -112,9 +147,10 @@ func (c *Claim) Settle(status int, body []byte) error {
 	return err
 }
 
-// Release gives the key up after a failed dispatch.
+// Release gives the key up after a failed dispatch, within the claim's
+// budget as Settle.
 func (c *Claim) Release() error {
-	ctx, cancel := context.WithTimeout(context.Background(), c.i.timeout)
+	ctx, cancel := c.finishCtx()
 	defer cancel()
 	start := time.Now()
 	err := c.i.store.Release(ctx, c.key)

@@ -28,6 +28,8 @@ type Metrics struct {
 	upGauge      prometheus.GaugeFunc
 	levelGauge   prometheus.GaugeFunc
 	unreadable   atomic.Pointer[version.Unreadable]
+	reconnects   *prometheus.CounterVec
+	redundancy   *redundancyCollector
 }
 
 type backendBox struct{ Backend }
@@ -84,6 +86,20 @@ func newMetrics() *Metrics {
 			Help: "Live members this node sees, itself included, by namespace and role (lockout, delivery).",
 		}, []string{"name", "role"}),
 	}
+	m.reconnects = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: ns, Subsystem: sub, Name: "cluster_reconnects_total",
+		Help: "Reconnections of this node's engine connection, by reason: stalled (the node left a server that stopped answering while its connection stayed up), disconnected (the connection broke).",
+	}, []string{"reason"})
+	m.redundancy = &redundancyCollector{m: m,
+		current: prometheus.NewDesc(ns+"_"+sub+"_cluster_replicas_current",
+			"Replicas of each stream and bucket of the cluster namespace that are current (the leader included; 0 without a leader), as last read by this node.",
+			[]string{"stream"}, nil),
+		configured: prometheus.NewDesc(ns+"_"+sub+"_cluster_replicas",
+			"Replicas each stream and bucket of the cluster namespace is configured with.", []string{"stream"}, nil),
+		degraded: prometheus.NewDesc(ns+"_"+sub+"_cluster_degraded",
+			"1 while the cluster serves with less redundancy than configured (a stream or bucket with fewer current replicas, or a leader that does not answer), 0 otherwise.",
+			nil, nil),
+	}
 	m.upGauge = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: ns, Subsystem: sub, Name: "cluster_up",
 		Help: "1 while the cluster engine is reachable, 0 otherwise.",
@@ -100,7 +116,7 @@ func newMetrics() *Metrics {
 // registered there before are fine.
 func (m *Metrics) Register(reg prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.ops, m.remoteFails, m.remoteLocks, m.fallbacks, m.redeliveries, m.rejected,
-		m.replays, m.heldReqs, m.members, m.upGauge, m.levelGauge} {
+		m.replays, m.heldReqs, m.members, m.upGauge, m.levelGauge, m.reconnects, m.redundancy} {
 		if _, err := promreg.Register(reg, c); err != nil {
 			return err
 		}
@@ -132,6 +148,48 @@ func (m *Metrics) up() float64 {
 		return 1
 	}
 	return 0
+}
+
+// Reconnected counts one reconnection of the engine's connection.
+func (m *Metrics) Reconnected(reason string) {
+	if m != nil {
+		m.reconnects.WithLabelValues(reason).Inc()
+	}
+}
+
+// redundancyCollector reports the bound backend's Redundancy.
+type redundancyCollector struct {
+	m                             *Metrics
+	current, configured, degraded *prometheus.Desc
+}
+
+// Describe implements prometheus.Collector.
+func (c *redundancyCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.current
+	ch <- c.configured
+	ch <- c.degraded
+}
+
+// Collect implements prometheus.Collector.
+func (c *redundancyCollector) Collect(ch chan<- prometheus.Metric) {
+	bx := c.m.backend.Load()
+	if bx == nil {
+		return
+	}
+	r, ok := bx.Backend.(Redundant)
+	if !ok {
+		return
+	}
+	h := r.Redundancy()
+	for _, st := range h.Streams {
+		ch <- prometheus.MustNewConstMetric(c.current, prometheus.GaugeValue, float64(st.Current), st.Name)
+		ch <- prometheus.MustNewConstMetric(c.configured, prometheus.GaugeValue, float64(st.Replicas), st.Name)
+	}
+	degraded := 0.0
+	if h.Degraded() {
+		degraded = 1
+	}
+	ch <- prometheus.MustNewConstMetric(c.degraded, prometheus.GaugeValue, degraded)
 }
 
 // observe records one operation's latency and outcome.

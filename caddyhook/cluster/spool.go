@@ -70,7 +70,7 @@ func (s *Spool) Fallback() *spool.Store { return s.fallback }
 func (s *Spool) Append(ctx context.Context, evs ...*spool.Event) (fellBack bool, err error) {
 	if s.b.Up() {
 		start := time.Now()
-		pctx, cancel := context.WithTimeout(ctx, s.timeout)
+		pctx, cancel := context.WithTimeout(ctx, s.publishTimeout(ctx))
 		err = s.q.Publish(pctx, evs...)
 		cancel()
 		s.metrics.observe("publish", start, err)
@@ -90,6 +90,27 @@ func (s *Spool) Append(ctx context.Context, evs ...*spool.Event) (fellBack bool,
 	}
 	s.metrics.fallback(len(evs))
 	return true, nil
+}
+
+// budgetKey is the context key of WithBudget.
+type budgetKey struct{}
+
+// WithBudget returns ctx carrying the time by which a request's cluster
+// operations should be over: a publish that follows a slow idempotency
+// claim (the bucket's leader stalled) gets what is left of it, at least a
+// quarter of the timeout, then falls back, so that the request is
+// answered within about one timeout however many operations it needs.
+func WithBudget(ctx context.Context, until time.Time) context.Context {
+	return context.WithValue(ctx, budgetKey{}, until)
+}
+
+// publishTimeout bounds one publish under ctx's budget.
+func (s *Spool) publishTimeout(ctx context.Context) time.Duration {
+	t := s.timeout
+	if until, ok := ctx.Value(budgetKey{}).(time.Time); ok {
+		t = min(t, max(time.Until(until), s.timeout/4))
+	}
+	return t
 }
 
 // SetSender makes this node a delivery node (nil: stop delivering here);

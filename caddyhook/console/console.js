@@ -196,6 +196,7 @@ async function loadStatus() {
   const [st] = await api("GET", "", { path: state.path });
   if (seq !== statusSeq) return;
   $("t-lockouts").textContent = st.active_lockouts;
+  showCluster(st.cluster);
   const sp = st.spool;
   state.hasSpool = !!sp;
   $("q-none").hidden = !!sp;
@@ -223,6 +224,27 @@ async function loadStatus() {
     drop.addEventListener("click", () => deadOp("drop", [d.id]));
     tb.append(el("tr", "", el("td", "mono", d.id), el("td", "", d.kind), el("td", "", d.attempts), el("td", "", d.reason), el("td", "", retry, " ", drop)));
   }
+}
+
+// showCluster says, under the queue, whether the cluster engine is
+// reachable and how much redundancy it has left: "degraded" names the
+// streams with fewer current replicas than configured, and those whose
+// leader does not answer, so that an operator acts before one more
+// failure costs the quorum.
+function showCluster(cl) {
+  const p = $("q-cluster");
+  p.hidden = !cl;
+  if (!cl) return;
+  const streams = cl.streams || [];
+  const short = streams.filter((s) => s.current < s.replicas)
+    .map((s) => `${s.name} ${s.current} of ${s.replicas} replicas current` + (s.lagging && s.lagging.length ? ` (${s.lagging.join(", ")} behind)` : ""));
+  const stalled = (cl.stalled || []).map((n) => `${n}: leader does not answer`);
+  let text = `cluster ${cl.name}: ${cl.up ? "up" : "down"}`;
+  if (cl.degraded) text += "; degraded: " + short.concat(stalled).join("; ");
+  else if (streams.length) text += `; ${streams.length} streams, every replica current`;
+  p.textContent = text;
+  p.dataset.degraded = String(!!cl.degraded);
+  p.className = cl.degraded || !cl.up ? "warn" : "muted";
 }
 
 async function deadOp(op, ids) {

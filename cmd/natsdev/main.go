@@ -78,7 +78,7 @@ func options(c config) (*server.Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &server.Options{ServerName: c.name, Host: host, Port: port, JetStream: true, StoreDir: c.store, NoSigs: true}
+	o := &server.Options{ServerName: c.name, Host: host, Port: port, JetStream: true, StoreDir: c.store, NoSigs: true, Logtime: true}
 	if c.user != "" {
 		if len(c.password) < 16 {
 			return nil, fmt.Errorf("-user needs $NATS_PASSWORD, at least 16 characters (e.g. $(openssl rand -hex 16))")

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/version"
 )
@@ -68,12 +69,44 @@ type PrefixCap struct {
 }
 
 // Cluster is the cluster engine of a handler in GET /hooks/: its
-// namespace, whether it is reachable, and the settings of the connection
-// in use (no secret: a secret shows as its placeholder).
+// namespace, whether it is reachable, the settings of the connection in
+// use (no secret: a secret shows as its placeholder), and its redundancy.
 type Cluster struct {
 	Name     string            `json:"name"`
 	Up       bool              `json:"up"`
 	Settings map[string]string `json:"settings,omitempty"`
+	// Degraded: the namespace serves with less redundancy than configured
+	// (a stream or bucket with fewer current replicas, or a leader that
+	// does not answer): one more failure may cost its quorum. Up stays
+	// true meanwhile.
+	Degraded bool `json:"degraded"`
+	// Streams are the namespace's streams and buckets as this node last
+	// read them (at RedundancyRead), Stalled those whose leader did not
+	// answer it in time.
+	Streams        []ClusterStream `json:"streams,omitempty"`
+	Stalled        []string        `json:"stalled,omitempty"`
+	RedundancyRead *time.Time      `json:"redundancy_read,omitempty"`
+}
+
+// ClusterStream is one stream or bucket of a cluster namespace.
+type ClusterStream struct {
+	Name     string   `json:"name"`
+	Replicas int      `json:"replicas"` // configured
+	Current  int      `json:"current"`  // current now, the leader included
+	Leader   string   `json:"leader,omitempty"`
+	Lagging  []string `json:"lagging,omitempty"` // replicas not current
+}
+
+// SetRedundancy fills c's redundancy from r.
+func (c *Cluster) SetRedundancy(r cluster.Redundancy) {
+	c.Degraded, c.Stalled = r.Degraded(), r.Stalled
+	if !r.Read.IsZero() {
+		c.RedundancyRead = &r.Read
+	}
+	c.Streams = make([]ClusterStream, len(r.Streams))
+	for i, s := range r.Streams {
+		c.Streams[i] = ClusterStream{Name: s.Name, Replicas: s.Replicas, Current: s.Current, Leader: s.Leader, Lagging: s.Lagging}
+	}
 }
 
 // Spool is a spool's state in GET /hooks/.

@@ -8,13 +8,18 @@
 package natstest
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,17 +127,52 @@ type Cluster struct {
 // metadata leader.
 func RunCluster(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return RunClusterStores(t, make([]string, n))
+}
+
+// RunClusterStores is RunCluster with server i's store in stores[i] (""
+// for a new t.TempDir()), e.g. a filesystem the test freezes.
+func RunClusterStores(t testing.TB, stores []string) *Cluster {
+	t.Helper()
 	c := &Cluster{seed: NewProxy(t, "")}
 	seed, _ := url.Parse("nats-route://" + c.seed.Addr())
-	for i := range n {
-		s := Run(t, Options{Name: fmt.Sprintf("n%d", i+1), Cluster: "hooks-test", Routes: []*url.URL{seed}, SyncAlways: true})
+	for i, dir := range stores {
+		s := Run(t, Options{Name: fmt.Sprintf("n%d", i+1), Cluster: "hooks-test", Routes: []*url.URL{seed}, SyncAlways: true,
+			StoreDir: dir})
 		if i == 0 {
 			c.seed.SetTarget(s.ClusterAddr().String())
 		}
 		c.Servers = append(c.Servers, s)
 	}
 	WaitJetStream(t, c.URLs())
+	c.waitMetaPeers(t)
 	return c
+}
+
+// waitMetaPeers polls until the JetStream meta leader sees every other
+// server as a current peer: before that, placing a replicated stream or
+// bucket can fail with "no suitable peers for placement" although the
+// JetStream API already answers.
+func (c *Cluster) waitMetaPeers(t testing.TB) {
+	t.Helper()
+	WaitFor(t, fmt.Sprintf("the JetStream meta leader to see %d current peers", len(c.Servers)-1), func() bool {
+		for _, s := range c.Servers {
+			if !s.JetStreamIsLeader() {
+				continue
+			}
+			jsz, err := s.Jsz(nil)
+			if err != nil || jsz.Meta == nil || len(jsz.Meta.Replicas) != len(c.Servers)-1 {
+				return false
+			}
+			for _, r := range jsz.Meta.Replicas {
+				if !r.Current || r.Offline {
+					return false
+				}
+			}
+			return true
+		}
+		return false
+	})
 }
 
 // URLs are the client URLs of the servers still running.
@@ -278,4 +318,133 @@ func Events(prefix, kind string, n int) []*spool.Event {
 			Body: fmt.Appendf(nil, `{"n":%d}`, i), FirstSeen: time.Now()}
 	}
 	return out
+}
+
+// GrayProxy forwards NATS client connections to a server and can turn the
+// server gray: it goes on forwarding everything the client sends and
+// every PING, PONG, INFO and error the server sends, so the connection
+// stays up, but drops the server's replies (messages to _INBOX
+// subjects), so every JetStream request through it times out, as through
+// a server whose store stalled.
+type GrayProxy struct {
+	l      net.Listener
+	target string
+	gray   atomic.Bool
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// NewGrayProxy listens on 127.0.0.1:0 and forwards to target; it closes
+// when t ends.
+func NewGrayProxy(t testing.TB, target string) *GrayProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("gray proxy listen: %v", err)
+	}
+	p := &GrayProxy{l: l, target: target, conns: make(map[net.Conn]struct{})}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(p.Close)
+	return p
+}
+
+// URL is the proxy's address as a NATS client URL.
+func (p *GrayProxy) URL() string { return "nats://" + p.l.Addr().String() }
+
+// Gray turns the dropping of replies on or off.
+func (p *GrayProxy) Gray(on bool) { p.gray.Store(on) }
+
+// Conns is the number of client connections forwarded now.
+func (p *GrayProxy) Conns() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns) / 2
+}
+
+// Close stops the proxy and cuts its connections.
+func (p *GrayProxy) Close() {
+	_ = p.l.Close()
+	p.mu.Lock()
+	p.closed = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+func (p *GrayProxy) track(cs ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	for _, c := range cs {
+		p.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (p *GrayProxy) untrack(cs ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range cs {
+		delete(p.conns, c)
+		_ = c.Close()
+	}
+}
+
+func (p *GrayProxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.DialTimeout("tcp", p.target, 2*time.Second)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		if !p.track(c, s) {
+			_, _ = c.Close(), s.Close()
+			return
+		}
+		p.wg.Add(2)
+		go func() { defer p.wg.Done(); _, _ = io.Copy(s, c); p.untrack(c, s) }()
+		go func() { defer p.wg.Done(); p.down(c, s); p.untrack(c, s) }()
+	}
+}
+
+// down forwards the server's protocol to the client frame by frame,
+// dropping the replies while gray.
+func (p *GrayProxy) down(client, server net.Conn) {
+	r := bufio.NewReaderSize(server, 64<<10)
+	for {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return
+		}
+		line = slices.Clone(line)
+		var payload []byte
+		if f := strings.Fields(string(line)); len(f) >= 4 && (f[0] == "MSG" || f[0] == "HMSG") {
+			n, err := strconv.Atoi(f[len(f)-1])
+			if err != nil {
+				return
+			}
+			payload = make([]byte, n+2)
+			if _, err := io.ReadFull(r, payload); err != nil {
+				return
+			}
+			if p.gray.Load() && strings.HasPrefix(f[1], "_INBOX.") {
+				continue
+			}
+		}
+		if _, err := client.Write(append(line, payload...)); err != nil {
+			return
+		}
+	}
 }

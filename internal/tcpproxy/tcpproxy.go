@@ -70,6 +70,14 @@ func New(target string) (*Proxy, error) {
 // Addr is the proxy's address.
 func (p *Proxy) Addr() string { return p.l.Addr().String() }
 
+// Conns is the number of client connections forwarded now (a NATS
+// client's proxy to a server holds one while it is connected there).
+func (p *Proxy) Conns() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.pairs)
+}
+
 // SetTarget forwards new connections to target ("" = refuse them) and
 // cuts the ones open now.
 func (p *Proxy) SetTarget(target string) {
@@ -157,7 +165,12 @@ func (p *Proxy) pass(c *pair) bool {
 
 func (p *Proxy) pipe(c *pair, target string) {
 	defer p.wg.Done()
-	defer c.close()
+	defer func() {
+		c.close()
+		p.mu.Lock()
+		delete(p.pairs, c)
+		p.mu.Unlock()
+	}()
 	if !p.pass(c) {
 		return
 	}

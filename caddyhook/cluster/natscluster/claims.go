@@ -1,6 +1,7 @@
 package natscluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,10 +18,29 @@ import (
 
 // claims is the idempotency store on the idem bucket: create-if-absent
 // claims, settled by compare-and-set on the claim's revision.
+//
+// A write whose answer is a timeout or "wrong last sequence" (10164) may
+// have been stored. 10164 is what a server that leads the bucket, or
+// believes it does, answers at once to a write with an expected revision
+// while another write of the same key is in flight there. A leader whose
+// store stalled (a frozen or hung disk) goes on taking the bucket's
+// writes into its log without committing them, while the other servers
+// elect a new leader; until its store comes back it does not learn that it
+// was deposed, and it answers every later write of such a key 10164 at
+// once, before the new leader, which stores the write, answers. The
+// client takes the first answer. So after either answer the key is read
+// back: the value written means it was stored (TestSettleWhileBucketLeaderStalled).
 type claims struct {
-	s    *shared
-	mu   sync.Mutex
-	revs map[string]uint64 // revision of each claim this node holds
+	s      *shared
+	mu     sync.Mutex
+	held   map[string]heldClaim // the claims this node holds
+	behind int                  // settles and releases still being retried in the background
+}
+
+// heldClaim is a claim this node holds: its revision, and when it lapses.
+type heldClaim struct {
+	rev   uint64
+	until time.Time
 }
 
 // record is a bucket value (sealed: see encode). Its versions
@@ -64,7 +84,7 @@ func (c *claims) encode(key string, r record) []byte {
 // the server's time of the write plus lease and clock skew, so that a
 // claim from a node whose clock runs ahead lapses when the node's own
 // lease would.
-func (c *claims) decode(e jetstream.KeyValueEntry, lease time.Duration) (record, bool, error) {
+func (c *claims) decode(e kvEntry, lease time.Duration) (record, bool, error) {
 	var r record
 	b, ok := c.s.open(e.Value(), sealIdem, c.s.n.idem, e.Key())
 	switch {
@@ -113,9 +133,14 @@ func (r record) public() cluster.Record {
 // maxClaimRounds bounds the create/get races of one Claim.
 const maxClaimRounds = 8
 
+// maxBehind bounds the settles and releases retried in the background;
+// beyond it a claim whose reply could not be stored lapses by its lease.
+const maxBehind = 1024
+
+// kv is the bucket, unless the node is down or the bucket stalled.
 func (c *claims) kv() (jetstream.KeyValue, error) {
 	kv := c.s.idem.Load()
-	if kv == nil || !c.s.up() {
+	if kv == nil || !c.s.up() || c.s.idemStalled.Load() {
 		return nil, cluster.ErrUnavailable
 	}
 	return kv.KeyValue, nil
@@ -131,7 +156,7 @@ func (c *claims) Claim(ctx context.Context, key string, lease time.Time) (cluste
 		rec, ok, err := c.claim(ctx, key, lease)
 		return claimed{rec, ok}, err
 	})
-	c.s.opFailed(err)
+	c.s.idemFailed(err)
 	return r.rec, r.ok, err
 }
 
@@ -142,21 +167,35 @@ func (c *claims) claim(ctx context.Context, key string, lease time.Time) (cluste
 	}
 	mine := c.encode(key, record{Pending: true, Node: c.s.node, Until: lease.UnixMilli()})
 	leaseFor := time.Until(lease)
-	for range maxClaimRounds {
+	pause := writePause
+	for round := range maxClaimRounds {
+		if round > 0 && !sleepCtx(ctx, pause) {
+			return cluster.Record{}, false, ctx.Err()
+		}
+		pause = min(2*pause, writePauseMax)
 		rev, err := kv.Create(ctx, key, mine)
 		if err == nil {
-			c.hold(ctx, key, rev)
+			c.hold(ctx, key, rev, lease)
 			return cluster.Record{Pending: true, Node: c.s.node, Until: lease}, true, nil
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) {
+		if !errors.Is(err, jetstream.ErrKeyExists) && !timedOut(err) {
 			return cluster.Record{}, false, err
 		}
-		e, err := kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			continue // released meanwhile
-		}
-		if err != nil {
-			return cluster.Record{}, false, err
+		// the key exists, or a write of it is in flight, or no answer:
+		// what does the bucket hold?
+		e, rerr := c.read(ctx, key, round > 0)
+		switch {
+		case errors.Is(rerr, jetstream.ErrKeyNotFound) || errors.Is(rerr, jetstream.ErrKeyDeleted):
+			if timedOut(err) {
+				return cluster.Record{}, false, err
+			}
+			continue // released meanwhile, or not there yet
+		case rerr != nil:
+			return cluster.Record{}, false, rerr
+		case bytes.Equal(e.Value(), mine):
+			// this create was stored though its answer said otherwise
+			c.hold(ctx, key, e.Revision(), lease)
+			return cluster.Record{Pending: true, Node: c.s.node, Until: lease}, true, nil
 		}
 		r, trusted, err := c.decode(e, leaseFor)
 		if err != nil {
@@ -165,85 +204,165 @@ func (c *claims) claim(ctx context.Context, key string, lease time.Time) (cluste
 		if !trusted || r.Pending && time.Now().UnixMilli() >= r.Until {
 			// not a node's record (or a stale replay), or the claiming
 			// node died or gave up: take over
-			rev, err := kv.Update(ctx, key, mine, e.Revision())
-			if err == nil {
-				c.hold(ctx, key, rev)
+			if rev, err := kv.Update(ctx, key, mine, e.Revision()); err == nil {
+				c.hold(ctx, key, rev, lease)
 				return cluster.Record{Pending: true, Node: c.s.node, Until: lease}, true, nil
 			}
-			continue
+			continue // the next round reads what the update did
 		}
 		return r.public(), false, nil
 	}
 	return cluster.Record{}, false, fmt.Errorf("idempotency key %s: too much contention", key)
 }
 
-// hold records the revision of a claim this node made (none when the
-// caller stopped waiting: the claim then lapses by itself).
-func (c *claims) hold(ctx context.Context, key string, rev uint64) {
+// hold records a claim this node made (none when the caller stopped
+// waiting: the claim then lapses by itself).
+func (c *claims) hold(ctx context.Context, key string, rev uint64, until time.Time) {
 	if ctx.Err() != nil {
 		return
 	}
 	c.mu.Lock()
-	if c.revs == nil {
-		c.revs = make(map[string]uint64)
+	if c.held == nil {
+		c.held = make(map[string]heldClaim)
 	}
-	c.revs[key] = rev
+	c.held[key] = heldClaim{rev: rev, until: until}
 	c.mu.Unlock()
 }
 
-func (c *claims) take(key string) (uint64, bool) {
+// take ends this node's hold on key.
+func (c *claims) take(key string) (heldClaim, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	rev, ok := c.revs[key]
-	delete(c.revs, key)
-	return rev, ok
-}
-
-// held ends this node's hold on key, returning the bucket and the
-// claim's revision.
-func (c *claims) held(key string) (jetstream.KeyValue, uint64, error) {
-	rev, ok := c.take(key)
+	h, ok := c.held[key]
 	if !ok {
-		return nil, 0, fmt.Errorf("idempotency key %s: not claimed here", key)
+		return heldClaim{}, fmt.Errorf("idempotency key %s: not claimed here", key)
 	}
-	kv, err := c.kv()
-	return kv, rev, err
+	delete(c.held, key)
+	return h, nil
 }
 
 // errLostClaim: the claim lapsed and another node took the key over.
 var errLostClaim = errors.New("idempotency claim lapsed and was taken over")
 
-// Settle implements cluster.ClaimStore.
+// Settle implements cluster.ClaimStore. A reply that cannot be stored in
+// time (the bucket's leader stalled, an election under way) is stored in
+// the background until the claim's lease ends, so that the copies waiting
+// for it get it once the bucket has a leader that answers.
 func (c *claims) Settle(ctx context.Context, key string, status int, body []byte) error {
-	kv, rev, err := c.held(key)
+	h, err := c.take(key)
 	if err != nil {
 		return err
 	}
 	val := c.encode(key, record{Node: c.s.node, Status: status, Body: body})
-	if _, err := bounded(ctx, func(ctx context.Context) (uint64, error) { return kv.Update(ctx, key, val, rev) }); err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return errLostClaim
-		}
-		c.s.opFailed(err)
-		return err
-	}
-	return nil
+	return c.finish(ctx, key, h, val)
 }
 
-// Release implements cluster.ClaimStore.
+// Release implements cluster.ClaimStore, retried in the background as
+// Settle is.
 func (c *claims) Release(ctx context.Context, key string) error {
-	kv, rev, err := c.held(key)
+	h, err := c.take(key)
 	if err != nil {
 		return err
 	}
-	_, err = bounded(ctx, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, kv.Delete(ctx, key, jetstream.LastRevision(rev))
-	})
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		return errLostClaim
+	return c.finish(ctx, key, h, nil)
+}
+
+// finish writes val (nil: deletes the key) over the claim h within ctx,
+// and goes on in the background until the lease ends when the outcome is
+// not known by then.
+func (c *claims) finish(ctx context.Context, key string, h heldClaim, val []byte) error {
+	kv, err := c.kv()
+	if err == nil {
+		_, err = bounded(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, c.write(ctx, kv, key, h.rev, val) })
 	}
-	c.s.opFailed(err)
+	if err == nil || errors.Is(err, errLostClaim) {
+		return err
+	}
+	c.s.idemFailed(err)
+	c.behindDo(key, h, val)
 	return err
+}
+
+// behindDo retries the write of val over the claim h in the background
+// until it is known stored or the claim lapses (or the node closes).
+func (c *claims) behindDo(key string, h heldClaim, val []byte) {
+	c.mu.Lock()
+	if c.behind >= maxBehind || time.Until(h.until) <= 0 {
+		c.mu.Unlock()
+		return
+	}
+	c.behind++
+	c.mu.Unlock()
+	c.s.bg.Add(1)
+	go func() {
+		defer c.s.bg.Done()
+		defer func() { c.mu.Lock(); c.behind--; c.mu.Unlock() }()
+		ctx, cancel := context.WithDeadline(c.s.life, h.until)
+		defer cancel()
+		for ctx.Err() == nil {
+			kv, err := c.kv()
+			if err == nil {
+				actx, acancel := context.WithTimeout(ctx, time.Duration(c.s.cfg.Timeout))
+				err = c.write(actx, kv, key, h.rev, val)
+				acancel()
+				if err == nil {
+					c.s.log.Info("cluster idempotency: stored after a retry", zap.String("bucket", c.s.n.idem), zap.Bool("released", val == nil))
+					return
+				}
+				if errors.Is(err, errLostClaim) {
+					return
+				}
+			}
+			if !sleepCtx(ctx, probeRetry) {
+				return
+			}
+		}
+	}()
+}
+
+// Pacing of the write and claim retries.
+const (
+	writePause    = 10 * time.Millisecond
+	writePauseMax = 200 * time.Millisecond
+)
+
+// write replaces the claim at revision rev with val (nil: deletes it),
+// retrying within ctx while the outcome is unknown: after a timeout or
+// any "wrong last sequence" the key is read back, and the value written
+// (for a delete: no key) means it was stored; another node's newer record
+// means the claim was lost.
+func (c *claims) write(ctx context.Context, kv jetstream.KeyValue, key string, rev uint64, val []byte) error {
+	pause := writePause
+	var err error
+	for round := 0; ; round++ {
+		if val == nil {
+			err = kv.Delete(ctx, key, jetstream.LastRevision(rev))
+		} else {
+			_, err = kv.Update(ctx, key, val, rev)
+		}
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !timedOut(err) {
+			return err
+		}
+		e, rerr := c.read(ctx, key, round > 0)
+		switch {
+		case val == nil && (errors.Is(rerr, jetstream.ErrKeyNotFound) || errors.Is(rerr, jetstream.ErrKeyDeleted)):
+			return nil // released
+		case rerr == nil && val != nil && bytes.Equal(e.Value(), val):
+			return nil // stored
+		case rerr == nil && e.Revision() > rev:
+			return errLostClaim // another node's newer record
+		case ctx.Err() != nil:
+			return err
+		}
+		// still the claim (or a replica behind it): again
+		if !sleepCtx(ctx, pause) {
+			return err
+		}
+		pause = min(2*pause, writePauseMax)
+	}
 }
 
 // Wait pacing: the first read of a pending key follows at once, then
@@ -254,29 +373,32 @@ const (
 )
 
 // Wait implements cluster.ClaimStore: it reads the key until it is
-// settled, deleted, or its claim lapses, each read bounded by one
-// operation's timeout. (A KV watch would be pushed the change, but
-// creating one needs the cluster's metadata leader: while a new one is
-// elected the creation blocked for the caller's whole deadline, and the
-// waiting copy got a 409 although its twin had its reply in milliseconds.
-// A read needs only the bucket's own leader.)
+// settled, deleted, or its claim lapses. (A KV watch would be pushed the
+// change, but creating one needs the cluster's metadata leader: while a
+// new one is elected the creation blocked for the caller's whole
+// deadline, and the waiting copy got a 409 although its twin had its
+// reply in milliseconds. A read needs only one replica of the bucket.)
+// Reads go through another server too when one is slow (read), and once
+// the key stayed pending for half a timeout, each read asks both: a
+// server whose store stalled answers reads from a replica that stopped
+// following. A read that fails through both ends the wait with its
+// error: the caller cannot read the key, which does not say that the
+// first request is still busy.
 func (c *claims) Wait(ctx context.Context, key string) (cluster.Record, bool, error) {
 	pause := waitPollFirst
+	start := time.Now()
+	both := time.Duration(c.s.cfg.Timeout) / 2
 	for {
-		kv, err := c.kv()
-		if err != nil {
+		if _, err := c.kv(); err != nil {
 			return cluster.Record{}, false, err
 		}
-		gctx, cancel := context.WithTimeout(ctx, time.Duration(c.s.cfg.Timeout))
-		e, err := bounded(gctx, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return kv.Get(ctx, key) })
-		cancel()
+		e, err := c.read(ctx, key, time.Since(start) >= both)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
 			return cluster.Record{}, false, nil // released
 		case ctx.Err() != nil:
 			return cluster.Record{}, false, ctx.Err()
 		case err != nil:
-			c.s.opFailed(err)
 			return cluster.Record{}, false, err
 		}
 		r, trusted, err := c.decode(e, 0)
@@ -293,13 +415,134 @@ func (c *claims) Wait(ctx context.Context, key string) (cluster.Record, bool, er
 		if left <= 0 {
 			return cluster.Record{}, false, nil // lapsed
 		}
-		t := time.NewTimer(min(pause, left))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, min(pause, left)) {
 			return cluster.Record{}, false, ctx.Err()
-		case <-t.C:
 		}
 		pause = min(2*pause, waitPollMax)
+	}
+}
+
+// hedgeAfter is how long a read through the main connection may take
+// before the same read goes through the side connection too.
+func (c *claims) hedgeAfter() time.Duration {
+	return max(time.Duration(c.s.cfg.Timeout)/4, 50*time.Millisecond)
+}
+
+// read gets key within one timeout (and ctx) through the main connection
+// and, when that is slow or fails, or when both is set, through the side
+// connection (another server) too. With both, the newer of the two
+// answers wins (a replica can be behind); otherwise the first answer. A
+// read that fails both ways returns the main connection's error.
+func (c *claims) read(ctx context.Context, key string, both bool) (kvEntry, error) {
+	kv := c.s.idem.Load()
+	if kv == nil {
+		return nil, cluster.ErrUnavailable
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Duration(c.s.cfg.Timeout))
+	defer cancel()
+	answers := make(chan readAnswer, 2)
+	go func() {
+		e, err := bounded(ctx, func(ctx context.Context) (jetstream.KeyValueEntry, error) { return kv.Get(ctx, key) })
+		if err != nil {
+			answers <- readAnswer{err: err}
+			return
+		}
+		answers <- readAnswer{e: e}
+	}()
+	sideRead := func() {
+		go func() {
+			e, err := c.sideGet(ctx, key)
+			answers <- readAnswer{e: e, err: err, side: true}
+		}()
+	}
+	pending := 1
+	if both {
+		sideRead()
+		pending++
+	}
+	hedge := time.NewTimer(c.hedgeAfter())
+	defer hedge.Stop()
+	var best *readAnswer
+	var mainErr error
+	for pending > 0 {
+		select {
+		case a := <-answers:
+			pending--
+			if !a.side {
+				mainErr = a.err
+			}
+			switch {
+			case a.err == nil || errors.Is(a.err, jetstream.ErrKeyNotFound) || errors.Is(a.err, jetstream.ErrKeyDeleted):
+				if !both {
+					return a.e, a.err
+				}
+				if best == nil || newer(a, *best) {
+					best = &a
+				}
+			case !a.side && !both:
+				both = true // failed fast: ask another server now
+				sideRead()
+				pending++
+			}
+		case <-hedge.C:
+			if !both {
+				both = true
+				sideRead()
+				pending++
+			}
+		case <-ctx.Done():
+			pending = 0
+		}
+	}
+	if best != nil {
+		return best.e, best.err
+	}
+	if mainErr == nil {
+		mainErr = ctx.Err()
+	}
+	return nil, mainErr
+}
+
+// readAnswer is one connection's answer to a read.
+type readAnswer struct {
+	e    kvEntry
+	err  error
+	side bool
+}
+
+// newer reports whether answer a saw a later state of the key than b: a
+// record beats no record, a higher revision a lower one.
+func newer(a, b readAnswer) bool {
+	switch {
+	case a.err != nil:
+		return false
+	case b.err != nil:
+		return true
+	}
+	return a.e.Revision() > b.e.Revision()
+}
+
+// sideGet reads key through the side connection.
+func (c *claims) sideGet(ctx context.Context, key string) (kvEntry, error) {
+	nc, err := c.s.side.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e, err := directGet(ctx, nc, "KV_"+c.s.n.idem, key, "$KV."+c.s.n.idem+"."+key)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// sleepCtx pauses for d; it reports false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }

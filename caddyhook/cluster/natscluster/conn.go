@@ -61,10 +61,19 @@ type shared struct {
 	nc *nats.Conn
 	js jetstream.JetStream
 
-	ready       atomic.Bool // streams and buckets provisioned
-	connected   atomic.Bool // the client is connected (read without the client's lock)
-	healthy     atomic.Bool // the last probe or operation was answered in time
-	stateMu     sync.Mutex  // orders the reachability changes sent to the hub
+	ready       atomic.Bool        // streams and buckets provisioned
+	connected   atomic.Bool        // the client is connected (read without the client's lock)
+	healthy     atomic.Bool        // the last probe or operation was answered in time
+	idemStalled atomic.Bool        // an idempotency operation timed out and the bucket's leader has not answered since
+	servers     servers            // the servers in use, known and avoided
+	redundancy  redundancy         // the replicas last read
+	side        side               // a connection to another server, when needed
+	silent      atomic.Bool        // the last probe or operation timed out
+	grayWait    time.Duration      // (healthLoop's) pause between comparisons with another server,
+	grayNext    time.Time          // and the next one
+	life        context.Context    // ends when the backend closes
+	endLife     context.CancelFunc // …here
+	stateMu     sync.Mutex         // orders the reachability changes sent to the hub
 	probeNow    chan struct{}
 	provisionMu sync.Mutex
 	locks, idem atomic.Pointer[kvBox]
@@ -88,6 +97,8 @@ func connect(cfg *Config, p cluster.Params) (*shared, error) {
 	s := &shared{cfg: cfg, p: p, log: p.Logger.Named("cluster"), node: uuid.NewString()[:8] + "-" + hostname(),
 		n: namesFor(p.Name), closing: make(chan struct{}), started: make(chan struct{}), probeNow: make(chan struct{}, 1)}
 	s.hub.init()
+	s.side.s = s
+	s.life, s.endLife = context.WithCancel(context.Background())
 	s.initVersions()
 	s.claims = &claims{s: s}
 	if p.Queue != nil {
@@ -99,18 +110,34 @@ func connect(cfg *Config, p cluster.Params) (*shared, error) {
 	}
 	connected := make(chan struct{}, 1)
 	opts = append(opts,
-		nats.ConnectHandler(func(*nats.Conn) { <-s.started; s.connected.Store(true); s.onConnect(); signal(connected) }),
-		nats.ReconnectHandler(func(*nats.Conn) {
+		nats.ReconnectToServer(s.servers.pick(reconnectWait, reconnectJitter)),
+		nats.ConnectHandler(func(nc *nats.Conn) {
 			<-s.started
+			s.servers.connected(nc)
 			s.connected.Store(true)
-			s.log.Info("NATS reconnected", zap.String("server", s.nc.ConnectedUrlRedacted()))
+			s.onConnect()
+			signal(connected)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			<-s.started
+			reason := reasonDisconnected
+			if s.servers.connected(nc) {
+				reason = reasonStalled
+			}
+			s.p.Metrics.Reconnected(reason)
+			s.silent.Store(false) // (that was the other server)
+			s.connected.Store(true)
+			s.log.Info("NATS reconnected", zap.String("server", s.nc.ConnectedUrlRedacted()), zap.String("reason", reason))
 			s.onConnect()
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			<-s.started
+			s.servers.disconnected()
 			s.connected.Store(false)
 			s.healthy.Store(false) // probed again after the reconnection
-			s.log.Warn("NATS connection lost", zap.Error(err))
+			if err != nil || !s.servers.leaving() {
+				s.log.Warn("NATS connection lost", zap.Error(err))
+			}
 			s.refresh()
 		}),
 		nats.ClosedHandler(func(*nats.Conn) { <-s.started; s.connected.Store(false); s.refresh() }),
@@ -122,8 +149,9 @@ func connect(cfg *Config, p cluster.Params) (*shared, error) {
 	if err == nil {
 		// the handlers (queued in order, run from here on) keep it current
 		s.connected.Store(s.nc.IsConnected())
-		s.bg.Add(1)
+		s.bg.Add(2)
 		go s.healthLoop()
+		go s.redundancyLoop()
 	}
 	close(s.started) // the handlers may use nc and js from here on
 	if err != nil {
@@ -157,6 +185,13 @@ func connect(cfg *Config, p cluster.Params) (*shared, error) {
 	return s, nil
 }
 
+// The pause between two rounds of reconnection attempts (plus up to the
+// jitter).
+const (
+	reconnectWait   = 250 * time.Millisecond
+	reconnectJitter = 100 * time.Millisecond
+)
+
 // options builds the client options: endless reconnection, no buffering
 // while disconnected (a publish then fails at once and the caller falls
 // back), and the configured credentials and TLS.
@@ -175,8 +210,8 @@ func (s *shared) options() ([]nats.Option, error) {
 		nats.Timeout(timeout),
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250 * time.Millisecond),
-		nats.ReconnectJitter(100*time.Millisecond, 500*time.Millisecond),
+		nats.ReconnectWait(reconnectWait),
+		nats.ReconnectJitter(reconnectJitter, 500*time.Millisecond),
 		nats.ReconnectBufSize(-1),
 		nats.FlusherTimeout(max(timeout/2, 50*time.Millisecond)),
 		nats.ReconnectOnFlusherError(),
@@ -350,6 +385,7 @@ func (s *shared) close() {
 	default:
 	}
 	close(s.closing)
+	s.endLife()
 	if s.queue != nil {
 		s.queue.setSender(nil, 0)
 	}
@@ -357,6 +393,7 @@ func (s *shared) close() {
 		s.nc.Close()
 	}
 	s.bg.Wait()
+	s.side.close()
 	s.hub.close()
 }
 

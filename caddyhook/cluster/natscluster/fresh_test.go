@@ -90,9 +90,12 @@ func TestOutcomeMessageReplayedIsReadOnce(t *testing.T) {
 		defer mu.Unlock()
 		return got.Load() == 1 && len(recorded) == 1
 	})
+	mu.Lock()
+	message := recorded[0] // the recording subscription keeps appending the replays
+	mu.Unlock()
 	const replays = 1000
 	for range replays {
-		if err := nc.Publish("hooks.outreplay.outcome", recorded[0]); err != nil {
+		if err := nc.Publish("hooks.outreplay.outcome", message); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -20,7 +20,10 @@ var errNoLeader = errors.New("stream has no leader (quorum lost)")
 // least a second) while it answers, every probeRetry while it does not,
 // and at once after a reconnection or an operation that timed out. A
 // connection alone is not enough to serve: the server it reaches may
-// have lost its quorum, or the path to it may have gone silent.
+// have lost its quorum, the path to it may have gone silent, or the
+// server may answer PINGs while its JetStream is stalled (checkGray then
+// moves the node to another server). A stalled idempotency bucket is
+// probed on its own (idemStalled).
 func (s *shared) healthLoop() {
 	defer s.bg.Done()
 	every := max(time.Duration(s.cfg.Timeout), time.Second)
@@ -34,7 +37,7 @@ func (s *shared) healthLoop() {
 		case <-t.C:
 		}
 		if s.ready.Load() && s.connected.Load() {
-			err := s.probe()
+			err, sideErr, compared := s.probeAndCompare()
 			switch was := s.healthy.Swap(err == nil); {
 			case err == nil && !was:
 				s.log.Info("cluster answers again")
@@ -42,12 +45,22 @@ func (s *shared) healthLoop() {
 				s.log.Warn("cluster does not answer; running on local state until it does", zap.Error(err))
 			}
 			s.refresh()
-			if errors.Is(err, jetstream.ErrStreamNotFound) {
+			s.silent.Store(timedOut(err))
+			switch {
+			case err == nil:
+				s.grayWait, s.grayNext = 0, time.Time{}
+			case errors.Is(err, jetstream.ErrStreamNotFound):
 				s.reprovision()
+			case compared && timedOut(err) && s.connected.Load():
+				s.checkGray(err, sideErr) // connected, and JetStream silent
+			}
+			if err == nil && s.idemStalled.Load() {
+				s.probeIdem()
 			}
 		}
+		s.side.closeIdle()
 		wait := every
-		if !s.healthy.Load() {
+		if !s.healthy.Load() || s.idemStalled.Load() {
 			wait = probeRetry
 		}
 		if !t.Stop() {
@@ -60,16 +73,39 @@ func (s *shared) healthLoop() {
 	}
 }
 
-// probe asks the leader of the namespace's main stream (the queue, else
-// the idempotency bucket) for its state, within one operation's timeout.
-func (s *shared) probe() error {
+// probeAndCompare probes the namespace; when the last probe or operation
+// timed out while connected (silent), it asks another server the same
+// question at the same moment (see checkGray).
+func (s *shared) probeAndCompare() (err, sideErr error, compared bool) {
+	if !s.silent.Load() || time.Now().Before(s.grayNext) {
+		return s.probe(), nil, false
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); sideErr = s.sideProbe() }()
+	err = s.probe()
+	<-done
+	return err, sideErr, true
+}
+
+// probeStream is the namespace's main stream: the queue, else the
+// idempotency bucket's.
+func (s *shared) probeStream() string {
+	if s.queue != nil {
+		return s.n.queue
+	}
+	return "KV_" + s.n.idem
+}
+
+// probe asks the leader of the namespace's main stream for its state,
+// within one operation's timeout.
+func (s *shared) probe() error { return s.askLeader(s.probeStream()) }
+
+// askLeader asks the leader of stream for its state, within one
+// operation's timeout.
+func (s *shared) askLeader(stream string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(s.cfg.Timeout))
 	defer cancel()
-	name := "KV_" + s.n.idem
-	if s.queue != nil {
-		name = s.n.queue
-	}
-	st, err := bounded(ctx, func(ctx context.Context) (jetstream.Stream, error) { return s.js.Stream(ctx, name) })
+	st, err := bounded(ctx, func(ctx context.Context) (jetstream.Stream, error) { return s.js.Stream(ctx, stream) })
 	if err != nil {
 		return err
 	}
@@ -98,11 +134,43 @@ func (s *shared) opFailed(err error) {
 	if !timedOut(err) {
 		return
 	}
+	s.silent.Store(true)
 	if s.healthy.Swap(false) {
 		s.log.Warn("cluster operation timed out; running on local state until the cluster answers", zap.Error(err))
 		s.refresh()
 	}
 	signal(s.probeNow)
+}
+
+// idemFailed follows an idempotency operation that timed out. With a
+// queue, the node stays up (its queue may answer: a stalled bucket leader
+// must not turn every event away) and the bucket alone is marked stalled:
+// claims fail at once, so that the node's own cache answers, until a
+// probe of the bucket's leader answers again. Without a queue the bucket
+// is the namespace's main stream: the node is down, as opFailed says.
+// Either way the namespace is probed now (a silent connection times out
+// every operation).
+func (s *shared) idemFailed(err error) {
+	if !timedOut(err) {
+		return
+	}
+	if s.queue == nil {
+		s.opFailed(err)
+		return
+	}
+	if !s.idemStalled.Swap(true) {
+		s.log.Warn("cluster idempotency bucket does not answer in time; each node's own cache answers until it does",
+			zap.String("bucket", s.n.idem), zap.Error(err))
+	}
+	signal(s.probeNow)
+}
+
+// probeIdem asks the idempotency bucket's leader, and ends idemStalled
+// when it answers.
+func (s *shared) probeIdem() {
+	if err := s.askLeader("KV_" + s.n.idem); err == nil && s.idemStalled.Swap(false) {
+		s.log.Info("cluster idempotency bucket answers again", zap.String("bucket", s.n.idem))
+	}
 }
 
 // timedOut reports an operation that got no answer in time.

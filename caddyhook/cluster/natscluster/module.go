@@ -292,4 +292,5 @@ var (
 	_ caddy.CleanerUpper = (*NATS)(nil)
 	_ cluster.Engine     = (*NATS)(nil)
 	_ cluster.Describer  = (*handle)(nil)
+	_ cluster.Redundant  = (*handle)(nil)
 )
