@@ -355,14 +355,14 @@ func TestBodyBuffers(t *testing.T) {
 
 // TestFloodBodiesReuseBuffers (issue 34 N9r): unauthenticated bodies of
 // the body limit, read in full to check their signature (a wrong one,
-// from addresses below the lockout's threshold), are read
-// into recycled buffers: the handler allocates a small part of what the
-// flood sends. Before, each 1 MiB body was read into a buffer grown from
-// 4 KiB (5,115 KiB allocated per request on main 1e6ec17; here 27 KiB),
-// and that churn counted
-// against every transform call running meanwhile (its memory check reads
-// the process's heap growth): 0 to 2 of 527 legitimate calls failed with
-// "memory limit" beside such a flood (TestTransformFalseFailuresUnderFlood).
+// from addresses below the lockout's threshold), are read into recycled
+// buffers: the handler allocates a small part of what the flood sends.
+// Before, each 1 MiB body was read into a buffer grown from 4 KiB (5,115
+// KiB allocated per request on main 1e6ec17; here 27 KiB), and that churn
+// counted against every transform call running meanwhile (its memory
+// check reads the process's heap growth): 0 to 2 of 527 legitimate calls
+// failed with "memory limit" beside such a flood
+// (TestTransformFalseFailuresUnderFlood).
 func TestFloodBodiesReuseBuffers(t *testing.T) {
 	const size = 1 << 20
 	h := newTestHandler(t, nil, func(h *Handler) {
