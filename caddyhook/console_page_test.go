@@ -36,12 +36,12 @@ func TestAdminConsolePage(t *testing.T) {
 	}
 }
 
-// TestConsoleRedirectStaysOnSite (issue 34 B8): the page asked for without
+// TestConsoleRedirectStaysOnTheSite (issue 34 B8): the page asked for without
 // its trailing slash is redirected to a path on the same site, however
 // the path starts: a console mounted at the site root asked for as
 // //evil.example was redirected to //evil.example/, which a browser reads
 // as the host evil.example (an open redirect).
-func TestConsoleRedirectStaysOnSite(t *testing.T) {
+func TestConsoleRedirectStaysOnTheSite(t *testing.T) {
 	for _, c := range []struct{ target, want string }{
 		{"/ops", "/ops/"},
 		{"/ops?x=1", "/ops/?x=1"},
@@ -50,6 +50,7 @@ func TestConsoleRedirectStaysOnSite(t *testing.T) {
 		{"//evil.example?x=1", "/evil.example/?x=1"},
 		{"/%2F%2Fevil.example", "/evil.example/"},
 		{"//evil.example/path", "/evil.example/path/"},
+		{"//evil.example/ops", "/evil.example/ops/"},
 		{"/\\evil.example", "/%5Cevil.example/"},
 	} {
 		r := httptest.NewRequest(http.MethodGet, "http://site.example"+c.target, nil)
