@@ -3,6 +3,7 @@ package caddyhook
 import (
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,13 +76,8 @@ func (l *accessLog) headersHold(h http.Header) bool {
 		if !l.logs.ShouldLogCredentials && caddyRedacts(name) {
 			continue
 		}
-		if l.tokens.holds(name) {
+		if l.tokens.holds(name) || slices.ContainsFunc(vs, l.tokens.holds) {
 			return true
-		}
-		for _, v := range vs {
-			if l.tokens.holds(v) {
-				return true
-			}
 		}
 	}
 	return false

@@ -82,8 +82,9 @@ func (k keySource) String() string {
 		return "operator"
 	case keyRequest:
 		return "request"
+	default:
+		return "none"
 	}
-	return "none"
 }
 
 // action is one resolved wake or agent action on its way to the gateway.

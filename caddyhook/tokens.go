@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/caddyserver/caddy/v2"
@@ -378,13 +379,8 @@ func (t *tokenChecker) holdsToken(s string) bool { return t.shapes.holdsWhole(s,
 // hook token.
 func (t *tokenChecker) headerHolds(h http.Header) bool {
 	for name, vs := range h {
-		if t.holds(name) {
+		if t.holds(name) || slices.ContainsFunc(vs, t.holds) {
 			return true
-		}
-		for _, v := range vs {
-			if t.holds(v) {
-				return true
-			}
 		}
 	}
 	return false
