@@ -14,8 +14,12 @@ import (
 )
 
 // queueFactor bounds how long a call waits for a free runtime, in time
-// budgets: a burst queues rather than fails, an overload fails fast.
-const queueFactor = 10
+// budgets: a burst queues rather than fails, an overload fails fast. It
+// outlasts the longest a call that computes holds its runtime (on a
+// starved CPU, wallFactor budgets of wall-clock time, then it is stopped)
+// by two budgets, so that a call queued behind one that spins gets the
+// runtime once that one is stopped, however busy the machine.
+const queueFactor = wallFactor + 2
 
 // errNoRuntime is returned by pool.acquire when no runtime became free.
 var errNoRuntime = errors.New("no runtime free")
@@ -26,7 +30,7 @@ var errNoRuntime = errors.New("no runtime free")
 // and capped by MaxBytes; anything else, undefined included, overrides nothing and returns an empty
 // map. Errors are *Error.
 //
-// The call waits at most ten time budgets (or until ctx is done) for a
+// The call waits at most twelve time budgets (or until ctx is done) for a
 // free runtime, then runs on that runtime's worker goroutine; Run returns
 // when it finishes, when ctx is done, or, should the script be stuck in a
 // native built-in the interrupt cannot reach, one time budget after it was stopped
