@@ -14,7 +14,6 @@ import (
 
 	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/lockout"
-	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 func init() {
@@ -30,27 +29,12 @@ const (
 // adminAPI is the `admin.api.hooks` module: routes under /hooks/ on Caddy's
 // admin endpoint (so its access control applies: localhost or a Unix
 // socket by default, mTLS for remote admin) to look at and operate the
-// running hooks handlers:
-//
-//	GET    /hooks/                    each handler: base path, spool status, active lockouts, idempotency entries
-//	GET    /hooks/version             the running build: version, cluster level, admin API version, formats
-//	GET    /hooks/lockouts            [{"address", "until"}]
-//	DELETE /hooks/lockouts/<address>  lifts one lockout (404 if not locked)
-//	GET    /hooks/spool/dead          the dead letters (?body=1: with the stored gateway request)
-//	POST   /hooks/spool/dead/retry    {"ids": [...]} or {"all": true} → {"retried": N}
-//	POST   /hooks/spool/dead/drop     {"ids": [...]} or {"all": true} → {"dropped": N}
-//	POST   /hooks/spool/pause         delivery stops; accepting continues
-//	POST   /hooks/spool/resume        delivery continues where it stopped
-//	GET    /hooks/events              the event log, newest first (see eventlog_admin.go)
-//	GET    /hooks/events/<id>         one event; POST …/<id>/replay dispatches it again
-//	GET    /hooks/events/stream       the live tail (Server-Sent Events)
-//	GET    /hooks/events/rates        the last hour's rates
-//	GET    /hooks/console             the console page (see console_page.go)
-//
-// With several hooks handlers, ?path=<base path> (and ?server=<name> when
-// two servers use the same base path) selects one. No answer carries a
-// token or secret. Every answer carries the admin API's version in the
-// Hooks-Api-Version header (internal/version.API).
+// running hooks handlers. The routes are adminRoutes (admin_routes.go),
+// the one list the dispatcher reads and docs/operations.md is checked
+// against. With several hooks handlers, ?path=<base path> (and
+// ?server=<name> when two servers use the same base path) selects one. No
+// answer carries a token or secret. Every answer carries the admin API's
+// version in the Hooks-Api-Version header (internal/version.API).
 type adminAPI struct {
 	ctx caddy.Context // its config's: ends the live tails when it is replaced
 }
@@ -75,61 +59,24 @@ func (a *adminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{{Pattern: adminapi.Prefix, Handler: caddy.AdminHandlerFunc(a.serve)}}
 }
 
-// serve dispatches an admin request by path and method.
+// serve dispatches an admin request: the console's page and files, or an
+// API route.
 func (a *adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 	sub := strings.TrimPrefix(r.URL.Path, adminapi.Prefix)
-	if sub == "console" || strings.HasPrefix(sub, "console/") {
-		return serveConsole(w, r, consoleOnAdmin, strings.TrimPrefix(strings.TrimPrefix(sub, "console"), "/"))
-	}
 	if a.ctx.Context != nil {
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		defer context.AfterFunc(a.ctx, cancel)()
 		r = r.WithContext(ctx)
 	}
-	return serveAPI(w, r, sub)
+	return dispatchAdmin(w, r, sub, true)
 }
 
-// serveAPI answers the API request sub (the path below /hooks/): on the
-// admin endpoint, and below a hooks_console handler's api/ path.
+// serveAPI answers the API request sub (the path below /hooks/) below a
+// hooks_console handler's api/ path: the routes of the admin endpoint but
+// the console page.
 func serveAPI(w http.ResponseWriter, r *http.Request, sub string) error {
-	w.Header().Set(version.APIHeader, strconv.Itoa(version.API))
-	var rt adminRoute
-	var arg string
-	switch {
-	case sub == "version":
-		rt = adminRoute{http.MethodGet, serveVersion}
-	case sub == "events" || strings.HasPrefix(sub, "events/"):
-		rt, arg = eventsRoute(strings.TrimPrefix(strings.TrimPrefix(sub, "events"), "/"))
-	case sub == "":
-		rt = adminRoute{http.MethodGet, serveStatus}
-	case sub == "lockouts":
-		rt = adminRoute{http.MethodGet, serveLockouts}
-	case strings.HasPrefix(sub, "lockouts/"):
-		rt, arg = adminRoute{http.MethodDelete, serveLift}, strings.TrimPrefix(sub, "lockouts/")
-	case sub == "spool/dead":
-		rt = adminRoute{http.MethodGet, serveDeadLetters}
-	case sub == "spool/dead/retry":
-		rt, arg = adminRoute{http.MethodPost, serveRetryDrop}, "retried"
-	case sub == "spool/dead/drop":
-		rt, arg = adminRoute{http.MethodPost, serveRetryDrop}, "dropped"
-	case sub == "spool/pause", sub == "spool/resume":
-		rt, arg = adminRoute{http.MethodPost, servePause}, strings.TrimPrefix(sub, "spool/")
-	default:
-		return apiError(http.StatusNotFound, "no such hooks admin endpoint: %s", r.URL.Path)
-	}
-	if r.Method != rt.method {
-		w.Header().Set("Allow", rt.method)
-		return apiError(http.StatusMethodNotAllowed, "%s %s: method not allowed (use %s)", r.Method, r.URL.Path, rt.method)
-	}
-	if sub == "" || sub == "version" {
-		return rt.serve(w, r, nil, arg)
-	}
-	lh, err := selectHandler(r)
-	if err != nil {
-		return err
-	}
-	return rt.serve(w, r, lh, arg)
+	return dispatchAdmin(w, r, sub, false)
 }
 
 // serveStatus answers GET /hooks/ for every handler, or the ?path one.

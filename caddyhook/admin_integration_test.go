@@ -660,7 +660,7 @@ func TestSpoolCommandThroughAdminAPI(t *testing.T) {
 	if out := run("drop", "--address", address, "--dir", dir, ids[1]); !strings.Contains(out, "dropped 1 dead letter(s) from "+dir) {
 		t.Fatalf("live drop: %s", out)
 	}
-	live := run("list", "--address", address, "--path", "/hooks", "--body")
+	live := run("list", "--address", address, "--base", "/hooks", "--body")
 	for i, id := range ids {
 		if strings.Contains(live, id) != (i >= 2) {
 			t.Fatalf("live list (dead letters %v expected):\n%s", ids[2:], live)

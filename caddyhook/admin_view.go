@@ -7,10 +7,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
 )
 
 // What the admin API's routes (admin.go, admin_spool.go,
@@ -20,13 +21,6 @@ import (
 // maxAdminBody bounds a request body of the admin API (a retry/drop
 // request).
 const maxAdminBody = 1 << 20
-
-// adminRoute is one endpoint: its method and what it does for the
-// selected handler (nil handler: the endpoint lists every handler).
-type adminRoute struct {
-	method string
-	serve  func(w http.ResponseWriter, r *http.Request, lh *liveHandler, arg string) error
-}
 
 // liveHandler is a hooks handler of the running config.
 type liveHandler struct {

@@ -14,8 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyserver/caddy/v2"
+
+	"github.com/caddyhook/caddyhook/internal/lockout"
 )
 
 // Defaults of unauthenticated_bodies and body_timeout.

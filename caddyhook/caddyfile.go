@@ -33,6 +33,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) ([]httpcaddyfile.ConfigValue, error)
 // hooks directive, whose syntax is in the Handler's doc.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	d.Next() // directive name
+	file := d.File()
 	if d.NextArg() {
 		h.Path = d.Val()
 	}
@@ -43,6 +44,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		if err := h.unmarshalOption(d); err != nil {
 			return err
 		}
+	}
+	if h.TransformsRoot == "" && usesTransforms(h.Mappings) {
+		h.TransformsRoot = caddyfilePath(file, defaultTransformsRoot)
 	}
 	return nil
 }
@@ -174,7 +178,11 @@ func (h *Handler) unmarshalOption(d *caddyfile.Dispenser) error {
 		h.CELCostLimit = uint64(n)
 		return nil
 	case "transforms_root":
-		return oneArg(d, &h.TransformsRoot)
+		if err := oneArg(d, &h.TransformsRoot); err != nil {
+			return err
+		}
+		h.TransformsRoot = caddyfilePath(d.File(), h.TransformsRoot)
+		return nil
 	case "transforms_dir":
 		return oneArg(d, &h.TransformsDir)
 	case "transform_timeout":

@@ -5,10 +5,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/dustin/go-humanize"
+
+	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/duration"
 )
 
 // The argument readers of the Caddyfile parsers (caddyfile.go,
@@ -29,8 +31,11 @@ func countAndDuration(d *caddyfile.Dispenser, countName string, max int, durName
 	}
 	var dur caddy.Duration
 	if len(args) == 2 {
-		v, err := caddy.ParseDuration(args[1])
-		if err != nil || v <= 0 {
+		v, err := duration.Parse(args[1])
+		if err != nil {
+			return 0, 0, d.Errf("%s: %s %v", name, durName, err)
+		}
+		if v <= 0 {
 			return 0, 0, d.Errf("%s: %s %q must be a positive duration", name, durName, args[1])
 		}
 		dur = caddy.Duration(v)
@@ -70,9 +75,9 @@ func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
 	if err := oneArg(d, &s); err != nil {
 		return err
 	}
-	v, err := caddy.ParseDuration(s)
+	v, err := duration.Parse(s)
 	if err != nil {
-		return d.Errf("%s: invalid duration %q: %v", name, s, err)
+		return d.Errf("%s: %v", name, err)
 	}
 	*dst = caddy.Duration(v)
 	return nil

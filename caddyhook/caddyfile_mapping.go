@@ -1,10 +1,10 @@
 package caddyhook
 
 import (
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 
 	"github.com/caddyhook/caddyhook/internal/cftoken"
+	"github.com/caddyhook/caddyhook/internal/duration"
 	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
@@ -141,9 +141,9 @@ func unmarshalVerify(d *caddyfile.Dispenser) (*verify.Config, error) {
 			if err := oneArg(d, &s); err != nil {
 				return nil, err
 			}
-			dur, err := caddy.ParseDuration(s)
+			dur, err := duration.Parse(s)
 			if err != nil {
-				return nil, d.Errf("verify: tolerance %q: %v", s, err)
+				return nil, d.Errf("verify: tolerance %v", err)
 			}
 			v.Tolerance = dur
 		case strs[name] != nil:

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -216,8 +217,7 @@ func forwardedHop(r *http.Request, headers []string, chosen netip.Addr) (hop net
 			continue
 		}
 		prev := peer
-		for i := len(values) - 1; i >= 0; i-- {
-			v := values[i]
+		for _, v := range slices.Backward(values) {
 			for {
 				part := v
 				j := strings.LastIndexByte(v, ',')
@@ -289,6 +289,7 @@ func proxyProtocolOpen(srv *caddyhttp.Server) bool {
 		switch proxyprotocol.Policy(pp.FieldByName("FallbackPolicy").Int()) {
 		case proxyprotocol.PolicyUSE, proxyprotocol.PolicyREQUIRE:
 			return true
+		default: // IGNORE, REJECT and SKIP take no address from the header
 		}
 		allow := pp.FieldByName("Allow")
 		prefixes := make([]netip.Prefix, 0, allow.Len())

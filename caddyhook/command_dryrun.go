@@ -19,11 +19,12 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/caddyconfig"
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/caddyhook/caddyhook/internal/adminapi"
 	"github.com/caddyhook/caddyhook/internal/safetext"
 	"github.com/caddyhook/caddyhook/internal/secret"
 	"github.com/caddyhook/caddyhook/internal/verify"
@@ -33,10 +34,13 @@ import (
 // through a configured hooks handler, without dispatching.
 func newTestCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "test --config <file> [--adapter caddyfile] --path <name> [--payload <file.json>] [--header 'K: V']... [--token <value> | --no-token]",
+		Use:   "test [--config <file>] [--adapter caddyfile] [--base <path>] --path <name> [--payload <file.json>] [--header 'K: V']... [--token <value> | --no-token]",
 		Short: "Dry-runs a hook request through the configured mappings and policy",
 		Long: `
-Loads the config, finds its hooks handler and runs one request through the whole
+Loads the config as "caddy run" does (--config, else ./Caddyfile; the Caddyfile
+adapter for a name starting with Caddyfile or ending in .caddyfile, or with
+--adapter caddyfile), finds its hooks handler (--base chooses one when there are
+several) and runs one request through the whole
 pipeline (authentication, body limit, signature verification, mappings, CEL,
 transforms, policy, safety wrapper, idempotency) without dispatching anything and
 without touching a spool or any shared state (with cluster mode configured it
@@ -94,9 +98,9 @@ everything, with stack traces.
 		},
 	}
 	f := cmd.Flags()
-	f.StringP("config", "c", "", "Config file (required)")
-	f.StringP("adapter", "a", "", "Config adapter (default: caddyfile for Caddyfile names, else JSON)")
-	f.String("base", "", "Base path of the hooks handler to use when the config has several")
+	f.StringP("config", "c", "", "Config file (default: ./Caddyfile), loaded as caddy run loads it")
+	f.StringP("adapter", "a", "", "Config adapter (default: caddyfile for a name starting with Caddyfile or ending in .caddyfile, else JSON)")
+	f.String("base", "", adminapi.BaseUsage)
 	f.String("path", "", "Hook name (e.g. gmail) or full request path (e.g. /hooks/gmail), optionally with a query (required)")
 	f.String("payload", "", "JSON body file (default: empty body, i.e. {}); - reads stdin")
 	f.StringArray("header", nil, "Request header 'Name: value' (repeatable)")
@@ -120,12 +124,17 @@ type dryRunOptions struct {
 
 // dryRunReport is what `caddy hooks test` prints.
 type dryRunReport struct {
-	Status  int             `json:"status"`
-	Auth    string          `json:"auth,omitempty"` // which configured token authenticated
-	Reply   json.RawMessage `json:"reply,omitempty"`
-	Error   string          `json:"error,omitempty"`
-	Actions []dryRunAction  `json:"actions,omitempty"`
-	Dropped int             `json:"dropped,omitempty"`
+	Status  int    `json:"status"`
+	Auth    string `json:"auth,omitempty"` // which configured token authenticated
+	Mapping string `json:"mapping,omitempty"`
+	Reason  string `json:"reason,omitempty"` // why a 204 dispatched nothing
+	// PassedOver are the mappings that answer the hook name but did not
+	// take the request, and why ("github-push: match_expr false").
+	PassedOver []string        `json:"passed_over,omitempty"`
+	Reply      json.RawMessage `json:"reply,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	Actions    []dryRunAction  `json:"actions,omitempty"`
+	Dropped    int             `json:"dropped,omitempty"`
 }
 
 // dryRunAction is one action as the gateway would receive it. A
@@ -166,8 +175,8 @@ func newDryRunAction(it *prepared) dryRunAction {
 // runDryRun loads the config, runs the request and prints the report. It
 // reports whether the request was rejected.
 func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
-	if o.config == "" || o.path == "" {
-		return false, errors.New("--config and --path are required")
+	if o.path == "" {
+		return false, errors.New("--path is required: the hook name (e.g. gmail) or the request path (e.g. /hooks/gmail)")
 	}
 	if o.noToken && o.token != "" {
 		return false, errors.New("--token and --no-token exclude each other")
@@ -198,7 +207,7 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	ctx, cancel := caddy.NewContext(caddy.Context{Context: context.Background()})
 	defer cancel()
 	err = h.Provision(ctx)
-	defer h.Cleanup()
+	defer func() { _ = h.Cleanup() }() // a dry run's handler holds nothing shared: nothing to report
 	if err != nil {
 		return false, fmt.Errorf("provision: %w", err)
 	}
@@ -238,9 +247,9 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	if !o.noToken && req.Header.Get("Authorization") == "" && !h.tokens.headerPresent(req) {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	ex := exchange{r: req, sub: sub, ip: clientAddr(req), now: time.Now(), bodyBuf: new([]byte), route: "none"}
+	ex := exchange{r: req, sub: sub, ip: clientAddr(req), now: time.Now(), bodyBuf: new([]byte), route: "none", trace: true}
 	status, reply, herr := h.process(&ex)
-	rep := dryRunReport{Status: status, Dropped: dry.dropped}
+	rep := dryRunReport{Status: status, Dropped: dry.dropped, Mapping: ex.mapping, Reason: ex.skip, PassedOver: ex.passed}
 	if i := h.tokens.index(h.tokens.presented(req.Header)); i >= 0 {
 		rep.Auth = fmt.Sprintf("token %d of %d", i+1, h.tokens.count())
 	}
@@ -392,25 +401,17 @@ func readPayload(path string) ([]byte, error) {
 	return b, nil
 }
 
-// loadHooksConfig adapts the config file and returns the JSON of its
+// loadHooksConfig loads the config as caddy run does (Caddy's own
+// loader: --config, else ./Caddyfile; the Caddyfile adapter for a
+// Caddyfile name or --adapter caddyfile) and returns the JSON of its
 // hooks handler (the one with base path base when there are several).
 func loadHooksConfig(file, adapter, base string) (json.RawMessage, error) {
-	b, err := os.ReadFile(file)
+	b, file, _, err := caddycmd.LoadConfig(file, adapter)
 	if err != nil {
-		return nil, fmt.Errorf("--config: %w", err)
+		return nil, err
 	}
-	if adapter == "" && isCaddyfileName(file) {
-		adapter = "caddyfile"
-	}
-	if adapter != "" {
-		a := caddyconfig.GetAdapter(adapter)
-		if a == nil {
-			return nil, fmt.Errorf("--adapter: unknown adapter %q", adapter)
-		}
-		abs, _ := filepath.Abs(file)
-		if b, _, err = a.Adapt(b, map[string]any{"filename": abs}); err != nil {
-			return nil, fmt.Errorf("adapting %s: %w", file, err)
-		}
+	if len(b) == 0 {
+		return nil, errors.New("no config: give --config <file>, or run it where ./Caddyfile is")
 	}
 	var cfg any
 	if err := json.Unmarshal(b, &cfg); err != nil {
@@ -438,12 +439,6 @@ func loadHooksConfig(file, adapter, base string) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%s has %d hooks handlers (%s); choose one with --base", file, len(found), strings.Join(bases, ", "))
 	}
 	return json.Marshal(found[0])
-}
-
-// isCaddyfileName reports names Caddy itself adapts as a Caddyfile.
-func isCaddyfileName(file string) bool {
-	name := filepath.Base(file)
-	return strings.HasPrefix(name, "Caddyfile") || strings.HasSuffix(name, ".caddyfile") || strings.HasSuffix(name, ".Caddyfile")
 }
 
 // findHooksHandlers collects every object with "handler": "hooks".

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+
 	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
@@ -182,6 +184,11 @@ func TestDryRunConfigErrors(t *testing.T) {
 	if err := os.WriteFile(two, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	conf := filepath.Join(dir, "site.conf") // a Caddyfile by a name caddy run does not adapt by itself
+	if err := os.WriteFile(conf, []byte(dryRunCaddyfile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir) // no ./Caddyfile
 	t.Setenv("CADDYHOOK_DRY_TOKEN", dryToken)
 	t.Setenv("CADDYHOOK_DRY_SECRET", "")
 	tests := []struct {
@@ -189,12 +196,14 @@ func TestDryRunConfigErrors(t *testing.T) {
 		opts dryRunOptions
 		want string
 	}{
-		{"missing flags", dryRunOptions{}, "--config and --path are required"},
-		{"no such file", dryRunOptions{config: filepath.Join(dir, "nope"), path: "x"}, "--config"},
+		{"missing flags", dryRunOptions{}, "--path is required"},
+		{"no such file", dryRunOptions{config: filepath.Join(dir, "nope"), path: "x"}, "reading config from file"},
+		{"a Caddyfile by another name", dryRunOptions{config: conf, path: "alert"}, "did you mean to use a config adapter (the --adapter flag)?"},
+		{"no config", dryRunOptions{path: "alert"}, "no config: give --config <file>, or run it where ./Caddyfile is"},
 		{"two handlers", dryRunOptions{config: two, path: "alert"}, "choose one with --base"},
 		{"unknown base", dryRunOptions{config: two, path: "alert", base: "/x"}, "no hooks handler with that path"},
 		{"bad header", dryRunOptions{config: two, base: "/hooks", path: "alert", headers: []string{"nocolon"}}, "want 'Name: value'"},
-		{"bad adapter", dryRunOptions{config: two, path: "alert", adapter: "nginx"}, "unknown adapter"},
+		{"bad adapter", dryRunOptions{config: two, path: "alert", adapter: "nginx"}, "unrecognized config adapter: nginx"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -214,6 +223,76 @@ func TestDryRunConfigErrors(t *testing.T) {
 		}
 		if got := strings.Contains(notes.String(), `{env.CADDYHOOK_DRY_SECRET} is not set; signatures for mapping "gh"`); got != noted {
 			t.Errorf("--path %s: notes = %q, want the note: %v", path, notes.String(), noted)
+		}
+	}
+}
+
+// TestDryRunLoadsAsCaddyRun: caddy hooks test loads a config as caddy
+// run does (caddycmd.LoadConfig): ./Caddyfile without --config, the
+// Caddyfile adapter for a Caddyfile name or with --adapter caddyfile,
+// JSON otherwise; a relative transforms_root follows the Caddyfile.
+func TestDryRunLoadsAsCaddyRun(t *testing.T) {
+	t.Setenv("CADDYHOOK_DRY_TOKEN", dryToken)
+	t.Setenv("CADDYHOOK_DRY_SECRET", drySecret)
+	dir := t.TempDir()
+	withTransform := strings.Replace(dryRunCaddyfile, "presets gmail\n", "presets gmail\n\t\ttransforms_root mods\n\t\tmapping t {\n\t\t\tmatch_path t\n\t\t\ttransform t.js\n\t\t}\n", 1)
+	writeModules(t, dir, map[string]string{
+		"Caddyfile":      withTransform,
+		"conf/site.conf": withTransform,
+		"mods/t.js":      `export default () => ({ message: "from mods" });`,
+		"conf/mods/t.js": `export default () => ({ message: "from conf/mods" });`,
+	})
+	adapted, _, _, err := caddycmd.LoadConfig(filepath.Join(dir, "Caddyfile"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeModules(t, dir, map[string]string{"site.json": string(adapted)})
+	t.Chdir(dir)
+	for _, tc := range []struct {
+		name string
+		o    dryRunOptions
+		want string
+	}{
+		{"./Caddyfile", dryRunOptions{path: "t"}, "from mods"},
+		{"--adapter caddyfile", dryRunOptions{config: "conf/site.conf", adapter: "caddyfile", path: "t"}, "from conf/mods"},
+		{"JSON", dryRunOptions{config: "site.json", path: "t"}, "from mods"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, notes bytes.Buffer
+			rejected, err := runDryRun(&out, &notes, tc.o)
+			if err != nil || rejected || !strings.Contains(out.String(), tc.want) {
+				t.Fatalf("rejected %v, err %v: %s %s; want %q", rejected, err, out.String(), notes.String(), tc.want)
+			}
+		})
+	}
+}
+
+// TestDryRunSaysWhySkipped (issue 31 item 5): caddy hooks test shows a
+// 204's mapping, its reason and the mappings passed over before it, with
+// and without --debug, and a 204 is no rejection (exit status 0).
+func TestDryRunSaysWhySkipped(t *testing.T) {
+	t.Setenv("CADDYHOOK_DRY_TOKEN", dryToken)
+	t.Setenv("CADDYHOOK_DRY_SECRET", drySecret)
+	dir := t.TempDir()
+	cf := strings.Replace(dryRunCaddyfile, "presets gmail\n", "presets gmail\n\t\ttransforms_root mods\n"+
+		"\t\tmapping first {\n\t\t\tmatch_path t\n\t\t\tmatch_expr `payload.kind == \"x\"`\n\t\t\tmessage_template \"x\"\n\t\t}\n"+
+		"\t\tmapping null {\n\t\t\tmatch_path t\n\t\t\ttransform t.js\n\t\t}\n", 1)
+	writeModules(t, dir, map[string]string{"Caddyfile": cf, "mods/t.js": `export default () => null;`, "p.json": `{"kind":"y"}`})
+	want := `"status": 204,
+  "auth": "token 1 of 1",
+  "mapping": "null",
+  "reason": "mapping null: transform returned null",
+  "passed_over": [
+    "first: match_expr false"
+  ]`
+	for _, debug := range []bool{false, true} {
+		args := []string{"test", "--config", filepath.Join(dir, "Caddyfile"), "--path", "t", "--payload", filepath.Join(dir, "p.json")}
+		if debug {
+			args = append(args, "--debug")
+		}
+		out, errOut, err := runHooksCommand(args...)
+		if err != nil || !strings.Contains(out, want) || strings.Contains(out+errOut, "rejected") {
+			t.Fatalf("debug %v: err %v\n%s\n%s\nwant %s", debug, err, out, errOut, want)
 		}
 	}
 }

@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyhook/caddyhook/internal/testkit"
 	"github.com/spf13/cobra"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // TestTailCommand: `caddy hooks tail` prints a line per event through the
@@ -77,4 +78,32 @@ func TestTailCommand(t *testing.T) {
 	if st, _ := adm.do(http.MethodGet, "/hooks/events", ""); st != http.StatusOK {
 		t.Fatal(st)
 	}
+}
+
+// TestSkipReasonShown (issue 31 item 5): a request answered 204 shows the
+// mapping that took it and why it dispatched nothing in the event log's
+// API, in `caddy hooks tail`, and in the debug log (with the mappings
+// passed over before it).
+func TestSkipReasonShown(t *testing.T) {
+	root := writeModules(t, t.TempDir(), map[string]string{"null.js": `export default () => null;`})
+	in, adm := startOpsIngress(t, ingressOpts{hooks: "transforms_root " + root + "\n" +
+		mappingLines("skip", `match_expr `+"`"+`payload.kind == "x"`+"`", `text_template "x"`, "action wake") +
+		"mapping null {\n\tmatch_path skip\n\ttransform null.js\n}\n"})
+	if r := in.post("/hooks/skip", `{"kind":"y"}`); r.status != http.StatusNoContent {
+		t.Fatalf("POST /hooks/skip: %d %s, want 204", r.status, r.body)
+	}
+	const reason = "mapping null: transform returned null"
+	page := adm.listEvents("limit=1")
+	if len(page.events) != 1 || page.events[0].Reason != reason || page.events[0].Mapping != "null" || page.events[0].State != "skipped" {
+		t.Fatalf("GET /hooks/events: %+v, want the skip with mapping null and reason %q", page.events, reason)
+	}
+	out, _, err := runHooksCommand("tail", "--address", "unix/"+adm.sock, "--since", "1h", "--reason", "returned null", "--count", "1")
+	if err != nil || !strings.Contains(out, " 204  skipped ") || !strings.Contains(out, reason) {
+		t.Fatalf("caddy hooks tail: %v\n%s", err, out)
+	}
+	testkit.WaitForState(t, func() string { return "no debug line for the skip in:\n" + in.logs() }, func() bool {
+		logs := in.logs()
+		return strings.Contains(logs, `"msg":"hook request skipped"`) && strings.Contains(logs, `"reason":"`+reason+`"`) &&
+			strings.Contains(logs, `"passed_over":["skip: match_expr false"]`)
+	})
 }

@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyhook/caddyhook/internal/testkit"
 	"github.com/spf13/cobra"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // terminalHostile are characters a sender may put in a hook name or a

@@ -140,7 +140,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		return writeConsoleError(w, apiError(http.StatusForbidden, reasonConsoleHost))
 	}
 	p := r.URL.Path
-	if i := strings.Index(p, "/api/"); i >= 0 {
+	if _, after, ok := strings.Cut(p, "/api/"); ok {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if err := c.checkCSRF(r, user); err != nil {
 				return writeConsoleError(w, err)
@@ -149,7 +149,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		defer context.AfterFunc(c.stop, cancel)()
-		return writeConsoleError(w, serveAPI(w, r.WithContext(ctx), p[i+len("/api/"):]))
+		return writeConsoleError(w, serveAPI(w, r.WithContext(ctx), after))
 	}
 	asset := ""
 	if !strings.HasSuffix(p, "/") {

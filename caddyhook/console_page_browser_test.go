@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyhook/caddyhook/internal/testkit"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -26,6 +25,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/caddyhook/caddyhook/internal/natstest"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // browserEnv names the variable that makes a missing browser a failure
@@ -368,7 +368,10 @@ var consoleURL = regexp.MustCompile(`^hooks console: (http://127\.0\.0\.1:[0-9]+
 // (a POST the relay lets through from the page's own origin).
 func TestAdminConsoleInBrowser(t *testing.T) {
 	chromium := findChromium(t)
-	in, adm := startOpsIngress(t, ingressOpts{hooks: "events {\n\t\t\tbodies on\n\t\t}"})
+	mods := writeModules(t, t.TempDir(), map[string]string{"null.js": `export default () => null;`})
+	in, adm := startOpsIngress(t, ingressOpts{hooks: "events {\n\t\t\tbodies on\n\t\t}\ntransforms_root " + mods + "\n" +
+		mappingLines("skip", "match_expr `payload.kind == \"x\"`", `text_template "x"`, "action wake") +
+		"mapping null {\n\tmatch_path skip\n\ttransform null.js\n}\n"})
 	// the relay, run as `caddy hooks console` runs
 	ctx, stop := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
@@ -402,6 +405,16 @@ func TestAdminConsoleInBrowser(t *testing.T) {
 	br.step("replay", chromedp.Click(chromedp.ID("replay")))
 	br.waitJS("replayed", `document.getElementById("replay-result").textContent.startsWith("replayed as ")`, 10*time.Second)
 	testkit.WaitForState(t, func() string { return "the replay did not reach the gateway" }, func() bool { return in.gw.Count("wake") == 2 })
+	// a 204 shows its mapping and why it dispatched nothing (issue 31 item 5)
+	if r := in.post("/hooks/skip", `{"kind":"y"}`); r.status != http.StatusNoContent {
+		t.Fatalf("skip: %d %s", r.status, r.body)
+	}
+	const skipped = `[...document.querySelectorAll("#events tr[data-id]")].find(tr => tr.children[3].textContent === "skipped")`
+	br.waitJS("skip listed with its reason", skipped+`?.children[6].textContent === "mapping null: transform returned null"`, 2*time.Second)
+	br.step("open the skip", chromedp.Click(chromedp.CSS(`#events tr[data-id]:first-child`)))
+	br.waitJS("skip detail", `document.getElementById("d-meta").textContent.includes("204 mapping null: transform returned null") && `+
+		`document.getElementById("d-meta").textContent.includes("(mapping null)")`, 5*time.Second)
+	shot(t, br.ctx, br.shots, "skipped")
 	shot(t, br.ctx, br.shots, "admin-console")
 	br.watch.check(t)
 	// the relay passes nothing but /hooks/, from the page's own origin

@@ -232,6 +232,9 @@ func (rec *eventRecorder) record(ex *exchange, status int, body []byte, herr *ho
 	*e = eventlog.Event{Time: ex.now, Path: rec.base, Hook: rec.tokens.redact(ex.sub), Route: ex.route, Mapping: ex.mapping,
 		Client: client, ClientBits: bits, Auth: authOf(ex), Status: status, IdemKey: rec.tokens.redact(rec.idem.key(ex)),
 		Tracked: rec.spooled && ex.items != nil, Latency: now.Sub(ex.now), Reason: reason}
+	if herr == nil && ex.skip != "" {
+		e.Reason = rec.tokens.redact(ex.skip) // a 204: the mapping and why it dispatched nothing
+	}
 	e.Headers = rec.headers(ex.r.Header)
 	e.Dispatch = rec.outcomes(box.d[:0], ex.items, status, body, reason, ex.route == "challenge", now)
 	e.ID = e.Dispatch[0].ID
@@ -397,14 +400,14 @@ func (rec *eventRecorder) keepReplay(e *eventlog.Event, items []prepared, ip net
 	e.Replay = b
 }
 
-// replayRefusal is why an event cannot be replayed, and the admin API's
+// replayRefusedError is why an event cannot be replayed, and the admin API's
 // status for it.
-type replayRefusal struct {
+type replayRefusedError struct {
 	status int
 	msg    string
 }
 
-func (r replayRefusal) Error() string { return r.msg }
+func (r replayRefusedError) Error() string { return r.msg }
 
 // replay dispatches the kept gateway requests of event id again,
 // through the handler's own path (snk: the gateway now, or the spool or
@@ -416,21 +419,21 @@ func (rec *eventRecorder) replay(ctx context.Context, id string, snk sink) (*adm
 	orig, data, ok := rec.log.Get(id)
 	switch {
 	case !ok:
-		return nil, replayRefusal{http.StatusNotFound, fmt.Sprintf("no event %q in the log of %s (it may have been evicted)", id, rec.base)}
+		return nil, replayRefusedError{http.StatusNotFound, fmt.Sprintf("no event %q in the log of %s (it may have been evicted)", id, rec.base)}
 	case data == nil:
 		why := orig.ReplayNote
 		if why == "" {
 			why = "what the gateway was sent is kept only with events { bodies on }"
 		}
-		return nil, replayRefusal{http.StatusConflict, fmt.Sprintf("event %s cannot be replayed: %s", orig.ID, why)}
+		return nil, replayRefusedError{http.StatusConflict, fmt.Sprintf("event %s cannot be replayed: %s", orig.ID, why)}
 	}
 	var kept []replayItem
 	if err := json.Unmarshal(data, &kept); err != nil || len(kept) == 0 {
-		return nil, replayRefusal{http.StatusConflict, fmt.Sprintf("event %s cannot be replayed: its kept requests are unreadable", orig.ID)}
+		return nil, replayRefusedError{http.StatusConflict, fmt.Sprintf("event %s cannot be replayed: its kept requests are unreadable", orig.ID)}
 	}
 	now := time.Now()
 	if why := rec.replayRefused(orig.Route, kept, now); why != "" {
-		return nil, replayRefusal{http.StatusConflict, fmt.Sprintf("event %s cannot be replayed: %s", orig.ID, why)}
+		return nil, replayRefusedError{http.StatusConflict, fmt.Sprintf("event %s cannot be replayed: %s", orig.ID, why)}
 	}
 	items := make([]prepared, len(kept))
 	var ip netip.Addr

@@ -7,39 +7,10 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/caddyhook/caddyhook/internal/eventlog"
 )
-
-// The event routes of the admin API (and of a hooks_console handler's
-// api/), for the handler ?path= (and ?server=) selects:
-//
-//	GET  events?hook=&status=&reason=&since=&before=&limit=   newest first; "next" is the next page's before=
-//	GET  events/<id>                                           one event, with its headers and kept body
-//	POST events/<id>/replay                                    dispatches it again, with a new idempotency key
-//	GET  events/stream?hook=&status=&reason=                   Server-Sent Events: event, rejections, lost
-//	GET  events/rates                                          the last hour, in 10 s steps
-//
-// eventsRoute picks the route for the path below events/.
-func eventsRoute(rest string) (adminRoute, string) {
-	switch {
-	case rest == "":
-		return adminRoute{http.MethodGet, serveEventList}, ""
-	case rest == "stream":
-		return adminRoute{http.MethodGet, serveEventStream}, ""
-	case rest == "rates":
-		return adminRoute{http.MethodGet, serveEventRates}, ""
-	case strings.HasSuffix(rest, "/replay") && strings.Count(rest, "/") == 1:
-		return adminRoute{http.MethodPost, serveReplay}, strings.TrimSuffix(rest, "/replay")
-	case !strings.Contains(rest, "/"):
-		return adminRoute{http.MethodGet, serveEventDetail}, rest
-	}
-	return adminRoute{http.MethodGet, func(_ http.ResponseWriter, r *http.Request, _ *liveHandler, _ string) error {
-		return apiError(http.StatusNotFound, "no such hooks admin endpoint: %s", r.URL.Path)
-	}}, ""
-}
 
 // events returns the handler's event log, or a 404 when it is off.
 func (lh *liveHandler) events() (*eventlog.Log, error) {
@@ -100,8 +71,7 @@ func serveReplay(w http.ResponseWriter, r *http.Request, lh *liveHandler, id str
 		return err
 	}
 	ans, err := lh.view.events.replay(r.Context(), id, lh.view.sink)
-	var refused replayRefusal
-	if errors.As(err, &refused) {
+	if refused, ok := errors.AsType[replayRefusedError](err); ok {
 		return apiError(refused.status, "%s", refused.msg)
 	}
 	if err != nil {

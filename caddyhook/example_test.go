@@ -17,16 +17,24 @@ import (
 
 // TestXcaddyJSONMatchesCaddyfileExample proves xcaddy.json is the same
 // site as Caddyfile.example (regenerate it with
-// `caddy adapt --config Caddyfile.example --pretty > xcaddy.json`).
+// `caddy adapt --config Caddyfile.example --pretty | sed "s|$PWD/||" > xcaddy.json`:
+// the adapter makes the Caddyfile's relative transforms_root absolute, and
+// xcaddy.json keeps it relative to the working directory, the repository's
+// root, where a JSON config's relative paths are taken from).
 func TestXcaddyJSONMatchesCaddyfileExample(t *testing.T) {
 	cf, err := os.ReadFile("../Caddyfile.example")
 	if err != nil {
 		t.Fatal(err)
 	}
-	adapted, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt(cf, map[string]any{"filename": "Caddyfile.example"})
+	adapted, warnings, err := caddyconfig.GetAdapter("caddyfile").Adapt(cf, map[string]any{"filename": "../Caddyfile.example"})
 	if err != nil {
 		t.Fatalf("adapt Caddyfile.example: %v", err)
 	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adapted = bytes.ReplaceAll(adapted, []byte(`"`+root+`/`), []byte(`"`))
 	for _, w := range warnings {
 		t.Errorf("adapt warning: %s", w.String())
 	}

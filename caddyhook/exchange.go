@@ -43,6 +43,15 @@ type exchange struct {
 	// records them).
 	items []prepared
 
+	// skip says why the request was answered 204: the mapping that took
+	// it and why it produced nothing to dispatch. passed lists the
+	// mappings that answer the hook name but did not take it, and why
+	// ("github-push: match_expr false"); it is collected only when trace
+	// is set (a dry run, or a router that logs at debug level).
+	skip   string
+	trace  bool
+	passed []string
+
 	// gwRest is the path below the base as the gateway reads it, for a
 	// forwarded request (gatewayRest); gwOK says whether the gateway reads
 	// the name the edge routed; gwDone that both are set.

@@ -2,6 +2,7 @@ package caddyhook
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -294,7 +295,7 @@ func crossingHeaders(r *http.Request, target string, skip map[string]bool) (http
 			size += len(k) + len(s) + len(": \r\n")
 		}
 		fields += len(v)
-		out[k] = v[:len(v):len(v)]
+		out[k] = slices.Clip(v)
 	}
 	if size > maxForwardHeaderBytes || fields > maxForwardFields {
 		return nil, reject(http.StatusRequestHeaderFieldsTooLarge, reasonHeadersTooLarge)

@@ -49,6 +49,23 @@ type AuthFailures struct {
 //	{http.hooks.reason}   why the request was refused, as the rejection log
 //	                      line says it; empty on success
 //
+// # Refusals and handle_errors
+//
+// The handler writes every answer itself, refusals included, and returns
+// no error to Caddy: a site's handle_errors routes never see a request
+// under the base path. A refusal is part of the contract the sender knows
+// from the gateway: its status, the gateway's {"ok":false,"error":"…"}
+// body (the bare status text where the gateway answers 401, 404 or 405
+// so), Retry-After with 429 and 503, Allow with 405. An error route would
+// answer something else (a page, a redirect, a 2xx), and the sender could
+// no longer tell a refusal as it tells the gateway's; and the handler
+// records each refusal once it is written (the lockout counts an
+// authentication failure, the event log, the metrics, the placeholders
+// above, the access log), which an error answered elsewhere would skip.
+// To add to what a refused request gets, use those placeholders
+// ({http.hooks.status}, {http.hooks.reason}) with log_append, header
+// directives or intercept's handle_response around the handler.
+//
 // # Events
 //
 // hooks_lockout is emitted on the events app (when the config has one)
@@ -282,8 +299,10 @@ type Handler struct {
 	// sets the evaluation's output and time bounds.
 	CELCostLimit uint64 `json:"cel_cost_limit,omitempty"`
 	// TransformsRoot is the directory transforms are confined to (default
-	// <config dir>/hooks/transforms; a relative path is taken relative to
-	// the config file's directory).
+	// hooks/transforms). In a Caddyfile a relative path (and the default)
+	// is relative to the directory of the file it is written in, as
+	// Caddy's import resolves one (the adapter writes it absolute); in
+	// JSON, relative to Caddy's working directory.
 	TransformsRoot string `json:"transforms_root,omitempty"`
 	// TransformsDir is the transforms directory, inside the root (default
 	// the root itself).

@@ -43,6 +43,7 @@ type ingress struct {
 	gwSrv   *http.Server
 	sock    string
 	dir     string
+	file    string // the Caddyfile's name the adapter is given ("": <dir>/Caddyfile)
 	logPath string
 	client  *http.Client
 	// reloaded is when a load last replaced a running config of this
@@ -189,7 +190,11 @@ func (in *ingress) load(cf string) {
 // in.base) stays.
 func (in *ingress) tryLoad(cf string) error {
 	in.t.Helper()
-	cfgJSON, warn, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), map[string]any{"filename": filepath.Join(in.dir, "Caddyfile")})
+	file := in.file
+	if file == "" {
+		file = filepath.Join(in.dir, "Caddyfile")
+	}
+	cfgJSON, warn, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cf), map[string]any{"filename": file})
 	if err != nil {
 		return fmt.Errorf("adapt: %w (%v)", err, warn)
 	}

@@ -76,8 +76,33 @@ func (l *rejectionLog) write(ex *exchange, herr *hookError) {
 		zap.String("client_ip", ex.ip.String()),
 		zap.String("route", ex.route),
 	}
+	if len(ex.passed) > 0 {
+		fields = append(fields, zap.Strings("passed_over", ex.passed))
+	}
 	if suppressed > 0 {
 		fields = append(fields, zap.Uint64("suppressed", suppressed))
 	}
 	ce.Write(fields...)
+}
+
+// skipped writes the debug line of a request answered 204: the mapping
+// that took it, why it dispatched nothing, and the mappings passed over
+// before it (no payload content: mapping ids, for_each keys and which
+// condition failed).
+func (l *rejectionLog) skipped(ex *exchange) {
+	if !l.logger.Core().Enabled(zapcore.DebugLevel) {
+		return
+	}
+	if ok, _ := l.budget.allow(ex.now); !ok {
+		return
+	}
+	fields := []zap.Field{
+		zap.String("mapping", ex.mapping),
+		zap.String("reason", ex.skip),
+		zap.String("client_ip", ex.ip.String()),
+	}
+	if len(ex.passed) > 0 {
+		fields = append(fields, zap.Strings("passed_over", ex.passed))
+	}
+	l.logger.Debug("hook request skipped", fields...)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/caddyhook/caddyhook/internal/secret"
 	"github.com/caddyhook/caddyhook/internal/tmpl"
@@ -45,6 +46,7 @@ type router struct {
 	policy          *policy
 	tokens          *tokenChecker // the token headers stay out of templates
 	logger          *zap.Logger
+	debug           bool // logger logs at debug level: requests collect exchange.passed
 }
 
 // routerConfig is what newRouter compiles.
@@ -258,7 +260,7 @@ func forwardableMatchPath(p string) bool {
 	if !utf8.ValidString(p) || strings.ContainsAny(p, "?#") || strings.ContainsFunc(p, unicode.IsControl) {
 		return false
 	}
-	for _, seg := range strings.Split(p, "/") {
+	for seg := range strings.SplitSeq(p, "/") {
 		if seg == "" || seg == "." || seg == ".." {
 			return false
 		}
@@ -286,7 +288,7 @@ const maxMappingBody = 64 << 20
 // derives the body limit of each hook name.
 func newRouter(cfg routerConfig) (*router, error) {
 	rt := &router{maxBody: cfg.maxBody, base: cfg.base, forward: cfg.forward, allowRequestKey: cfg.allowRequestKey,
-		policy: cfg.policy, tokens: cfg.tokens, logger: cfg.logger}
+		policy: cfg.policy, tokens: cfg.tokens, logger: cfg.logger, debug: cfg.logger != nil && cfg.logger.Core().Enabled(zapcore.DebugLevel)}
 	presets, err := presetMappings(cfg.presets)
 	if err != nil {
 		return nil, err

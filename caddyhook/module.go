@@ -51,6 +51,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if !h.enabled {
 		return nil
 	}
+	if err := secret.CheckSet(h.secretFields()); err != nil {
+		return err // every empty one at once (caddy validate)
+	}
 	repl := caddy.NewReplacer()
 	gwToken, err := secret.Required("gateway_token", h.GatewayToken)
 	if err != nil {
@@ -226,36 +229,58 @@ func (h *Handler) tokenValues() []string {
 	return append(out, h.Tokens...)
 }
 
+// secretFields are the config's values that hold a secret, or a
+// placeholder that must expand to something, named as the errors name
+// them: the hook tokens, gateway_token, the gateway address, every
+// mapping's verify secrets, and the cluster engine's (cluster.Secrets,
+// read from its config without provisioning it).
+func (h *Handler) secretFields() []secret.Field {
+	raws := h.tokenValues()
+	var out []secret.Field
+	for i, raw := range raws {
+		name := "token"
+		if len(raws) > 1 {
+			name = fmt.Sprintf("token %d of %d", i+1, len(raws))
+		}
+		out = append(out, secret.Field{Name: name, Raw: raw})
+	}
+	out = append(out, secret.Field{Name: "gateway_token", Raw: h.GatewayToken}, secret.Field{Name: "gateway", Raw: h.Gateway, Each: true})
+	for _, m := range h.Mappings {
+		if m.Verify == nil {
+			continue
+		}
+		for j, s := range m.Verify.Secrets {
+			out = append(out, secret.Field{Name: fmt.Sprintf("mapping %s: verify secret %d", m.ID, j+1), Raw: s})
+		}
+	}
+	var engine struct {
+		Engine string `json:"engine"`
+	}
+	if h.ClusterRaw == nil || json.Unmarshal(h.ClusterRaw, &engine) != nil {
+		return out // the engine's own loading names what is wrong
+	}
+	info, err := caddy.GetModule(cluster.Namespace + "." + engine.Engine)
+	if err != nil {
+		return out
+	}
+	mod := info.New()
+	if sf, ok := mod.(cluster.Secrets); ok && json.Unmarshal(h.ClusterRaw, mod) == nil {
+		for _, f := range sf.SecretFields() {
+			out = append(out, secret.Field{Name: f.Name, Raw: f.Raw, Each: f.Each})
+		}
+	}
+	return out
+}
+
 // warnLiteralSecrets logs, once per provision, every secret written into
 // the config as a literal. One rule for all secrets, in a Caddyfile or
 // JSON: a literal is accepted with this warning, because Caddy keeps the
 // loaded config as it is (the admin endpoint's /config/ and autosave.json
 // show it in clear), while {env.…} and {file.…} keep only the placeholder.
 func (h *Handler) warnLiteralSecrets(logger *zap.Logger) {
-	warn := func(field string) {
-		logger.Warn(secret.LiteralWarning,
-			zap.String("field", field))
-	}
-	for i, raw := range h.tokenValues() {
-		if isLiteralSecret(raw) {
-			if i == 0 {
-				warn("token")
-			} else {
-				warn(fmt.Sprintf("token %d", i+1))
-			}
-		}
-	}
-	if isLiteralSecret(h.GatewayToken) {
-		warn("gateway_token")
-	}
-	for _, m := range h.Mappings {
-		if m.Verify == nil {
-			continue
-		}
-		for j, s := range m.Verify.Secrets {
-			if isLiteralSecret(s) {
-				warn(fmt.Sprintf("mapping %s: verify secret %d", m.ID, j+1))
-			}
+	for _, f := range h.secretFields() {
+		if !f.Each && isLiteralSecret(f.Raw) && !strings.HasPrefix(f.Name, "cluster ") { // the engine warns about its own
+			logger.Warn(secret.LiteralWarning, zap.String("field", f.Name))
 		}
 	}
 }

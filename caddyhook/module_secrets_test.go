@@ -1,10 +1,15 @@
 package caddyhook
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
 
 	"github.com/caddyhook/caddyhook/internal/testkit"
 	"github.com/caddyhook/caddyhook/internal/verify"
@@ -88,4 +93,66 @@ func TestIntegrationLiteralSecretsWarned(t *testing.T) {
 	if after := strings.Count(in.logs(), "secret written into the config"); after != before {
 		t.Fatalf("placeholders warned about (%d new warnings)", after-before)
 	}
+}
+
+// TestValidateNamesEveryUnsetVariable (issue 31 item 6): `caddy validate`
+// of Caddyfile.example, then of a cluster edge, with nothing set names
+// every variable the config needs in one error, each with its field (it
+// named one per run).
+func TestValidateNamesEveryUnsetVariable(t *testing.T) {
+	vars := []string{"HOOK_TOKEN", "GATEWAY_TOKEN", "GATEWAY_SOCKET", "GITHUB_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET", "CADDYHOOK_UNIT_CLUSTER_KEY", "CADDYHOOK_UNIT_NATS_PASSWORD"}
+	for _, v := range vars {
+		testkit.UnsetEnv(t, v)
+	}
+	cf, err := os.ReadFile("../Caddyfile.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := strings.Replace(string(cf), "\ttoken {env.HOOK_TOKEN}\n", "\ttoken {env.HOOK_TOKEN}\n\t\tcluster nats nats://127.0.0.1:1 {\n\t\t\tsigning_key {env.CADDYHOOK_UNIT_CLUSTER_KEY}\n"+
+		"\t\t\tuser edge\n\t\t\tpassword {env.CADDYHOOK_UNIT_NATS_PASSWORD}\n\t\t}\n", 1)
+	if cluster == string(cf) {
+		t.Fatal("Caddyfile.example has no `token {env.HOOK_TOKEN}` line to put the cluster after")
+	}
+	for _, tc := range []struct {
+		name, cf string
+		want     []string
+	}{
+		{"Caddyfile.example", string(cf), []string{"7 values are empty: token: {env.HOOK_TOKEN}, gateway_token: {env.GATEWAY_TOKEN}, " +
+			"gateway: {env.GATEWAY_SOCKET}, mapping github-pr: verify secret 1: {env.GITHUB_WEBHOOK_SECRET}, " +
+			"mapping github-push: verify secret 1: {env.GITHUB_WEBHOOK_SECRET}, mapping github-issues: verify secret 1: {env.GITHUB_WEBHOOK_SECRET}, " +
+			"mapping stripe: verify secret 1: {env.STRIPE_WEBHOOK_SECRET}; " +
+			"HOOK_TOKEN, GATEWAY_TOKEN, GATEWAY_SOCKET, GITHUB_WEBHOOK_SECRET and STRIPE_WEBHOOK_SECRET are not set in Caddy's environment (Caddy reads"}},
+		{"a cluster edge", cluster, []string{"9 values are empty: token: {env.HOOK_TOKEN}",
+			"cluster nats: password: {env.CADDYHOOK_UNIT_NATS_PASSWORD}, cluster nats: signing_key: {env.CADDYHOOK_UNIT_CLUSTER_KEY}; ",
+			"STRIPE_WEBHOOK_SECRET, CADDYHOOK_UNIT_NATS_PASSWORD and CADDYHOOK_UNIT_CLUSTER_KEY are not set"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(tc.cf), map[string]any{"filename": "../Caddyfile.example"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = caddy.Validate(mustConfig(t, cfg))
+			if err == nil {
+				t.Fatal("validated")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("the error does not say %q:\n%v", w, err)
+				}
+			}
+			if n := strings.Count(err.Error(), "Caddy reads its environment when it starts"); n != 1 {
+				t.Errorf("the environment's hint %d times, want once:\n%v", n, err)
+			}
+		})
+	}
+}
+
+// mustConfig decodes a JSON config for caddy.Validate.
+func mustConfig(t *testing.T, b []byte) *caddy.Config {
+	t.Helper()
+	var cfg caddy.Config
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	return &cfg
 }

@@ -1,6 +1,8 @@
 package caddyhook
 
 import (
+	"slices"
+
 	"github.com/caddyserver/caddy/v2"
 )
 
@@ -57,8 +59,8 @@ func hold[T caddy.Destructor](p *poolHold, key string, mk func() (T, error)) (v 
 // release gives back every value p holds, the last taken first; it may
 // run more than once.
 func (p *poolHold) release() {
-	for i := len(p.keys) - 1; i >= 0; i-- {
-		_, _ = sharedPool.Delete(p.keys[i])
+	for _, v := range slices.Backward(p.keys) {
+		_, _ = sharedPool.Delete(v)
 	}
 	p.keys = nil
 }

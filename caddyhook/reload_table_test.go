@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -932,14 +933,63 @@ func docOptions(t *testing.T) map[string]bool {
 	return out
 }
 
+// referenceOptions reads the option lines of docs/reference.md: the rows
+// | `option` | … (or | `option`, `option` | …) of the table under each block's heading (## `hooks`,
+// ## `cluster nats`, …), as block.option.
+func referenceOptions(t *testing.T) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "docs", "reference.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	heading := regexp.MustCompile("^## `([a-z_]+)[^`]*`$")
+	row := regexp.MustCompile("^\\| (`[a-z0-9_]+`(?:, `[a-z0-9_]+`)*) \\|")
+	name := regexp.MustCompile("`([a-z0-9_]+)`")
+	out, block := map[string]bool{}, ""
+	for _, line := range strings.Split(string(b), "\n") {
+		if m := heading.FindStringSubmatch(line); m != nil {
+			block = m[1]
+		} else if strings.HasPrefix(line, "## ") {
+			block = ""
+		} else if m := row.FindStringSubmatch(line); m != nil && block != "" {
+			for _, n := range name.FindAllStringSubmatch(m[1], -1) {
+				out[block+"."+n[1]] = true // a row may document several: `user`, `password`
+			}
+		}
+	}
+	return out
+}
+
 // TestReloadTableCoversEveryOption (issue 25): every option of the
 // documentation (docs/reference.md and the Caddyfile examples of README.md
 // and docs/) and every subdirective the Caddyfile parsers read has a row
-// in reloadRows, and every row names an option the parsers read.
+// in reloadRows, and every row names an option the parsers read. Every
+// option the parsers read has its option line in docs/reference.md, and
+// every option line there is one the parsers read.
 func TestReloadTableCoversEveryOption(t *testing.T) {
-	parsed, documented := parserOptions(t), docOptions(t)
-	if len(parsed) < 50 || len(documented) < 40 {
-		t.Fatalf("read %d options from the parsers and %d from the documentation: the readers are broken", len(parsed), len(documented))
+	parsed, documented, lines := parserOptions(t), docOptions(t), referenceOptions(t)
+	if len(parsed) < 50 || len(documented) < 40 || len(lines) < 50 {
+		t.Fatalf("read %d options from the parsers, %d from the documentation's examples and %d option lines from docs/reference.md: the readers are broken",
+			len(parsed), len(documented), len(lines))
+	}
+	var noLine, staleLine []string
+	for o := range parsed {
+		if !lines[o] {
+			noLine = append(noLine, o)
+		}
+	}
+	for o := range lines {
+		if !parsed[o] {
+			staleLine = append(staleLine, o)
+		}
+	}
+	slices.Sort(noLine)
+	slices.Sort(staleLine)
+	if len(noLine) > 0 {
+		t.Errorf("options without their line in docs/reference.md (document the field and run go run ./internal/docgen): %s", strings.Join(noLine, ", "))
+	}
+	if len(staleLine) > 0 {
+		t.Errorf("docs/reference.md has option lines the Caddyfile parsers do not read (run go run ./internal/docgen): %s", strings.Join(staleLine, ", "))
 	}
 	rows := map[string]bool{}
 	for _, r := range reloadRows {

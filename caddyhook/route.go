@@ -6,6 +6,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
@@ -79,25 +80,33 @@ func (rt *router) planMapped(ex *exchange) (plan, *hookError) {
 	ex.route = "mapped"
 	vars := rt.requestVars(ex)
 	authReason := ""
+	trace := ex.trace || rt.debug
 	for _, c := range rt.mappings {
 		if !rt.answers(c, ex) {
 			continue
 		}
 		if !c.eligible(ex) {
+			why := reasonBadToken
+			if c.verifier != nil && !slices.Contains(ex.verified, c.verifier) {
+				why = ex.signatureReason()
+			}
 			if authReason == "" {
-				authReason = reasonBadToken
-				if c.verifier != nil && !slices.Contains(ex.verified, c.verifier) {
-					authReason = ex.signatureReason()
-				}
+				authReason = why
+			}
+			if trace {
+				ex.passed = append(ex.passed, c.id+": not authenticated ("+why+")")
 			}
 			continue
 		}
-		ok, err := c.matches(vars)
+		ok, why, err := c.matches(vars)
 		if err != nil {
 			ex.route, ex.mapping = c.id, c.id
 			return plan{}, c.failed()
 		}
 		if !ok {
+			if trace {
+				ex.passed = append(ex.passed, c.id+": "+why)
+			}
 			continue
 		}
 		ex.route, ex.mapping = c.id, c.id
@@ -127,11 +136,18 @@ func (rt *router) planFor(c *compiledMapping, ex *exchange, vars *tmpl.Vars) (pl
 	if c.forEach == "" {
 		a, skip, herr := rt.buildAction(c, ex, vars, func() (map[string]any, error) { return c.transform.run(ex, vars) })
 		if herr != nil || skip {
+			if skip {
+				ex.skip = "mapping " + c.id + ": transform returned null"
+			}
 			return plan{skip: skip}, herr
 		}
 		return plan{actions: []action{a}}, nil
 	}
 	items, _ := ex.payload[c.forEach].([]any)
+	if len(items) == 0 {
+		ex.skip = "mapping " + c.id + ": for_each " + c.forEach + " has no elements (missing, empty or not a list)"
+		return plan{skip: true}, nil
+	}
 	dropped := 0
 	if len(items) > maxFanout {
 		dropped = len(items) - maxFanout
@@ -160,6 +176,7 @@ func (rt *router) planFor(c *compiledMapping, ex *exchange, vars *tmpl.Vars) (pl
 		}
 	}
 	if len(acts) == 0 {
+		ex.skip = "mapping " + c.id + ": transform returned null for each of the " + strconv.Itoa(len(items)) + " elements of " + c.forEach
 		return plan{skip: true}, nil
 	}
 	if dropped > 0 {
@@ -340,18 +357,19 @@ func (c *compiledMapping) eligible(ex *exchange) bool {
 	return slices.Contains(ex.verified, c.verifier) && (!c.needToken || ex.tokenOK)
 }
 
-// matches reports whether c's source and CEL conditions hold (CEL last);
-// the caller has checked answers.
-func (c *compiledMapping) matches(vars *tmpl.Vars) (bool, error) {
+// matches reports whether c's source and CEL conditions hold (CEL last),
+// and when not, which one failed; the caller has checked answers.
+func (c *compiledMapping) matches(vars *tmpl.Vars) (bool, string, error) {
 	if c.source != "" {
 		if s, _ := vars.Payload["source"].(string); s != c.source {
-			return false, nil
+			return false, "match_source false", nil
 		}
 	}
 	if c.expr != nil {
-		return c.expr.Match(vars)
+		ok, err := c.expr.Match(vars)
+		return ok, "match_expr false", err
 	}
-	return true, nil
+	return true, "", nil
 }
 
 // render produces the fields object of one action: the rendered

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -328,5 +330,58 @@ func TestTemplateHeadersWithoutTokens(t *testing.T) {
 		"x-openclaw-token": {"t"}, "X-Github-Event": {"push"}})
 	if len(got) != 1 || got["x-github-event"] != "push" {
 		t.Fatalf("template headers %v", got)
+	}
+}
+
+// TestSkipReasons (issue 31 item 5): a 204 says which mapping took the
+// request and why it dispatched nothing; with trace set (a dry run, a
+// debug log), the mappings passed over before it say which condition
+// failed. Without trace nothing is collected.
+func TestSkipReasons(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "null.js"), []byte(`export default () => null;`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, gw := mappedHandler(t, func(h *Handler) { h.TransformsRoot = root },
+		Mapping{ID: "by-source", MatchPath: "s", MatchSource: "other", TextTemplate: "x", Action: "wake"},
+		Mapping{ID: "by-expr", MatchPath: "s", MatchExpr: `payload.kind == "x"`, TextTemplate: "x", Action: "wake"},
+		Mapping{ID: "null", MatchPath: "s", MatchExpr: `payload.kind == "null"`, Transform: &TransformRef{Module: "null.js"}},
+		Mapping{ID: "each", MatchPath: "e", ForEach: "items", Transform: &TransformRef{Module: "null.js"}},
+	)
+	passedS := []string{"by-source: match_source false", "by-expr: match_expr false"}
+	for _, tc := range []struct {
+		name, path, body string
+		trace            bool
+		status           int
+		mapping, skip    string
+		passed           []string
+	}{
+		{"transform null", "s", `{"kind":"null"}`, true, 204, "null", "mapping null: transform returned null", passedS},
+		{"transform null, no trace", "s", `{"kind":"null"}`, false, 204, "null", "mapping null: transform returned null", nil},
+		{"for_each empty", "e", `{"items":[]}`, true, 204, "each", "mapping each: for_each items has no elements (missing, empty or not a list)", nil},
+		{"for_each missing", "e", `{}`, true, 204, "each", "mapping each: for_each items has no elements (missing, empty or not a list)", nil},
+		{"for_each not a list", "e", `{"items":"a"}`, true, 204, "each", "mapping each: for_each items has no elements (missing, empty or not a list)", nil},
+		{"for_each all null", "e", `{"items":[1,2]}`, true, 204, "each", "mapping each: transform returned null for each of the 2 elements of items", nil},
+		{"no mapping matches", "s", `{"kind":"y"}`, true, 404, "", "", append(slices.Clone(passedS), "null: match_expr false")},
+		{"matched", "s", `{"kind":"x","source":"other"}`, true, 200, "by-source", "", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := len(gw.Received())
+			req := httptest.NewRequest(http.MethodPost, "/hooks/"+tc.path, strings.NewReader(tc.body))
+			req.Header.Set("Authorization", auth[1])
+			req.Header.Set("Content-Type", "application/json")
+			req.RemoteAddr = "127.0.0.1:1"
+			ex := exchange{r: req, sub: tc.path, ip: clientAddr(req), now: time.Now(), route: "none", trace: tc.trace}
+			status, _, herr := h.process(&ex)
+			if herr != nil {
+				status = herr.status
+			}
+			if status != tc.status || ex.mapping != tc.mapping || ex.skip != tc.skip || !slices.Equal(ex.passed, tc.passed) {
+				t.Fatalf("%d mapping %q skip %q passed %q; want %d %q %q %q", status, ex.mapping, ex.skip, ex.passed, tc.status, tc.mapping, tc.skip, tc.passed)
+			}
+			if sent := len(gw.Received()) - n; (status == 200) != (sent == 1) {
+				t.Fatalf("%d sent to the gateway with status %d", sent, status)
+			}
+		})
 	}
 }

@@ -53,6 +53,7 @@ func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) 
 		h.rejects.write(&ex, herr)
 	} else if status == http.StatusNoContent {
 		writeNoContent(w)
+		h.rejects.skipped(&ex)
 	} else {
 		writeJSON(w, status, body)
 	}

@@ -392,3 +392,57 @@ func startStubGateway(t *testing.T, handler http.HandlerFunc) string {
 	})
 	return sock
 }
+
+// TestRefusalsBypassHandleErrors: the handler answers its refusals itself
+// (the Handler doc's "Refusals and handle_errors"): a site's handle_errors
+// route, live for the site's other errors, never answers a request under
+// the base path.
+func TestRefusalsBypassHandleErrors(t *testing.T) {
+	in := startIngress(t, ingressOpts{})
+	in.load(fmt.Sprintf(`{
+	admin off
+	auto_https off
+	persist_config off
+}
+%s {
+	bind 127.0.0.1
+	hooks {
+		token %s
+		gateway unix/%s
+		gateway_token %s
+		auth_failures 3 1m
+	}
+	handle /boom {
+		error "boom" 500
+	}
+	respond "next handler" 200
+	handle_errors {
+		respond "error route {err.status_code}" 418
+	}
+}
+`, testSiteAddress, itHookToken, in.sock, itGatewayToken))
+	if r := in.do(http.MethodGet, "/boom", ""); r.status != 418 || r.body != "error route 500" {
+		t.Fatalf("GET /boom: %d %q, want the error route's 418", r.status, r.body)
+	}
+	bad := "Authorization: Bearer " + strings.Repeat("x", 40)
+	for _, tc := range []struct {
+		name, method, path, body string
+		hdr                      []string
+		want                     int
+	}{
+		{"query token", http.MethodPost, "/hooks/wake?token=x", `{"text":"x"}`, nil, 400},
+		{"method", http.MethodGet, "/hooks/wake", "", []string{"Authorization: Bearer " + itHookToken}, 405},
+		{"content type", http.MethodPost, "/hooks/wake", `{"text":"x"}`, []string{"Authorization: Bearer " + itHookToken, "Content-Type: text/plain"}, 415},
+		{"payload", http.MethodPost, "/hooks/wake", `{}`, []string{"Authorization: Bearer " + itHookToken}, 400},
+		{"unknown hook", http.MethodPost, "/hooks/nothing", `{}`, []string{"Authorization: Bearer " + itHookToken}, 404},
+		{"wrong token", http.MethodPost, "/hooks/wake", `{"text":"x"}`, []string{bad}, 401},
+		{"wrong token again", http.MethodPost, "/hooks/wake", `{"text":"x"}`, []string{bad}, 401},
+		{"wrong token, locking", http.MethodPost, "/hooks/wake", `{"text":"x"}`, []string{bad}, 401},
+		{"locked", http.MethodPost, "/hooks/wake", `{"text":"x"}`, []string{bad}, 429},
+	} {
+		r := in.do(tc.method, tc.path, tc.body, tc.hdr...)
+		if r.status != tc.want || strings.Contains(r.body, "error route") {
+			t.Errorf("%s: %d %q, want the handler's own %d", tc.name, r.status, r.body, tc.want)
+		}
+	}
+}

@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyhook/caddyhook/caddyhook/spool/spooltest"
-
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/caddyhook/spool/spooltest"
 	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 

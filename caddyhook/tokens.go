@@ -122,12 +122,7 @@ func (t *tokenChecker) headerNames() []string { return t.headers }
 // token (Authorization aside): x-service-token or a token_headers alias.
 // Such headers never reach templates, transforms, logs or the gateway.
 func (t *tokenChecker) isHeader(canonical string) bool {
-	for _, n := range t.headers {
-		if n == canonical {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(t.headers, canonical)
 }
 
 // headerPresent reports whether r has any token header, even an empty

@@ -2,7 +2,6 @@ package caddyhook
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -58,16 +57,26 @@ func (s *transformSet) compile(id string, ref *TransformRef) (*mappingTransform,
 	return &mappingTransform{prog: prog}, nil
 }
 
-// open resolves the transforms directory and loads the shared cache.
+// defaultTransformsRoot is the transforms root when none is configured,
+// relative to the Caddyfile's directory (JSON: Caddy's working directory).
+var defaultTransformsRoot = filepath.Join("hooks", "transforms")
+
+// open resolves the transforms directory and loads the shared cache. A
+// relative root is taken relative to the working directory, as Caddy
+// takes the relative paths of a JSON config (a Caddyfile's was made
+// absolute by the adapter: caddyfilePath).
 func (s *transformSet) open() error {
 	root := s.root
 	if root == "" {
-		root = filepath.Join("hooks", "transforms")
+		root = defaultTransformsRoot
 	}
-	if !filepath.IsAbs(root) {
-		root = filepath.Join(configDir(os.Args), root)
+	if abs, err := filepath.Abs(root); err == nil {
+		root = abs
 	}
 	dir, err := transform.ResolveDir(root, s.subdir)
+	if err != nil && s.root == "" {
+		return fmt.Errorf("%w (the default of transforms_root: hooks/transforms beside the Caddyfile, or in Caddy's working directory for a JSON config)", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -80,30 +89,34 @@ func (s *transformSet) open() error {
 	return err
 }
 
-// configDir is the directory of the config file Caddy was started with
-// (--config / -c on the command line), else the working directory (where
-// Caddy looks for ./Caddyfile).
-func configDir(args []string) string {
-	for i, a := range args {
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || (name != "config" && name != "c") {
-			continue
-		}
-		if !hasVal {
-			if i+1 >= len(args) {
-				break
-			}
-			val = args[i+1]
-		}
-		if abs, err := filepath.Abs(val); err == nil {
-			return filepath.Dir(abs)
-		}
+// caddyfilePath resolves a path written in the Caddyfile file as Caddy's
+// import resolves one: relative to that file's directory (the adapter's
+// filename, "Caddyfile" when it has none, taken relative to the working
+// directory). The adapted JSON so carries an absolute path, right
+// wherever it is loaded: caddy reload adapts in its own process and posts
+// the JSON to a Caddy that may run elsewhere.
+func caddyfilePath(file, path string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
 	}
-	wd, err := os.Getwd()
+	if file == "" {
+		file = "Caddyfile"
+	}
+	abs, err := filepath.Abs(file)
 	if err != nil {
-		return "."
+		return path
 	}
-	return wd
+	return filepath.Join(filepath.Dir(abs), path)
+}
+
+// usesTransforms reports whether a mapping names a transform.
+func usesTransforms(mappings []Mapping) bool {
+	for _, m := range mappings {
+		if m.Transform != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // mappingTransform runs a mapping's compiled module.

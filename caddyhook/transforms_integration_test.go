@@ -1,6 +1,7 @@
 package caddyhook
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+
+	"github.com/caddyhook/caddyhook/internal/devgw"
 )
 
 // writeModules writes name → source files under dir (creating
@@ -531,28 +537,111 @@ func TestIntegrationTransformReload(t *testing.T) {
 	check("version two")
 }
 
-// TestConfigDir: the transforms root defaults relative to the directory
-// of the config file named on Caddy's command line.
-func TestConfigDir(t *testing.T) {
+// TestIntegrationTransformsRoot (issue 33 item 6): a relative
+// transforms_root, and the default hooks/transforms, are relative to the
+// Caddyfile they are written in, as Caddy's import resolves a path: a
+// config loaded from another file (caddy reload --config other adapts in
+// the CLI and posts the JSON) takes that file's directory, a file
+// imported from a subdirectory its own; in a JSON config a relative root
+// is taken relative to the working directory. (Before, both followed the
+// --config of Caddy's command line, or the working directory.)
+func TestIntegrationTransformsRoot(t *testing.T) {
+	gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
+	top := t.TempDir()
+	module := func(s string) string { return `export default () => ({ message: "from ` + s + `" });` }
+	writeModules(t, top, map[string]string{
+		"a/hooks/transforms/t.js": module("a"),
+		"b/hooks/transforms/t.js": module("b"),
+		"b/conf.d/mods/t.js":      module("b/conf.d"),
+		"wd/rel/t.js":             module("the working directory"),
+		"b/conf.d/hooks.caddy": `hooks {
+	token ` + itHookToken + `
+	gateway unix/` + gw.sock + `
+	gateway_token ` + itGatewayToken + `
+	` + testTransformTimeout + `
+	transforms_root mods
+	` + mappingLines("t", "transform t.js") + `
+}
+`,
+	})
+	in := &ingress{t: t, dir: top, sock: gw.sock, gw: gw.Gateway}
+	in.client, in.reloaded = newIngressClient(15 * time.Second)
+	t.Cleanup(func() { _ = caddy.Stop() })
+	site := func(body string) string {
+		return "{\n\tadmin off\n\tauto_https off\n\tpersist_config off\n}\n" + testSiteAddress + " {\n\tbind 127.0.0.1\n" + body + "\n}\n"
+	}
+	hooks := func(lines string) string {
+		return "hooks {\n\ttoken " + itHookToken + "\n\tgateway unix/" + gw.sock + "\n\tgateway_token " + itGatewayToken +
+			"\n\t" + testTransformTimeout + "\n" + lines + mappingLines("t", "transform t.js") + "}"
+	}
+	message := func() string {
+		t.Helper()
+		n := len(gw.Received())
+		if r := in.post("/hooks/t", `{}`); r.status != http.StatusOK {
+			t.Fatalf("POST /hooks/t: %d %s", r.status, r.body)
+		}
+		got := gw.Received()
+		if len(got) != n+1 {
+			t.Fatalf("the gateway got %d requests, want 1", len(got)-n)
+		}
+		msg, _ := got[n].Body["message"].(string)
+		return msg
+	}
+	for _, tc := range []struct {
+		name, file, cf, want string
+	}{
+		{"default root, a/Caddyfile", "a/Caddyfile", site(hooks("")), "from a"},
+		{"default root, reloaded from b/Caddyfile", "b/Caddyfile", site(hooks("")), "from b"},
+		{"relative root, b/Caddyfile", "b/Caddyfile", site(hooks("transforms_root hooks/transforms\n")), "from b"},
+		{"relative root in b/conf.d/hooks.caddy, imported by b/Caddyfile", "b/Caddyfile", site("import conf.d/hooks.caddy"), "from b/conf.d"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in.file = filepath.Join(top, tc.file)
+			in.load(tc.cf)
+			if got := message(); !strings.Contains(got, tc.want) {
+				t.Fatalf("message %q, want it %q", got, tc.want)
+			}
+		})
+	}
+	t.Run("JSON: relative to the working directory", func(t *testing.T) {
+		in.file = filepath.Join(top, "b", "Caddyfile")
+		cfg, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(site(hooks("transforms_root hooks/transforms\n"))), map[string]any{"filename": in.file})
+		if err != nil {
+			t.Fatal(err)
+		}
+		abs := filepath.Join(top, "b", "hooks", "transforms")
+		if !bytes.Contains(cfg, []byte(`"transforms_root":"`+abs+`"`)) {
+			t.Fatalf("the adapted config does not carry the absolute root %s: %s", abs, cfg)
+		}
+		t.Chdir(filepath.Join(top, "wd"))
+		if err := caddy.Load(bytes.Replace(cfg, []byte(abs), []byte("rel"), 1), true); err != nil {
+			t.Fatal(err)
+		}
+		in.base = "http://" + firstListenAddr(t)
+		if got := message(); !strings.Contains(got, "from the working directory") {
+			t.Fatalf("message %q, want it from wd/rel", got)
+		}
+	})
+}
+
+// TestCaddyfilePath: a path written in a Caddyfile, resolved as Caddy's
+// import resolves one.
+func TestCaddyfilePath(t *testing.T) {
 	wd, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"caddy", "run", "--config", "/etc/caddy/Caddyfile"}, "/etc/caddy"},
-		{[]string{"caddy", "run", "--config=/srv/site/caddy.json", "--adapter", "json"}, "/srv/site"},
-		{[]string{"caddy", "run", "-c", "/opt/c/Caddyfile"}, "/opt/c"},
-		{[]string{"caddy", "run", "-config", "rel/Caddyfile"}, filepath.Join(wd, "rel")},
-		{[]string{"caddy", "run", "--adapter", "caddyfile", "--watch"}, wd},
-		{[]string{"caddy", "run", "--config"}, wd},
-		{[]string{"caddy", "run", "--configx", "/nope/Caddyfile"}, wd},
-		{[]string{"caddy", "run", "config", "/nope/Caddyfile"}, wd},
+	for _, tc := range []struct{ file, path, want string }{
+		{"/etc/caddy/Caddyfile", "hooks/transforms", "/etc/caddy/hooks/transforms"},
+		{"/etc/caddy/conf.d/site.caddy", "../t", "/etc/caddy/t"},
+		{"/etc/caddy/Caddyfile", "/srv/t", "/srv/t"},
+		{"rel/Caddyfile", "t", filepath.Join(wd, "rel", "t")},
+		{"Caddyfile", "t", filepath.Join(wd, "t")},
+		{"", "t", filepath.Join(wd, "t")}, // a Caddyfile without a name (POSTed to /load): the working directory's
+		{"/etc/caddy/Caddyfile", "", ""},
 	} {
-		if got := configDir(tc.args); got != tc.want {
-			t.Errorf("configDir(%q) = %q, want %q", tc.args, got, tc.want)
+		if got := caddyfilePath(tc.file, tc.path); got != tc.want {
+			t.Errorf("caddyfilePath(%q, %q) = %q, want %q", tc.file, tc.path, got, tc.want)
 		}
 	}
 }

@@ -22,9 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyhook/caddyhook/internal/testkit"
-
 	"github.com/caddyhook/caddyhook/internal/natstest"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // The forward cells of the combination matrix (issue 21, Build 2) against

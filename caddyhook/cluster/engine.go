@@ -65,6 +65,25 @@ type Engine interface {
 	Open(p Params) (Backend, error)
 }
 
+// Secrets is implemented by an engine's config whose fields may hold
+// {env.…} or {file.…} placeholders that must expand to something (its
+// credentials, signing keys, their files). The handler reads the config
+// (without provisioning it) and checks these with its own, so that one
+// error names every empty one of a config (caddy validate) rather than
+// one per run.
+type Secrets interface {
+	SecretFields() []SecretField
+}
+
+// SecretField is one such field: its name as the engine's errors show it
+// ("cluster nats: password"), its raw value, and Each: every placeholder
+// in it must expand (a path or address), else the whole value must (a
+// secret).
+type SecretField struct {
+	Name, Raw string
+	Each      bool
+}
+
 // Params are what the handler decides about a backend.
 type Params struct {
 	// Name namespaces every stream, bucket and subject; an engine's own

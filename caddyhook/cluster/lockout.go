@@ -24,7 +24,7 @@ type LockTarget interface {
 	// returns the end of the address's lock (zero: not locked) and
 	// whether this failure locked it.
 	FoldFailure(a Addr, at time.Time) (until time.Time, newly bool)
-	// ApplyLock locks a until until unless it is locked at least that
+	// ApplyLock locks a up to until unless it is locked at least that
 	// long already; it reports whether the table changed.
 	ApplyLock(a Addr, until time.Time) bool
 }
@@ -326,10 +326,10 @@ func signal(c chan struct{}) {
 func (s *LockSync) release(addrs []Addr) {
 	for _, a := range addrs {
 		n := int(s.pending[a])
-		switch {
-		case n == 0:
+		switch n {
+		case 0:
 			continue
-		case n == 1:
+		case 1:
 			delete(s.pending, a)
 		default:
 			s.pending[a] = uint16(n - 1)

@@ -29,9 +29,6 @@ const (
 	MaxOutcomeItems = 16
 	// MaxRunID bounds a run id carried.
 	MaxRunID = 128
-	// maxOutcomeError bounds an error line carried (safetext.Line's
-	// bound plus its ellipsis).
-	maxOutcomeError = safetext.MaxLen + len("…")
 	// maxAttempts bounds the attempts carried.
 	maxAttempts = 1 << 20
 )

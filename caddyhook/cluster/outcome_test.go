@@ -145,3 +145,7 @@ func FuzzDecodeOutcomes(f *testing.F) {
 		}
 	})
 }
+
+// maxOutcomeError bounds an error line carried (safetext.Line's bound
+// plus its ellipsis).
+const maxOutcomeError = safetext.MaxLen + len("…")

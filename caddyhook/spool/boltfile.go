@@ -317,7 +317,7 @@ func parseTreePage(p []byte, it walkItem, visit func(bucket string, k, v []byte)
 		children []walkItem
 		prev     []byte
 	)
-	for i := 0; i < count; i++ {
+	for i := range count {
 		e := p[pageHeaderSize+i*elemSize:]
 		eOff := pageHeaderSize + i*elemSize
 		var pos, ksize, vsize uint64

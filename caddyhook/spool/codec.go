@@ -51,8 +51,7 @@ func (e *NewerError) Unwrap() error { return ErrNewer }
 // NewerVersion is the version of the record err is about when err is a
 // *NewerError, and ok.
 func NewerVersion(err error) (version int, ok bool) {
-	var ne *NewerError
-	if errors.As(err, &ne) {
+	if ne, ok := errors.AsType[*NewerError](err); ok {
 		return ne.Version, true
 	}
 	return 0, false

@@ -187,15 +187,15 @@ func (s *Store) commitLoop() {
 	}
 }
 
-// errOp marks the operation whose apply failed, so the batch is retried
+// opError marks the operation whose apply failed, so the batch is retried
 // without it.
-type errOp struct {
+type opError struct {
 	i   int
 	err error
 }
 
-func (e *errOp) Error() string { return e.err.Error() }
-func (e *errOp) Unwrap() error { return e.err }
+func (e *opError) Error() string { return e.err.Error() }
+func (e *opError) Unwrap() error { return e.err }
 
 // commit writes batch in one transaction, then, when it stored new events,
 // mirrors the meta page (see mirrorMeta) before anyone is told. An op whose apply fails is dropped
@@ -211,12 +211,12 @@ func (s *Store) commit(batch []op) {
 					continue
 				}
 				if err := o.apply(b); err != nil {
-					return &errOp{i: i, err: err}
+					return &opError{i: i, err: err}
 				}
 			}
 			return nil
 		})
-		if eo, ok := errors.AsType[*errOp](err); ok {
+		if eo, ok := errors.AsType[*opError](err); ok {
 			s.log.Error("spool: write failed", zap.Error(eo.err))
 			errs[eo.i] = eo.err
 			continue

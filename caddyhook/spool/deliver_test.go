@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyhook/caddyhook/internal/testkit"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 func TestOutageThenRecovery(t *testing.T) {

@@ -3,10 +3,11 @@ package spool
 import (
 	"testing"
 
-	"github.com/caddyhook/caddyhook/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // gathered returns the value of every metric family in reg by name.

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/duration"
 )
 
 // Bounds of a Rate.
@@ -35,9 +37,9 @@ func ParseRate(s string) (Rate, error) {
 	if iv != "" && (iv[0] < '0' || iv[0] > '9') {
 		iv = "1" + iv
 	}
-	d, err := time.ParseDuration(iv)
+	d, err := duration.Parse(iv)
 	if err != nil {
-		return Rate{}, fmt.Errorf("rate %q: bad interval: %v", s, err)
+		return Rate{}, fmt.Errorf("rate %q: the interval %v", s, err)
 	}
 	r := Rate{Count: count, Interval: d}
 	return r, r.Validate()

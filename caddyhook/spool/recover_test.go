@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -304,7 +305,7 @@ func TestRecoverSalvages(t *testing.T) {
 			return b
 		})
 		s, sv := recoverFixture(t, fx, damaged)
-		want := maps(fx.queued)
+		want := maps.Clone(fx.queued)
 		for _, id := range leaves[leaf] {
 			delete(want, id)
 		}
@@ -354,15 +355,6 @@ func recoverFixture(t *testing.T, fx *corruptFixture, damaged []byte) (*Store, *
 	}
 	mustAppend(t, s, newEvent(KindWake, "after-recovery"))
 	return s, sv
-}
-
-// maps copies m.
-func maps(m map[string][]byte) map[string][]byte {
-	out := make(map[string][]byte, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // TestCheckFindsEveryPage: on a sound file the check visits exactly the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"strconv"
 	"sync"
@@ -252,9 +253,7 @@ func (s *Store) Newer() map[int]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make(map[int]int, len(s.newer))
-	for v, n := range s.newer {
-		out[v] = n
-	}
+	maps.Copy(out, s.newer)
 	return out
 }
 

@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyhook/caddyhook/internal/testkit"
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 func TestConfigValidate(t *testing.T) {

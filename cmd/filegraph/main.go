@@ -46,6 +46,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -64,7 +65,7 @@ func main() {
 	var only map[string]bool
 	if *concerns != "" {
 		only = map[string]bool{}
-		for _, t := range strings.Split(*concerns, ",") {
+		for t := range strings.SplitSeq(*concerns, ",") {
 			only[strings.TrimSpace(t)] = true
 		}
 	}
@@ -402,12 +403,7 @@ func recvName(e ast.Expr) string {
 }
 
 func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(s, v)
 }
 
 // exportData maps the import paths the package at dir depends on to their

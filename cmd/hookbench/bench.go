@@ -278,7 +278,7 @@ func roundOrder(rows []rowDef, round int) []rowDef {
 }
 
 // segment runs row r for d, sampling the ingress RSS, and merges the
-// measurement into into (nil: discard it).
+// measurement into the result into (nil: discard it).
 func (b *bench) segment(ctx context.Context, r rowDef, d time.Duration, into *result) error {
 	if r.source == srcLocked {
 		if err := b.lockOut(r); err != nil {
@@ -371,12 +371,10 @@ func (b *bench) profile(ctx context.Context, id string) (*profileReport, error) 
 	fmt.Fprintf(b.progress, "profiling the ingress for %ds during row (%s) …\n", secs, id)
 	var wg sync.WaitGroup
 	var perr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		time.Sleep(300 * time.Millisecond) // let the load reach steady state
 		perr = b.in.cpuProfile(ctx, secs, out)
-	}()
+	})
 	res := new(result)
 	err := b.segment(ctx, r, time.Duration(secs)*time.Second+time.Second, res)
 	wg.Wait()

@@ -94,14 +94,12 @@ func runLoad(ctx context.Context, spec *loadSpec, conns int, dur time.Duration) 
 		w := &worker{spec: spec, stop: &stop, req: append([]byte(nil), spec.request...), last: spec.lastRequest}
 		workers[i] = w
 		ready.Add(1)
-		done.Add(1)
-		go func() {
-			defer done.Done()
+		done.Go(func() {
 			w.connect(time.Now().Add(dur + time.Minute))
 			ready.Done()
 			<-start
 			w.run(deadline)
-		}()
+		})
 	}
 	ready.Wait()
 	t0 := time.Now()
@@ -152,6 +150,7 @@ func (w *worker) connect(hardStop time.Time) {
 		d.LocalAddr = &net.TCPAddr{IP: lockedAddr.AsSlice()}
 	case srcSpread:
 		d.LocalAddr = &net.TCPAddr{IP: w.spec.spread.take().AsSlice()}
+	case srcLoopback, srcForwarded: // the dialer's own address
 	}
 	w.res.dials++
 	conn, err := d.Dial("tcp", w.spec.addr)

@@ -164,7 +164,7 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // parseNodeCounts reads -nodes: increasing counts from 1 to 64.
 func parseNodeCounts(s string) ([]int, error) {
 	var out []int
-	for _, f := range strings.Split(s, ",") {
+	for f := range strings.SplitSeq(s, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 || n > 64 {
 			return nil, fmt.Errorf("-nodes %q: want node counts from 1 to 64, e.g. 1,2,4,8,16", s)

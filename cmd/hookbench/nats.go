@@ -76,7 +76,7 @@ func startNATS(dir string, k natsKey) (*natsServers, error) {
 
 // urls are the servers' client URLs, space-separated (a Caddyfile list).
 func (ns *natsServers) urls() string {
-	var u []string
+	u := make([]string, 0, len(ns.servers))
 	for _, s := range ns.servers {
 		u = append(u, s.ClientURL())
 	}

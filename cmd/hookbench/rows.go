@@ -207,7 +207,7 @@ func selectRows(list string) ([]rowDef, error) {
 		return all, nil
 	}
 	want := map[string]bool{}
-	for _, id := range strings.Split(list, ",") {
+	for id := range strings.SplitSeq(list, ",") {
 		id = strings.TrimSpace(id)
 		if _, ok := findRow(all, id); !ok {
 			return nil, fmt.Errorf("-rows: unknown row %q (known: a to %s)", id, all[len(all)-1].id)

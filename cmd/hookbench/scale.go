@@ -240,11 +240,9 @@ func (s *scaleRun) parallelLoad(nodes []*scaleNode, d time.Duration, spec func(i
 	results := make([]*result, len(nodes))
 	var wg sync.WaitGroup
 	for i := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			results[i] = runLoad(s.ctx, spec(i), per, d)
-		}()
+		})
 	}
 	wg.Wait()
 	total := new(result)
@@ -364,13 +362,11 @@ func (s *scaleRun) bound(nodes []*scaleNode, addr string) int {
 		"\r\nContent-Length: " + strconv.Itoa(len(wakeBody)) + "\r\n\r\n" + wakeBody)
 	var wg sync.WaitGroup
 	for _, n := range nodes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if !guessUntilLocked(n, addr, req, deadline, &evaluated) {
 				failed.Store(true)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if failed.Load() {

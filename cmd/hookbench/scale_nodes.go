@@ -138,16 +138,14 @@ func startScaleNodes(bin, dir string, n int, cfg func(i int, port int) scaleNode
 			stopScaleNodes(nodes)
 			return nil, err
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer f.Close()
 			in, err := startIngress(bin, path, c.admin, []*os.File{f})
 			if err == nil && c.role != roleAlone {
 				err = waitClusterUp(in)
 			}
 			nodes[i].ingress, errs[i] = in, err
-		}()
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -189,8 +187,7 @@ func stopScaleNodes(nodes []*scaleNode) {
 			n.ln.Close()
 		}
 		if n.ingress != nil {
-			wg.Add(1)
-			go func() { defer wg.Done(); n.stop() }()
+			wg.Go(func() { ; n.stop() })
 		}
 	}
 	wg.Wait()

@@ -101,7 +101,7 @@ func options(c config) (*server.Options, error) {
 			return nil, err
 		}
 		o.Cluster = server.ClusterOpts{Name: c.clusterName, Host: h, Port: p, NoAdvertise: c.noAdvertise}
-		for _, r := range strings.Split(c.routes, ",") {
+		for r := range strings.SplitSeq(c.routes, ",") {
 			if r = strings.TrimSpace(r); r == "" {
 				continue
 			}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -89,6 +90,28 @@ func AddFlags(fl *pflag.FlagSet) {
 	fl.String("adapter", "", "Adapter of --config")
 }
 
+// BaseUsage is the help of --base, the flag of every `caddy hooks …`
+// command that chooses a hooks handler by its base path.
+const BaseUsage = "Base path of the hooks handler (e.g. /hooks), when the config has several"
+
+// AddBaseFlag defines --base on fl, and --path, its former name, as a
+// deprecated alias (hidden, and warned about when used).
+func AddBaseFlag(fl *pflag.FlagSet) {
+	fl.String("base", "", BaseUsage)
+	fl.String("path", "", BaseUsage)
+	_ = fl.MarkDeprecated("path", "use --base") // the flag was just defined
+}
+
+// Base returns the base path AddBaseFlag's flags give: --base, else the
+// deprecated --path.
+func Base(fl *pflag.FlagSet) string {
+	if b, _ := fl.GetString("base"); b != "" {
+		return b
+	}
+	b, _ := fl.GetString("path")
+	return b
+}
+
 // FromFlags returns a client for the admin API of the running Caddy,
 // found as `caddy reload` finds it: --address, else the admin address of
 // --config (or of ./Caddyfile), else localhost:2019; and that address.
@@ -118,9 +141,7 @@ func (a *Client) Transport() http.RoundTripper { return a.client.Transport }
 // SetHeaders sets the headers every request to the admin endpoint
 // carries (its Origin, which Caddy's origin check wants).
 func (a *Client) SetHeaders(h http.Header) {
-	for k, v := range a.header {
-		h[k] = v
-	}
+	maps.Copy(h, a.header)
 }
 
 // Do sends a request with body (JSON-encoded unless nil) and decodes a 2xx

@@ -159,3 +159,33 @@ func TestFromFlags(t *testing.T) {
 		t.Fatalf("FromFlags: %v %q %v", ac, addr, err)
 	}
 }
+
+// TestBaseFlag: --base gives the base path; --path, its former name,
+// still does, and --base wins over it.
+func TestBaseFlag(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"--base", "/a"}, "/a"},
+		{[]string{"--path", "/b"}, "/b"},
+		{[]string{"--path", "/b", "--base", "/a"}, "/a"},
+	}
+	for _, tt := range tests {
+		fl := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		fl.SetOutput(io.Discard)
+		AddBaseFlag(fl)
+		if err := fl.Parse(tt.args); err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		if got := Base(fl); got != tt.want {
+			t.Errorf("%v: %q, want %q", tt.args, got, tt.want)
+		}
+	}
+	fl := pflag.NewFlagSet("x", pflag.ContinueOnError)
+	AddBaseFlag(fl)
+	if f := fl.Lookup("path"); f == nil || f.Deprecated == "" || !f.Hidden {
+		t.Errorf("--path: %+v, want a hidden deprecated alias", f)
+	}
+}

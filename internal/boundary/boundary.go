@@ -10,6 +10,7 @@ package boundary
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -323,10 +324,8 @@ func tokenLen(t []byte) int {
 		}
 		return len(t)
 	}
-	for _, tok := range specialTokens {
-		if string(t) == tok {
-			return len(t)
-		}
+	if slices.Contains(specialTokens, string(t)) {
+		return len(t)
 	}
 	return 0
 }

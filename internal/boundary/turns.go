@@ -1,6 +1,7 @@
 package boundary
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -288,10 +289,5 @@ func roleWord(buf []byte, w string) []byte {
 
 // isRole reports whether word (from roleWord) is one of names.
 func isRole(word []byte, names []string) bool {
-	for _, n := range names {
-		if string(word) == n {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(names, string(word))
 }

@@ -9,9 +9,10 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/caddyhook/caddyhook/internal/tmpl"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
 	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+
+	"github.com/caddyhook/caddyhook/internal/tmpl"
 )
 
 // The Caddyfile that `caddy hooks import` prints is built here and only

@@ -14,14 +14,13 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/caddyhook/caddyhook/internal/adminapi"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/adminapi"
 )
 
 // spoolConfig resolves a spool directory as the hooks config resolves its
@@ -52,7 +51,7 @@ max_age.
 While Caddy runs, the commands go through its admin API (admin.api.hooks), found
 as "caddy reload" finds it: --address, else the admin address of --config (or of
 ./Caddyfile), else localhost:2019. The handler is the one whose spool is --dir,
-or the one at --path, or the only one with a spool. When Caddy is not running
+or the one at --base, or the only one with a spool. When Caddy is not running
 (its admin endpoint does not answer), they open the spool file in --dir. The
 output is the same either way.
 
@@ -76,7 +75,7 @@ output is the same either way.
 	pf := cmd.PersistentFlags()
 	pf.String("dir", "", `Spool directory, as in the hooks "spool <dir>" option (required when Caddy is stopped)`)
 	adminapi.AddFlags(pf)
-	pf.String("path", "", "Base path of the hooks handler, when the running config has several")
+	adminapi.AddBaseFlag(pf)
 
 	list := &cobra.Command{
 		Use:   "list [--dir <dir>] [--body] [<event id>...]",

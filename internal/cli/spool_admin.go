@@ -20,7 +20,7 @@ import (
 // answers there, or when none of its handlers uses --dir: the caller then
 // opens the spool file.
 func (c *spoolCLI) connect(fl *pflag.FlagSet, dir string) (spool.Ops, error) {
-	base, _ := fl.GetString("path")
+	base := adminapi.Base(fl)
 	ac, addr, err := adminapi.FromFlags(fl)
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func (c *spoolCLI) connect(fl *pflag.FlagSet, dir string) (spool.Ops, error) {
 }
 
 // pickSpooled selects the running handler whose spool the command works
-// on: by --path, else by --dir (none: nil, the file is opened instead),
+// on: by --base, else by --dir (none: nil, the file is opened instead),
 // else the only one with a spool.
 func (c *spoolCLI) pickSpooled(handlers []adminapi.HandlerStatus, dir, base string) (*adminapi.HandlerStatus, error) {
 	var spooled []*adminapi.HandlerStatus
@@ -63,7 +63,7 @@ func (c *spoolCLI) pickSpooled(handlers []adminapi.HandlerStatus, dir, base stri
 				return h, nil
 			}
 		}
-		return nil, fmt.Errorf("the Caddy running at %s has no hooks handler with a spool at --path %s (%s)", c.admin, base, spooledChoices(spooled))
+		return nil, fmt.Errorf("the Caddy running at %s has no hooks handler with a spool at --base %s (%s)", c.admin, base, spooledChoices(spooled))
 	case dir != "":
 		cfg, err := spoolConfig(dir)
 		if err != nil {
@@ -80,7 +80,7 @@ func (c *spoolCLI) pickSpooled(handlers []adminapi.HandlerStatus, dir, base stri
 	case len(spooled) == 0:
 		return nil, fmt.Errorf("the Caddy running at %s has no hooks handler with a spool; for a spool file, give --dir", c.admin)
 	}
-	return nil, fmt.Errorf("the Caddy running at %s has several spools; choose one with --path or --dir (%s)", c.admin, spooledChoices(spooled))
+	return nil, fmt.Errorf("the Caddy running at %s has several spools; choose one with --base or --dir (%s)", c.admin, spooledChoices(spooled))
 }
 
 // spooledChoices names handlers and their spools for an error message.
@@ -90,7 +90,7 @@ func spooledChoices(hs []*adminapi.HandlerStatus) string {
 	}
 	names := make([]string, len(hs))
 	for i, h := range hs {
-		names[i] = "--path " + h.Path + " = --dir " + h.Spool.Dir
+		names[i] = "--base " + h.Path + " = --dir " + h.Spool.Dir
 	}
 	return strings.Join(names, "; ")
 }

@@ -23,8 +23,8 @@ func TestPickSpooled(t *testing.T) {
 		{"by dir", []adminapi.HandlerStatus{a, b}, "/var/spool/b", "", "/b", ""},
 		{"dir not running: the file", []adminapi.HandlerStatus{a, b}, "/var/spool/c", "", "", ""},
 		{"by path", []adminapi.HandlerStatus{a, b}, "", "/b/", "/b", ""},
-		{"path without spool", []adminapi.HandlerStatus{a, none}, "", "/n", "", "no hooks handler with a spool at --path /n"},
-		{"several", []adminapi.HandlerStatus{a, b}, "", "", "", "several spools; choose one with --path or --dir"},
+		{"path without spool", []adminapi.HandlerStatus{a, none}, "", "/n", "", "no hooks handler with a spool at --base /n"},
+		{"several", []adminapi.HandlerStatus{a, b}, "", "", "", "several spools; choose one with --base or --dir"},
 		{"no spool at all", []adminapi.HandlerStatus{none}, "", "", "", "has no hooks handler with a spool"},
 	}
 	for _, tt := range tests {

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +30,7 @@ const tailReconnect = time.Second
 // newTailCommand builds `caddy hooks tail`.
 func newTailCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "tail [--path <base>] [--hook <name>] [--status <s>] [--reason <text>] [--since <d>] [--json]",
+		Use:   "tail [--base <path>] [--hook <name>] [--status <s>] [--reason <text>] [--since <d>] [--json]",
 		Short: "Follows the events of a running hooks handler, one line each",
 		Long: `
 Prints the events a running hooks handler answers as they happen, one line each:
@@ -40,7 +42,7 @@ again as the count grows). With --json each line is the event's JSON.
 It reads the live tail of Caddy's admin API (admin.api.hooks, GET
 /hooks/events/stream), found as "caddy reload" finds it: --address, else the admin
 address of --config (or of ./Caddyfile), else localhost:2019; it reconnects after
-a "caddy reload". --path chooses the handler when the config has several.
+a "caddy reload". --base chooses the handler when the config has several.
 
 Filters: --hook (a hook name), --status (401, 4xx, accepted or rejected),
 --reason (a part of the reason). --since 10m first prints the log's entries of the
@@ -53,7 +55,7 @@ last 10 minutes. --count stops after that many lines.
 	}
 	fl := cmd.Flags()
 	adminapi.AddFlags(fl)
-	fl.String("path", "", "Base path of the hooks handler, when the running config has several")
+	adminapi.AddBaseFlag(fl)
 	fl.String("hook", "", "Only this hook name (e.g. wake, github)")
 	fl.String("status", "", "Only this status: a code (401), a class (4xx), accepted or rejected")
 	fl.String("reason", "", "Only entries whose reason contains this text")
@@ -84,7 +86,10 @@ func runTail(ctx context.Context, fl *pflag.FlagSet, out io.Writer) error {
 		return err
 	}
 	q := url.Values{}
-	for _, name := range []string{"path", "hook", "status", "reason"} {
+	if base := adminapi.Base(fl); base != "" {
+		q.Set("path", base)
+	}
+	for _, name := range []string{"hook", "status", "reason"} {
 		if v, _ := fl.GetString(name); v != "" {
 			q.Set(name, v)
 		}
@@ -130,9 +135,7 @@ func tailResult(err error) error {
 // backlog prints the log's entries since the given period, oldest first.
 func (t *tailer) backlog(ac *adminapi.Client, since string) error {
 	q := url.Values{}
-	for k, v := range t.query {
-		q[k] = v
-	}
+	maps.Copy(q, t.query)
 	q.Set("since", since)
 	q.Set("limit", strconv.Itoa(eventlog.MaxLimit))
 	var page struct {
@@ -141,10 +144,10 @@ func (t *tailer) backlog(ac *adminapi.Client, since string) error {
 	if err := ac.Do(http.MethodGet, adminapi.Prefix+"events?"+q.Encode(), nil, &page); err != nil {
 		return err
 	}
-	for i := len(page.Entries) - 1; i >= 0; i-- {
+	for _, v := range slices.Backward(page.Entries) {
 		var typ struct{ Type string }
-		_ = json.Unmarshal(page.Entries[i], &typ)
-		if err := t.print(typ.Type, page.Entries[i]); err != nil {
+		_ = json.Unmarshal(v, &typ)
+		if err := t.print(typ.Type, v); err != nil {
 			return err
 		}
 	}

@@ -134,7 +134,7 @@ func Generate(root string) ([]byte, error) {
 	for _, bl := range blocks {
 		sections = append(sections, "`"+bl.heading+"`")
 	}
-	sections = append(sections, "The hooks app", "Placeholders", "The hooks_lockout event")
+	sections = append(sections, "The hooks app", "Placeholders", "Refusals and handle_errors", "The hooks_lockout event")
 	for _, s := range sections {
 		w("- [%s](#%s)\n", s, mdexample.Anchor(s))
 	}
@@ -175,6 +175,7 @@ func Generate(root string) ([]byte, error) {
 	w("## The hooks app\n\n%s\n", markdown(app.Doc))
 	w("## Placeholders\n\n%s\n", markdown(hdoc.sections["Placeholders"].text))
 	w("```text\n%s```\n\n", hdoc.sections["Placeholders"].code)
+	w("## Refusals and handle_errors\n\n%s\n", markdown(hdoc.sections["Refusals and handle_errors"].text))
 	w("## The hooks_lockout event\n\n%s", markdown(hdoc.sections["Events"].text))
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
@@ -313,7 +314,7 @@ func isExported(name string) bool { return name != "" && name[0] >= 'A' && name[
 
 // codeList writes names as code, separated by commas.
 func codeList(names []string) string {
-	var out []string
+	out := make([]string, 0, len(names))
 	for _, n := range names {
 		out = append(out, "`"+n+"`")
 	}
@@ -369,7 +370,7 @@ func splitDoc(text string) splitDocResult {
 // into Markdown paragraphs, escaped.
 func markdown(text string) string {
 	var out []string
-	for _, para := range strings.Split(strings.TrimSpace(text), "\n\n") {
+	for para := range strings.SplitSeq(strings.TrimSpace(text), "\n\n") {
 		if para = strings.TrimSpace(para); para != "" {
 			out = append(out, escape(strings.Join(strings.Fields(para), " ")))
 		}

@@ -61,7 +61,7 @@ type Event struct {
 	ClientBits int           // > 0: shown as this IPv6 prefix (the lockout key)
 	Auth       string        // token, signature <scheme>, replay, …
 	Status     int           // the status answered
-	Reason     string        // why it failed, if it did
+	Reason     string        // why it failed, or why it was skipped (a 204)
 	Latency    time.Duration // time at the edge
 	IdemKey    string        // the request's idempotency key
 	ReplayOf   string        // the event this one replays

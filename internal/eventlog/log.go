@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -82,9 +83,7 @@ func (l *Log) Newer() map[int]int {
 		return nil
 	}
 	out := make(map[int]int, len(l.store.newer))
-	for v, n := range l.store.newer {
-		out[v] = n
-	}
+	maps.Copy(out, l.store.newer)
 	return out
 }
 

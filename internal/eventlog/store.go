@@ -10,6 +10,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/caddyhook/caddyhook/internal/safefile"
 )
@@ -121,7 +122,7 @@ func openStore(dir string, b Bounds, now time.Time, onError func(error)) (*store
 	opts := &bolt.Options{Timeout: time.Second, NoFreelistSync: true, OpenFile: safefile.OpenNoFollow}
 	db, err := bolt.Open(path, 0o600, opts)
 	switch {
-	case errors.Is(err, bolt.ErrTimeout):
+	case errors.Is(err, bolterrors.ErrTimeout):
 		return nil, nil, fmt.Errorf("events: dir: %s is in use by another hooks handler or process", path)
 	case err != nil:
 		aside := fmt.Sprintf("%s.corrupt-%d", path, now.Unix())

@@ -305,7 +305,7 @@ func (im *importer) referenceBasePath(v any) (string, error) {
 // validHookPath reports whether p is a plain path: segments of URL path
 // characters that need no escaping, no dot segments.
 func validHookPath(p string) bool {
-	for _, seg := range strings.Split(p, "/") {
+	for seg := range strings.SplitSeq(p, "/") {
 		if seg == "" || seg == "." || seg == ".." || url.PathEscape(seg) != seg {
 			return false
 		}
@@ -513,7 +513,6 @@ func (im *importer) agentIDs() ([]string, error) {
 // delivery channels it has plugins for); a name that cannot be written
 // is noted and left out.
 func (im *importer) channels() []string {
-	out := []string{channelLast}
 	chans, _ := im.cfg["channels"].(map[string]any)
 	var names []string
 	for _, key := range sortedKeys(chans) {
@@ -531,7 +530,7 @@ func (im *importer) channels() []string {
 		}
 	}
 	sort.Strings(names)
-	return append(out, names...)
+	return append([]string{channelLast}, names...)
 }
 
 // ignoredHookKeys notes the hooks keys the edge does not carry.

@@ -7,11 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddyhook/caddyhook/caddyhook"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 
+	"github.com/caddyhook/caddyhook/caddyhook"
 	"github.com/caddyhook/caddyhook/internal/importcmd"
 )
 

@@ -11,13 +11,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/caddyhook/caddyhook/caddyhook"
-
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	_ "github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile" // the caddyfile adapter
 	_ "github.com/caddyserver/caddy/v2/modules/standard"          // respond, the http app
 
+	"github.com/caddyhook/caddyhook/caddyhook"
 	"github.com/caddyhook/caddyhook/internal/cftoken"
 	"github.com/caddyhook/caddyhook/internal/importcmd"
 	"github.com/caddyhook/caddyhook/internal/testkit"

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -159,11 +160,8 @@ func socketOwner(root string, inode uint64) string {
 		if _, err := strconv.Atoi(pid); err != nil || pid == self {
 			continue
 		}
-		for _, ino := range socketInodes(filepath.Join(root, pid, "fd")) {
-			if ino == inode {
-				owners = append(owners, "pid "+pid+" ("+commandLine(filepath.Join(root, pid, "cmdline"))+")")
-				break
-			}
+		if slices.Contains(socketInodes(filepath.Join(root, pid, "fd")), inode) {
+			owners = append(owners, "pid "+pid+" ("+commandLine(filepath.Join(root, pid, "cmdline"))+")")
 		}
 		if len(owners) == 3 {
 			break

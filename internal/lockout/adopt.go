@@ -70,7 +70,7 @@ func (t *Table) merge(a adopted, ms int64) {
 	e.hits[b%buckets] = uint8(min(a.failures, MaxCount))
 }
 
-// ApplyLock locks k until until (a lock another node, or an earlier run,
+// ApplyLock locks k up to until (a lock another node, or an earlier run,
 // applied), unless it is locked at least that long already; it reports
 // whether the table changed.
 func (t *Table) ApplyLock(k Key, until time.Time) bool {

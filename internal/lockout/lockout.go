@@ -54,7 +54,7 @@ type Policy struct {
 type Key [16]byte
 
 // entry is one tracked address in 32 bytes. Failures are counted in
-// buckets buckets of bucketMs each, hits[n%buckets] holding
+// `buckets` buckets of bucketMs each, hits[n%buckets] holding
 // those of bucket n (bucket numbers count from epoch); mark is the
 // number of the newest bucket plus one (0 = empty slot). A failure counts
 // while its bucket is one of the buckets newest, so for at least
@@ -171,10 +171,7 @@ func (t *Table) Capacity() int { return t.setsPerShard * numShards * ways }
 func New(p Policy) *Table {
 	// clamped to the bounds Validate enforces, so that a table provisioned
 	// for a config that then fails validation costs nothing
-	sets := min(max(p.Slots, 0), MaxSlots) / (numShards * ways)
-	if sets < 1 {
-		sets = 1
-	}
+	sets := max(min(max(p.Slots, 0), MaxSlots)/(numShards*ways), 1)
 	if p.LockFor <= 0 {
 		p.LockFor = p.Window
 	}

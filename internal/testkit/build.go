@@ -74,7 +74,7 @@ func buildCaddy(gobin string) (string, error) {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return "", fmt.Errorf("locking %s: %w", lock.Name(), err)
 	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	defer func() { _ = syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) }() // closing the file unlocks it too
 	bin := filepath.Join(dir, "caddy-"+sum)
 	if _, err := os.Stat(bin); err == nil {
 		now := time.Now()

@@ -6,6 +6,7 @@ package testkit
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -104,8 +105,8 @@ func JSONObjects(v any, match func(map[string]any) bool) []map[string]any {
 				stack = append(stack, x[k])
 			}
 		case []any:
-			for i := len(x) - 1; i >= 0; i-- {
-				stack = append(stack, x[i])
+			for _, v := range slices.Backward(x) {
+				stack = append(stack, v)
 			}
 		}
 	}

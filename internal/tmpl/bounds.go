@@ -158,7 +158,7 @@ func boundedJoin(maxOutput int, l ref.Val, sep string) ref.Val {
 	}
 	var b strings.Builder
 	b.Grow(int(max(total, 0)))
-	for i := types.Int(0); i < n; i++ {
+	for i := range n {
 		if i > 0 {
 			b.WriteString(sep)
 		}
@@ -291,7 +291,7 @@ func listTextSize(v ref.Val) uint64 {
 	}
 	n, _ := l.Size().(types.Int)
 	var total uint64
-	for i := types.Int(0); i < n; i++ {
+	for i := range n {
 		total += 1 + textSize(l.Get(i))
 	}
 	return total

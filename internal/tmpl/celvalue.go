@@ -86,7 +86,7 @@ func appendCELList(dst []byte, l traits.Lister, limit int) ([]byte, error) {
 	}
 	dst = append(dst, '[')
 	n, _ := l.Size().(types.Int)
-	for i := types.Int(0); i < n; i++ {
+	for i := range n {
 		if len(dst) > limit {
 			return nil, &EvalError{Kind: ErrOutputLimit}
 		}

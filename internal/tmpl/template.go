@@ -66,6 +66,7 @@ func (t *Template) Render(dst []byte, v *Vars) ([]byte, error) {
 			if dst, err = p.renderCEL(dst, v); err != nil {
 				return dst[:mark], err
 			}
+		case partMissing: // a blocked name renders nothing
 		}
 	}
 	return dst, nil

@@ -34,7 +34,7 @@ var bigintComparisons = map[token.Token]string{
 
 // astPkg is the import path of goja's syntax tree, the only types the
 // rewrite walks into.
-var astPkg = reflect.TypeOf(ast.Program{}).PkgPath()
+var astPkg = reflect.TypeFor[ast.Program]().PkgPath()
 
 // usesBigInt reports whether a module can make a BigInt: it writes a
 // BigInt literal or names BigInt (code is the bundle, the name may be
@@ -46,7 +46,7 @@ func usesBigInt(code string, prog *ast.Program) bool {
 	}
 	found := false
 	walkAST(reflect.ValueOf(prog), map[uintptr]bool{}, func(v reflect.Value) {
-		if lit, ok := v.Interface().(*ast.NumberLiteral); ok {
+		if lit, ok := reflect.TypeAssert[*ast.NumberLiteral](v); ok {
 			if _, isBig := lit.Value.(*big.Int); isBig {
 				found = true
 			}
@@ -65,7 +65,7 @@ func walkAST(v reflect.Value, seen map[uintptr]bool, visit func(v reflect.Value)
 			return
 		}
 		walkAST(v.Elem(), seen, visit)
-		if _, ok := v.Interface().(ast.Node); ok {
+		if _, ok := reflect.TypeAssert[ast.Node](v); ok {
 			visit(v)
 		}
 	case reflect.Pointer:
@@ -107,7 +107,7 @@ func rewriteBigInt(prog *ast.Program, f *file.File) error {
 	var err error
 	done := map[ast.Expression]ast.Expression{} // nodes the parser shares appear once rewritten
 	walkAST(reflect.ValueOf(prog), map[uintptr]bool{}, func(v reflect.Value) {
-		x, ok := v.Interface().(ast.Expression)
+		x, ok := reflect.TypeAssert[ast.Expression](v)
 		if !ok || err != nil {
 			return
 		}

@@ -77,8 +77,7 @@ func compile(file, export string, opts Options, w *watchdog) (*Program, error) {
 	// can run this program any more (workers do not reference p).
 	runtime.AddCleanup(p, (*pool).close, p.pool)
 	if _, err := p.supervise(context.Background(), nil, func(*vm) (map[string]any, error) { return nil, nil }); err != nil {
-		var te *Error
-		if errors.As(err, &te) {
+		if te, ok := errors.AsType[*Error](err); ok {
 			return nil, fmt.Errorf("transform module %s: loading: %s", name, te.Message)
 		}
 		return nil, fmt.Errorf("transform module %s: loading: %w", name, err)

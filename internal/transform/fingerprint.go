@@ -21,7 +21,7 @@ type fileState struct {
 func readState(path string) ([]byte, fileState, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fileState{}, pathError(err)
+		return nil, fileState{}, pathError(err, path)
 	}
 	defer f.Close()
 	fi, err := f.Stat()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"unicode/utf16"
 
@@ -144,7 +145,7 @@ func (g *guard) native(name string, length goja.Value, fn func(goja.FunctionCall
 
 // gojaPkg is the import path of the runtime, whose own panic values
 // (exceptions, interrupts, internal error kinds) must pass through.
-var gojaPkg = reflect.TypeOf(goja.FunctionCall{}).PkgPath()
+var gojaPkg = reflect.TypeFor[goja.FunctionCall]().PkgPath()
 
 // contain re-panics script-level throws and interrupts unchanged and
 // turns any other panic into an Error thrown into the script.
@@ -319,10 +320,8 @@ func (g *guard) join(fc goja.FunctionCall, locale bool) goja.Value {
 		panic(g.rt.NewTypeError("Array.prototype.join called on null or undefined"))
 	}
 	o := fc.This.ToObject(g.rt)
-	for _, j := range g.joining {
-		if j == o {
-			return g.rt.ToValue("")
-		}
+	if slices.Contains(g.joining, o) {
+		return g.rt.ToValue("")
 	}
 	if len(g.joining) >= maxNesting {
 		g.throwRange("Array.prototype.join: nesting deeper than " + strconv.Itoa(maxNesting))

@@ -708,7 +708,7 @@ func (g *guard) stringMatcher(name string, sym *goja.Symbol, flags string) func(
 			}
 		}
 		s := toStr(fc.This)
-		var pattern goja.Value = g.rt.ToValue("")
+		pattern := g.rt.ToValue("")
 		if !isUndef(arg) {
 			pattern = g.refusePattern(toStr(arg))
 		}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -20,6 +21,9 @@ var importExts = map[string]bool{".ts": true, ".mts": true, ".js": true, ".mjs":
 // A relative dir is taken relative to root.
 func ResolveDir(root, dir string) (string, error) {
 	realRoot, err := realDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("transforms root: %w", err) // the error names it as resolved
+	}
 	if err != nil {
 		return "", fmt.Errorf("transforms root %q: %w", root, err)
 	}
@@ -35,14 +39,14 @@ func ResolveDir(root, dir string) (string, error) {
 	}
 	real, err := filepath.EvalSymlinks(candidate)
 	if err != nil {
-		return "", fmt.Errorf("transforms dir %q: %w", dir, pathError(err))
+		return "", fmt.Errorf("transforms dir %q: %w", dir, pathError(err, candidate))
 	}
 	if !within(realRoot, real) {
 		return "", fmt.Errorf("transforms dir %q resolves outside the transforms root %s", dir, realRoot)
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", fmt.Errorf("transforms dir %q: %w", dir, pathError(err))
+		return "", fmt.Errorf("transforms dir %q: %w", dir, pathError(err, real))
 	}
 	if !fi.IsDir() {
 		return "", fmt.Errorf("transforms dir %q is not a directory", dir)
@@ -86,11 +90,11 @@ func realDir(dir string) (string, error) {
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return "", pathError(err)
+		return "", pathError(err, abs)
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", pathError(err)
+		return "", pathError(err, real)
 	}
 	if !fi.IsDir() {
 		return "", errors.New("not a directory")
@@ -107,14 +111,14 @@ func confineFile(realRoot, candidate string, exts map[string]bool) (string, erro
 	}
 	real, err := filepath.EvalSymlinks(candidate)
 	if err != nil {
-		return "", pathError(err)
+		return "", pathError(err, candidate)
 	}
 	if !within(realRoot, real) {
 		return "", fmt.Errorf("resolves outside the transforms dir %s", realRoot)
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", pathError(err)
+		return "", pathError(err, real)
 	}
 	if !fi.Mode().IsRegular() {
 		return "", errors.New("not a regular file")
@@ -144,10 +148,8 @@ func checkConfigPath(p string) error {
 			return errors.New("contains a percent-encoded path character")
 		}
 	}
-	for _, seg := range strings.Split(p, "/") {
-		if seg == ".." {
-			return errors.New(`contains a ".." segment`)
-		}
+	if slices.Contains(strings.Split(p, "/"), "..") {
+		return errors.New(`contains a ".." segment`)
 	}
 	return nil
 }
@@ -162,18 +164,29 @@ func within(root, path string) bool {
 	return rel == "." || (rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel))
 }
 
-// pathError strips the path from fs errors (the caller names the value)
-// and keeps the reason.
-func pathError(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
+// pathError keeps the reason of an fs error on path: "<path> does not
+// exist" names the path as resolved (a relative module or directory,
+// joined to the directory it is relative to), so that a person sees
+// where it was looked for; other errors lose their path (the caller
+// names the value).
+func pathError(err error, path string) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		if errors.Is(pe.Err, fs.ErrNotExist) {
-			return errors.New("does not exist")
+			return notExistError(path)
 		}
 		return pe.Err
 	}
 	return err
 }
+
+// notExistError is a path that does not exist; it is fs.ErrNotExist.
+type notExistError string
+
+// Error implements error.
+func (e notExistError) Error() string { return string(e) + " does not exist" }
+
+// Unwrap makes errors.Is(err, fs.ErrNotExist) hold.
+func (notExistError) Unwrap() error { return fs.ErrNotExist }
 
 // extList renders an extension set in a stable order for messages.
 func extList(exts map[string]bool) string {

@@ -1,6 +1,8 @@
 package transform
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,6 +113,31 @@ func TestResolveModule(t *testing.T) {
 				t.Fatalf("ResolveModule(%q) = %q, want %q", tc.module, got, want)
 			}
 		})
+	}
+}
+
+// TestMissingNamesTheResolvedPath (issue 31 item 6): a missing module,
+// transforms dir or root names the path it was looked for at.
+func TestMissingNamesTheResolvedPath(t *testing.T) {
+	base, root := confinementTree(t)
+	realRoot, _ := filepath.EvalSymlinks(root)
+	for _, tc := range []struct {
+		name string
+		err  func() error
+		want string
+	}{
+		{"module", func() error { _, err := ResolveModule(root, "missing.ts"); return err },
+			`transform module "missing.ts": ` + filepath.Join(realRoot, "missing.ts") + " does not exist"},
+		{"module in a subdirectory", func() error { _, err := ResolveModule(root, "sub/none.js"); return err },
+			`transform module "sub/none.js": ` + filepath.Join(realRoot, "sub", "none.js") + " does not exist"},
+		{"dir", func() error { _, err := ResolveDir(root, "nope"); return err },
+			`transforms dir "nope": ` + filepath.Join(realRoot, "nope") + " does not exist"},
+		{"root", func() error { _, err := ResolveDir(filepath.Join(base, "missing"), ""); return err },
+			"transforms root: " + filepath.Join(base, "missing") + " does not exist"},
+	} {
+		if err := tc.err(); err == nil || err.Error() != tc.want || !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }
 

@@ -26,10 +26,10 @@ type exporter struct {
 	used   int64
 }
 
-// errResultMemory marks a result over the size cap.
-type errResultMemory struct{ limit int64 }
+// resultMemoryError marks a result over the size cap.
+type resultMemoryError struct{ limit int64 }
 
-func (e *errResultMemory) Error() string {
+func (e *resultMemoryError) Error() string {
 	return fmt.Sprintf("memory limit: result larger than %d bytes", e.limit)
 }
 
@@ -57,7 +57,7 @@ func (e *exporter) top(v goja.Value) (map[string]any, error) {
 func (e *exporter) charge(n int) error {
 	e.used += int64(n)
 	if e.used > e.budget {
-		return &errResultMemory{limit: e.budget}
+		return &resultMemoryError{limit: e.budget}
 	}
 	return nil
 }

@@ -176,8 +176,7 @@ func (p *Program) run(v *vm, c *call, payload map[string]any, f func(*vm) (map[s
 		out, err = f(v)
 		return err
 	}()
-	var overflow *goja.StackOverflowError
-	if errors.As(err, &overflow) {
+	if _, ok := errors.AsType[*goja.StackOverflowError](err); ok {
 		crashed = true // unwound like an interrupt; start afresh
 	}
 	if err != nil && c.reason.Load() == reasonNone {
@@ -320,7 +319,7 @@ func (v *vm) call(ctxVal goja.Value, maxBytes int64) (map[string]any, error) {
 }
 
 // promiseType is what a promise object exports as.
-var promiseType = reflect.TypeOf((*goja.Promise)(nil))
+var promiseType = reflect.TypeFor[*goja.Promise]()
 
 // promiseOf returns v as a promise without exporting anything else
 // (Export of a plain object would run its getters outside the runtime).
@@ -342,7 +341,7 @@ func (r *rejection) Error() string { return "promise rejected" }
 // *Error, reading script error messages safely and sanitizing their text.
 func (v *vm) describe(err error, payload map[string]any) *Error {
 	var te *Error
-	var rm *errResultMemory
+	var rm *resultMemoryError
 	var xe *exportError
 	var ex *goja.Exception
 	var rj *rejection
@@ -400,7 +399,7 @@ func (v *vm) thrownMessage(val goja.Value, stack []goja.StackFrame) (text, loc s
 // firstStackLocation extracts "file:line:col" from the first frame line of
 // an Error's stack property ("\tat fn (file:line:col(pc))").
 func firstStackLocation(stack string) string {
-	for _, line := range strings.Split(stack, "\n") {
+	for line := range strings.SplitSeq(stack, "\n") {
 		line = strings.TrimSpace(line)
 		if !strings.HasPrefix(line, "at ") {
 			continue

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/duration"
 )
 
 // Scheme names kept for callers that name the original five providers;
@@ -161,7 +163,7 @@ func parseTolerance(raw json.RawMessage) (time.Duration, error) {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return 0, err
 		}
-		return time.ParseDuration(s)
+		return duration.Parse(s)
 	}
 	n, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil {

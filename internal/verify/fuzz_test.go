@@ -167,3 +167,10 @@ func stripeT(v string) string {
 	}
 	return ""
 }
+
+// parseStripe (what FuzzStripe reads) parses a Stripe-Signature value: comma-separated key=value
+// entries with exactly one t and at least one v1 (other keys, such as v0,
+// are ignored). It returns t as sent, or a Reason on failure.
+func parseStripe(v string, size int, c *candidates) (ts, reason string) {
+	return parseList(v, stripeList, encHex, size, c)
+}

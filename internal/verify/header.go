@@ -72,16 +72,6 @@ func checkTimestamp(ts, header string, now time.Time, tol time.Duration) error {
 	return nil
 }
 
-// deliveryID returns the value of the optional header name as a delivery
-// id, or "" when it is absent, conflicting or not a clean id.
-func deliveryID(h http.Header, name string) string {
-	v, err := headerValue(h, name)
-	if err != nil {
-		return ""
-	}
-	return cleanID(v)
-}
-
 // cleanID returns id when it is 1 to MaxDeliveryIDLen bytes of printable
 // ASCII without spaces, else "".
 func cleanID(id string) string {

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"math/big"
 	"os"
+	"slices"
 	"strings"
 	"time"
 )
@@ -202,10 +203,8 @@ func (c jwtClaims) hasAudience(want string) bool {
 	}
 	var many []string
 	if json.Unmarshal(c.Aud, &many) == nil {
-		for _, a := range many {
-			if a == want {
-				return true
-			}
+		if slices.Contains(many, want) {
+			return true
 		}
 	}
 	return false
@@ -342,22 +341,8 @@ func (b *builder) jwksSource(def string, hosts hostList, ttl time.Duration) (key
 
 // unwrapPathErr drops the path from a file error (the message names it).
 func unwrapPathErr(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
 		return fmt.Errorf("%s: %v", pe.Path, pe.Err)
 	}
 	return err
-}
-
-// bearer returns the token of an "Authorization: Bearer <token>" value, or
-// the value itself when withBearer is false.
-func bearer(v string, withBearer bool) string {
-	if !withBearer {
-		return v
-	}
-	scheme, tok, ok := strings.Cut(v, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return ""
-	}
-	return trimOWS(tok)
 }

@@ -91,26 +91,3 @@ func parseLayout(s string) (layout, error) {
 	l.hasTimestamp, l.hasID = seen[segTimestamp], seen[segID]
 	return l, nil
 }
-
-// maxSegments is the most segments a layout can have: three placeholders
-// with literals around them.
-const maxSegments = 7
-
-// parts returns the signed content of a request as pieces, in order,
-// written into buf.
-func (l *layout) parts(buf *[maxSegments][]byte, body []byte, ts, id string) [][]byte {
-	out := buf[:0]
-	for _, sg := range l.segs {
-		switch sg.kind {
-		case segLiteral:
-			out = append(out, sg.literal)
-		case segBody:
-			out = append(out, body)
-		case segTimestamp:
-			out = append(out, []byte(ts))
-		case segID:
-			out = append(out, []byte(id))
-		}
-	}
-	return out
-}

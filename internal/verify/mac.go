@@ -40,14 +40,6 @@ func newMACSet(alg algorithm, keys [][]byte) *macSet {
 	return m
 }
 
-// keys returns the number of keys (0 for a nil set).
-func (m *macSet) keys() int {
-	if m == nil {
-		return 0
-	}
-	return len(m.pools)
-}
-
 // match reports whether some candidate in c equals the HMAC of the
 // concatenated parts under some key. Every key's MAC is computed and
 // compared with every candidate in constant time, with no early exit, so

@@ -50,7 +50,7 @@ func (s *graphScheme) verify(c *call) error {
 	if jsonValue(doc, "value", "0") == nil {
 		return fail(ReasonMissingSignature, "")
 	}
-	for i := 0; i < maxGraphNotifications; i++ {
+	for i := range maxGraphNotifications {
 		n := jsonValue(doc, "value", itoa(i))
 		if n == nil {
 			return nil

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -52,10 +53,5 @@ func init() {
 
 // contains reports whether list holds s.
 func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(list, s)
 }

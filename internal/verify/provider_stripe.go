@@ -3,13 +3,6 @@ package verify
 // stripeList is the Stripe-Signature header's shape (also Calendly's).
 var stripeList = &listSpec{sep: ",", tsKey: "t", sigKey: "v1"}
 
-// parseStripe parses a Stripe-Signature value: comma-separated key=value
-// entries with exactly one t and at least one v1 (other keys, such as v0,
-// are ignored). It returns t as sent, or a Reason on failure.
-func parseStripe(v string, size int, c *candidates) (ts, reason string) {
-	return parseList(v, stripeList, encHex, size, c)
-}
-
 func init() {
 	register(&Provider{
 		Name:             "stripe",

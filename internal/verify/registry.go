@@ -41,6 +41,7 @@ func (k BodyKind) String() string {
 		return "form"
 	case BodyJSONOrForm:
 		return "JSON or form"
+	case BodyJSON:
 	}
 	return "JSON"
 }

@@ -7,12 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/caddyhook/caddyhook/internal/jsonenc"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/jsonenc"
 )
 
 // Request is one HTTP request as a Verifier sees it. The caller fills it

@@ -53,6 +53,7 @@ func decodeSecrets(secrets []string, dec keyDecode) ([][]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("secrets[%d]: not valid base64", i)
 			}
+		case keyRaw: // the secret's bytes as written
 		}
 		if len(key) < MinSecretLen {
 			return nil, fmt.Errorf("secrets[%d]: shorter than %d bytes", i, MinSecretLen)

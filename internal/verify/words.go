@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/duration"
 )
 
 // Word is one subdirective of a `verify <provider> { … }` block: the
@@ -138,18 +140,9 @@ func (c *Config) SetWord(name string, args []string) error {
 	return w.set(c, args)
 }
 
-// parseDuration parses a Go duration, also accepting a day suffix as Caddy
-// does ("1d").
-func parseDuration(s string) (time.Duration, error) {
-	if d, ok := strings.CutSuffix(s, "d"); ok && d != "" && !strings.ContainsAny(d, "hmsµnu") {
-		days, err := time.ParseDuration(d + "h")
-		if err != nil {
-			return 0, err
-		}
-		return days * 24, nil
-	}
-	return time.ParseDuration(s)
-}
+// parseDuration parses a duration as Caddy does (Go's units and d for
+// days, "1d"); its error names the units.
+func parseDuration(s string) (time.Duration, error) { return duration.Parse(s) }
 
 // checkWords fails when cfg sets a word p does not read, or misses one p
 // requires; errors name the word.

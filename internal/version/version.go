@@ -8,7 +8,6 @@
 package version
 
 import (
-	"fmt"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -170,13 +169,4 @@ func (b Build) String() string {
 	}
 	s.WriteString(" " + b.GoVersion)
 	return s.String()
-}
-
-// readmeRow is f as a row of the table of formats (docs/upgrades.md).
-func readmeRow(f Format) string {
-	note := f.Note
-	if note == "" {
-		note = "—"
-	}
-	return fmt.Sprintf("| `%s` | %s | %d | %d–%d | %s |", f.Store, f.What, f.Writes, f.Reads, f.Writes, note)
 }

@@ -130,3 +130,12 @@ func TestDocsFormatsTable(t *testing.T) {
 		}
 	}
 }
+
+// readmeRow is f as a row of the table of formats (docs/upgrades.md).
+func readmeRow(f Format) string {
+	note := f.Note
+	if note == "" {
+		note = "—"
+	}
+	return fmt.Sprintf("| `%s` | %s | %d | %d–%d | %s |", f.Store, f.What, f.Writes, f.Reads, f.Writes, note)
+}

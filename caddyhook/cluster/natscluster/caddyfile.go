@@ -5,6 +5,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+
+	"github.com/caddyhook/caddyhook/internal/duration"
 )
 
 // UnmarshalCaddyfile parses the engine's block:
@@ -96,7 +98,7 @@ func (n *NATS) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			if err := oneArg(d, &s); err != nil {
 				return err
 			}
-			v, err := caddy.ParseDuration(s)
+			v, err := duration.Parse(s)
 			if err != nil {
 				return d.Errf("%s: %v", opt, err)
 			}

@@ -293,9 +293,7 @@ func (c *claims) behindDo(key string, h heldClaim, val []byte) {
 	}
 	c.behind++
 	c.mu.Unlock()
-	c.s.bg.Add(1)
-	go func() {
-		defer c.s.bg.Done()
+	c.s.bg.Go(func() {
 		defer func() { c.mu.Lock(); c.behind--; c.mu.Unlock() }()
 		ctx, cancel := context.WithDeadline(c.s.life, h.until)
 		defer cancel()
@@ -317,7 +315,7 @@ func (c *claims) behindDo(key string, h heldClaim, val []byte) {
 				return
 			}
 		}
-	}()
+	})
 }
 
 // Pacing of the write and claim retries.

@@ -179,8 +179,7 @@ func connect(cfg *Config, p cluster.Params) (*shared, error) {
 		return nil, err
 	} else if err != nil {
 		s.log.Warn("cluster not provisioned yet; retrying in the background", zap.Error(err))
-		s.bg.Add(1)
-		go func() { defer s.bg.Done(); s.provisionLoop() }()
+		s.bg.Go(func() { ; s.provisionLoop() })
 	}
 	return s, nil
 }
@@ -261,8 +260,7 @@ func (s *shared) provisionInBackground() {
 		return
 	default:
 	}
-	s.bg.Add(1)
-	go func() { defer s.bg.Done(); s.provisionLoop() }()
+	s.bg.Go(func() { ; s.provisionLoop() })
 }
 
 // provisionLoop provisions until it succeeds or the backend closes,
@@ -358,8 +356,7 @@ func transient(err error) bool {
 	if errors.Is(err, errNoJetStream) {
 		return false
 	}
-	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) {
+	if apiErr, ok := errors.AsType[*jetstream.APIError](err); ok {
 		return apiErr.Code == 503 || apiErr.Code == 408
 	}
 	return true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,7 +44,7 @@ func (h *handle) Broadcast(topic string, msg []byte) error {
 	if !h.up() {
 		return cluster.ErrUnavailable
 	}
-	return h.nc.Publish(subject, h.seal(msg[:len(msg):len(msg)], seal, subject))
+	return h.nc.Publish(subject, h.seal(slices.Clip(msg), seal, subject))
 }
 
 // Subscribe implements cluster.Backend; the subscription survives
@@ -91,7 +92,7 @@ func (h *handle) PutLock(ctx context.Context, key string, val []byte, _ time.Dur
 	if kv == nil || !h.up() {
 		return cluster.ErrUnavailable
 	}
-	_, err := kv.Put(ctx, key, h.seal(val[:len(val):len(val)], sealLock, h.n.locks, key))
+	_, err := kv.Put(ctx, key, h.seal(slices.Clip(val), sealLock, h.n.locks, key))
 	return err
 }
 

@@ -410,13 +410,11 @@ func (q *queue) consume(ctx context.Context, name string, n int) error {
 	work := make(chan jetstream.Msg)
 	var wg sync.WaitGroup
 	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for m := range work {
 				q.handle(ctx, m)
 			}
-		}()
+		})
 	}
 	defer func() { close(work); wg.Wait() }()
 	if lim := q.paced(); lim != nil {

@@ -120,6 +120,30 @@ func (n *Config) warn(logger *zap.Logger) {
 	}
 }
 
+// SecretFields implements cluster.Secrets: the credentials, the files
+// that hold them and the signing keys, named as validate names them.
+func (n *Config) SecretFields() []cluster.SecretField {
+	out := []cluster.SecretField{{Name: "cluster nats: user", Raw: n.User}, {Name: "cluster nats: password", Raw: n.Password},
+		{Name: "cluster nats: token", Raw: n.Token}, {Name: "cluster nats: credentials", Raw: n.Credentials},
+		{Name: "cluster nats: nkey", Raw: n.NKey}}
+	for i, raw := range n.SigningKeys {
+		field := "cluster nats: signing_key"
+		if len(n.SigningKeys) > 1 {
+			field = fmt.Sprintf("cluster nats: signing_key %d of %d", i+1, len(n.SigningKeys))
+		}
+		out = append(out, cluster.SecretField{Name: field, Raw: raw})
+	}
+	if t := n.TLS; t != nil {
+		out = append(out, cluster.SecretField{Name: "cluster nats: tls ca", Raw: t.CA, Each: true},
+			cluster.SecretField{Name: "cluster nats: tls cert", Raw: t.Cert, Each: true},
+			cluster.SecretField{Name: "cluster nats: tls key", Raw: t.Key, Each: true})
+	}
+	return out
+}
+
+// Interface guard
+var _ cluster.Secrets = (*Config)(nil)
+
 // authenticated reports whether the connection presents credentials of
 // any kind: a creds file, user/password (also in a URL), a token, an nkey
 // or a TLS client certificate.
@@ -128,7 +152,7 @@ func (n *Config) authenticated() bool {
 		return true
 	}
 	for _, u := range n.URLs {
-		if p := strings.Index(u, "://"); p >= 0 && strings.Contains(u[p+3:], "@") {
+		if _, after, ok := strings.Cut(u, "://"); ok && strings.Contains(after, "@") {
 			return true
 		}
 	}

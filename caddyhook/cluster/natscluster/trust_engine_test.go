@@ -10,14 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/caddyhook/caddyhook/caddyhook/spool/spooltest"
-
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/caddyhook/spool/spooltest"
 	"github.com/caddyhook/caddyhook/internal/natstest"
 	"github.com/caddyhook/caddyhook/internal/promtest"
 )

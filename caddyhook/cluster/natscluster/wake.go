@@ -378,6 +378,7 @@ func (q *queue) deliverWake(ctx context.Context, m jetstream.Msg) {
 			ev.Attempts++
 			q.bury(m, meta, ev, r.status, r.deadReason())
 			return
+		case spool.OutcomeRetry: // below
 		}
 		if ctx.Err() != nil {
 			return

@@ -2,7 +2,6 @@ package natscluster
 
 import (
 	"context"
-
 	"slices"
 	"sync"
 	"sync/atomic"
