@@ -337,7 +337,7 @@ func TestBodyBuffers(t *testing.T) {
 	}
 	p := b.get(5000)
 	b.put(p)
-	if q := b.get(8 << 10); q != p {
+	if q := b.get(8 << 10); q != p && !raceEnabled { // -race: sync.Pool drops a quarter of what it is given back
 		t.Error("a buffer given back is not reused for its class")
 	}
 	odd := make([]byte, 0, 12<<10) // fills the 8 KiB class, not the 16 KiB one

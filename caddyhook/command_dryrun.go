@@ -247,7 +247,7 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	if !o.noToken && req.Header.Get("Authorization") == "" && !h.tokens.headerPresent(req) {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	ex := exchange{r: req, sub: sub, ip: clientAddr(req), now: time.Now(), bodyBuf: new([]byte), route: "none", trace: true}
+	ex := exchange{r: req, sub: sub, ip: clientAddr(req), now: time.Now(), route: "none", trace: true}
 	status, reply, herr := h.process(&ex)
 	rep := dryRunReport{Status: status, Dropped: dry.dropped, Mapping: ex.mapping, Reason: ex.skip, PassedOver: ex.passed}
 	if i := h.tokens.index(h.tokens.presented(req.Header)); i >= 0 {

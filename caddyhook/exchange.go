@@ -22,7 +22,7 @@ type exchange struct {
 	mapping string // id of the mapping that answered, if any
 	body    []byte
 	// bodyBuf holds the buffer body is read into, from bodyBufs (serveHook
-	// gives it back).
+	// gives it back); nil, the body gets a buffer of its own.
 	bodyBuf *[]byte
 	payload map[string]any
 
