@@ -165,42 +165,50 @@ var ipv6Attacks = []struct {
 // /32's per_prefix reads, the rest answered 503 at once, so every valid
 // signed delivery from elsewhere during the attack is served. Before: the
 // attack held all 256 slots (each /64 its own per_address 8) and every
-// valid delivery got 503.
+// valid delivery got 503. The caps apply before the mode and the dispatch
+// path are chosen: the first attack runs in render mode with the sync path
+// and again in forward mode with the spool.
 func TestIntegrationUnauthSlotsIPv6Networks(t *testing.T) {
 	setSigEnv(t)
-	for _, a := range ipv6Attacks {
-		t.Run(a.name, func(t *testing.T) {
-			in := startIngress(t, ingressOpts{global: trustLoopback, hooks: signedSlowHooks("256 1m")})
-			answers := holdConnsOf(t, in.hostPort(), func(i int) string { return withheldSigned(a.conn(i)) }, a.conns)
-			// answers come only from refused connections: at least
-			// conns-256 of them whatever the caps, all 503 at once
-			refused := 0
-			for deadline := time.After(answerWithin); refused < a.conns-defaultUnauthBodies; refused++ {
-				select {
-				case r := <-answers:
-					if r.err != nil || r.status != http.StatusServiceUnavailable {
-						t.Fatalf("attacking connection %d: %+v, want 503", refused+1, r)
+	for i, a := range ipv6Attacks {
+		setups := []struct{ name, hooks string }{{"", ""}}
+		if i == 0 {
+			setups = append(setups, struct{ name, hooks string }{", forward mode, spool", "mode forward\n\t\tspool " + t.TempDir() + "\n\t\t"})
+		}
+		for _, st := range setups {
+			t.Run(a.name+st.name, func(t *testing.T) {
+				in := startIngress(t, ingressOpts{global: trustLoopback, hooks: st.hooks + signedSlowHooks("256 1m")})
+				answers := holdConnsOf(t, in.hostPort(), func(i int) string { return withheldSigned(a.conn(i)) }, a.conns)
+				// answers come only from refused connections: at least
+				// conns-256 of them whatever the caps, all 503 at once
+				refused := 0
+				for deadline := time.After(answerWithin); refused < a.conns-defaultUnauthBodies; refused++ {
+					select {
+					case r := <-answers:
+						if r.err != nil || r.status != http.StatusServiceUnavailable {
+							t.Fatalf("attacking connection %d: %+v, want 503", refused+1, r)
+						}
+					case <-deadline:
+						t.Fatalf("only %d of %d attacking connections answered", refused, a.conns)
 					}
-				case <-deadline:
-					t.Fatalf("only %d of %d attacking connections answered", refused, a.conns)
 				}
-			}
-			got := in.validDeliveries(32)
-			t.Logf("%d withheld signed bodies, then 32 valid deliveries from 32 other addresses: %v", a.conns, got)
-			if got[200] != 32 {
-				t.Fatalf("valid deliveries during the attack: %v, want all 32 answered 200", got)
-			}
-			for deadline := time.After(answerWithin); refused < a.conns-a.cap; refused++ {
-				select {
-				case r := <-answers:
-					if r.status != http.StatusServiceUnavailable {
-						t.Fatalf("attacking connection: %+v, want 503", r)
+				got := in.validDeliveries(32)
+				t.Logf("%d withheld signed bodies, then 32 valid deliveries from 32 other addresses: %v", a.conns, got)
+				if got[200] != 32 {
+					t.Fatalf("valid deliveries during the attack: %v, want all 32 answered 200", got)
+				}
+				for deadline := time.After(answerWithin); refused < a.conns-a.cap; refused++ {
+					select {
+					case r := <-answers:
+						if r.status != http.StatusServiceUnavailable {
+							t.Fatalf("attacking connection: %+v, want 503", r)
+						}
+					case <-deadline:
+						t.Fatalf("%d attacking connections answered, want all but the %d of the cap", refused, a.cap)
 					}
-				case <-deadline:
-					t.Fatalf("%d attacking connections answered, want all but the %d of the cap", refused, a.cap)
 				}
-			}
-		})
+			})
+		}
 	}
 }
 
