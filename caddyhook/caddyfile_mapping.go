@@ -113,45 +113,42 @@ func unmarshalTransformRef(d *caddyfile.Dispenser, m *Mapping) error {
 	return nil
 }
 
-// unmarshalVerify parses `verify <scheme> { ... }`.
+// unmarshalVerify parses `verify <provider> { <word> <value>... }`: the
+// provider is a name of the registry (`caddy hooks providers` lists
+// them), the words are the registry's (verify.Words, applied by
+// verify.Config.SetWord). Whether the provider reads a word is checked at
+// provision, with the provider's words in the error.
 func unmarshalVerify(d *caddyfile.Dispenser) (*verify.Config, error) {
 	v := new(verify.Config)
 	if !d.NextArg() {
-		return nil, d.Errf("verify: scheme required (github, stripe, slack, standard or hmac)")
+		return nil, d.Errf("verify: provider required (one of %d; `caddy hooks providers` lists them)", len(verify.Names()))
 	}
 	v.Scheme = d.Val()
+	if _, ok := verify.Lookup(v.Scheme); !ok {
+		if s := verify.Suggest(v.Scheme); s != "" {
+			return nil, d.Errf("verify: unknown provider %q; did you mean %q? (`caddy hooks providers` lists them)", v.Scheme, s)
+		}
+		return nil, d.Errf("verify: unknown provider %q (`caddy hooks providers` lists them)", v.Scheme)
+	}
 	if d.NextArg() {
 		return nil, d.ArgErr()
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		name := d.Val()
-		strs := map[string]*string{"header": &v.Header, "prefix": &v.Prefix, "algorithm": &v.Algorithm,
-			"encoding": &v.Encoding, "timestamp_header": &v.TimestampHeader, "layout": &v.Layout, "id_header": &v.IDHeader}
-		switch {
-		case name == "secret":
-			args := d.RemainingArgs()
-			if len(args) == 0 {
-				return nil, d.Errf("verify: secret needs a value")
-			}
-			// a literal is accepted, with a warning at provision (see
-			// warnLiteralSecrets): the same rule as for the tokens
-			v.Secrets = append(v.Secrets, args...)
-		case name == "tolerance":
-			var s string
-			if err := oneArg(d, &s); err != nil {
-				return nil, err
-			}
-			dur, err := duration.Parse(s)
+		name, args := d.Val(), d.RemainingArgs()
+		if name == "tolerance" && len(args) == 1 {
+			// the Caddyfile's duration syntax (1d2h), as every duration
+			// of the hooks blocks
+			dur, err := duration.Parse(args[0])
 			if err != nil {
 				return nil, d.Errf("verify: tolerance %v", err)
 			}
 			v.Tolerance = dur
-		case strs[name] != nil:
-			if err := oneArg(d, strs[name]); err != nil {
-				return nil, err
-			}
-		default:
-			return nil, d.Errf("unrecognized verify subdirective '%s'", name)
+			continue
+		}
+		// a literal secret is accepted, with a warning at provision (see
+		// warnLiteralSecrets): the same rule as for the tokens
+		if err := v.SetWord(name, args); err != nil {
+			return nil, d.Errf("verify: %v", err)
 		}
 	}
 	return v, nil

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +36,18 @@ import (
 //	        queue when NATS is back)
 //	kinds:  /wake, /agent, the gmail preset, a forward mapping, a render
 //	        (template) mapping, a signed mapping (verify github), a
-//	        transform mapping (a JS module)
+//	        transform mapping (a JS module); and the provider axis (issue
+//	        29): one provider per scheme family, each a mapping with only
+//	        its verify block (its default template in render mode, forward
+//	        in forward mode): shopify (HMAC in a header), twilio (a form
+//	        signed with its URL, answered with empty TwiML), clerk
+//	        (Standard Webhooks), gitlab (a token), discord (Ed25519,
+//	        answered with the deferred response), sendgrid (ECDSA, an
+//	        array body), feishu (a digest, an encrypted body), pubsub (a
+//	        JWT under a JWKS file). X.509 (sns) needs its certificate
+//	        fetched from an allow-listed https host, which a Caddy config
+//	        cannot point at a test server: it is tested through the
+//	        handler with a stub client (handshake_test.go).
 //
 // Every cell applies: a forward mapping in render mode and the render,
 // signed-render and transform mappings in forward mode are the mixes the
@@ -88,17 +102,39 @@ const (
 	mxRenderMapping
 	mxSignedMapping
 	mxTransformMapping
+	mxShopify
+	mxTwilio
+	mxClerk
+	mxGitLab
+	mxDiscord
+	mxSendGrid
+	mxFeishu
+	mxPubSub
 	mxKinds
 )
 
+// mxFirstProvider is the first kind of the provider axis.
+const mxFirstProvider = mxShopify
+
 func (k mxKind) String() string {
+	if k >= mxFirstProvider {
+		return "provider-" + k.provider()
+	}
 	return [...]string{"wake", "agent", "preset", "forward-mapping", "render-mapping", "signed-mapping", "transform-mapping"}[k]
+}
+
+// provider is a provider kind's provider (and mapping, and hook name).
+func (k mxKind) provider() string {
+	return [...]string{"shopify", "twilio", "clerk", "gitlab", "discord", "sendgrid", "feishu", "pubsub"}[k-mxFirstProvider]
 }
 
 // marker is a string found in every request of the kind the gateway
 // receives (body or rendered message): it tells the cells of one gateway
 // apart.
 func (k mxKind) marker() string {
+	if k >= mxFirstProvider {
+		return "mx-" + k.provider()
+	}
 	return [...]string{"mx-wake", "mx-agent", "mx-preset", "mx-forward", "mx-render", "mx-signed", "mx-transform"}[k]
 }
 
@@ -155,12 +191,20 @@ const mxTransform = `export default (ctx) => ({
 // the gmail preset and one mapping of each kind. The signed mapping
 // forwards in forward mode and renders its template in render mode; the
 // forward mapping forwards and the render and transform mappings render
-// in either mode (both kinds may be mixed in either mode).
-func mxHooks(mode, transformsRoot string) string {
+// in either mode (both kinds may be mixed in either mode). A provider
+// mapping has its verify block only (its provider's default template),
+// and forward in forward mode. jwks is the pubsub mapping's key set.
+func mxHooks(mode, transformsRoot, jwks string) string {
 	signed := `name GitHub
 			message_template "PR #{{payload.number}} {{payload.action}}: {{pull_request.title}}"`
+	fwd := ""
 	if mode == "forward" {
-		signed = "forward"
+		signed, fwd = "forward", "\n\t\t\tforward"
+	}
+	var providers strings.Builder
+	for k := mxFirstProvider; k < mxKinds; k++ {
+		fmt.Fprintf(&providers, "\n\t\tmapping %[1]s {\n\t\t\tmatch_path %[1]s\n\t\t\tverify %[1]s {\n\t\t\t\t%[2]s\n\t\t\t}%[3]s\n\t\t}",
+			k.provider(), strings.ReplaceAll(mxProviderFor(k).verify, "@JWKS@", jwks), fwd)
 	}
 	return `mode ` + mode + `
 		agents main
@@ -189,7 +233,7 @@ func mxHooks(mode, transformsRoot string) string {
 		mapping transformed {
 			match_path transformed
 			transform matrix.js
-		}`
+		}` + providers.String()
 }
 
 // mxHeader is one header a sender sends, and whether the forward-mode
@@ -214,6 +258,114 @@ type mxRequest struct {
 	gatewayKey bool
 }
 
+// mxSignedAt is when the matrix's providers sign (set when the test
+// starts): one time for every request, so that the timestamp headers
+// that cross to the gateway are the same on every path.
+var mxSignedAt time.Time
+
+// Provider secrets and settings of the matrix.
+const (
+	mxShopifySecret = "mx-shopify-secret-5e7a9c1b3d2f4e60"
+	mxTwilioSecret  = "mx-twilio-auth-token-8c0e2a4b6d8f0a1c"
+	mxGitLabSecret  = "mx-gitlab-token-3b5d7f9a1c2e4f6b"
+	mxFeishuToken   = "mx-feishu-verification-token-7a9c"
+	mxFeishuKey     = "mx-feishu-encrypt-key-1d3f5b7a9c0e"
+	mxPubSubAud     = "https://hooks.example.com/pubsub"
+	mxPubSubAccount = "push@mx-project.iam.gserviceaccount.com"
+)
+
+// mxProvider is one provider kind: its verify block, what it sends and
+// what it stands for.
+type mxProvider struct {
+	verify      string // the verify block's lines (@JWKS@: the key set file)
+	contentType string
+	body        string
+	header      []mxHeader // besides the common ones; credentials never cross
+	// signURL signs a request with the URL it is sent to (Twilio).
+	signURL func(url, body string) []mxHeader
+	message string // what its default template renders
+	// forwarded is the JSON the gateway gets in forward mode when it is
+	// not the body (a form's fields, an array wrapped, a decrypted event).
+	forwarded string
+	// ack is the provider's acknowledgement the sender gets instead of
+	// the edge's reply ("" = the edge's reply).
+	ack, ackType string
+}
+
+// mxTwilioForm is the Twilio kind's form, in order, and the JSON it
+// stands for.
+const (
+	mxTwilioForm = "MessageSid=SMmx0001&SmsStatus=received&From=%2B15551230001&To=%2B15559870002&Body=mx-twilio+hello+agent"
+	mxTwilioJSON = `{"MessageSid":"SMmx0001","SmsStatus":"received","From":"+15551230001","To":"+15559870002","Body":"mx-twilio hello agent"}`
+	// mxFeishuEvent is the Feishu kind's event before its encryption
+	mxFeishuEvent = `{"schema":"2.0","header":{"event_id":"mx-ev-0001","event_type":"im.message.receive_v1","token":"` + mxFeishuToken +
+		`"},"event":{"sender":{"sender_id":{"open_id":"ou_mx"}},"message":{"content":"mx-feishu hi"}}}`
+	mxSendGridBody = `[{"email":"mx-sendgrid@example.com","event":"bounce","reason":"mailbox full","sg_event_id":"sg-mx-1"}]`
+)
+
+// mxFeishuBody is the Feishu kind's body: mxFeishuEvent encrypted once
+// (the encryption takes a random IV: every request of the test sends
+// these bytes).
+var mxFeishuBody = sync.OnceValue(func() string { return feishuBody(mxFeishuKey, mxFeishuEvent) })
+
+// mxProviderFor describes provider kind k.
+func mxProviderFor(k mxKind) mxProvider {
+	ctJSON := "application/json"
+	switch k {
+	case mxShopify:
+		body := `{"id":4101,"name":"#mx-shopify-1001","email":"ann@example.com","total_price":"12.00","currency":"EUR"}`
+		return mxProvider{verify: "secret {env.CH_MX_SHOPIFY}", contentType: ctJSON, body: body,
+			header:  mxHeaders(shopifyHeaders(mxShopifySecret, body, "orders/create", "0b2c6f1e-3a4d-4e5f-8a9b-0c1d2e3f4a5b")),
+			message: "Shopify orders/create from shop.myshopify.com: order #mx-shopify-1001 12.00 EUR by ann@example.com"}
+	case mxTwilio:
+		return mxProvider{verify: "secret {env.CH_MX_TWILIO}", contentType: "application/x-www-form-urlencoded", body: mxTwilioForm,
+			signURL: func(url, body string) []mxHeader { return mxHeaders(twilioHeaders(mxTwilioSecret, url, body)[:1]) },
+			message: "Twilio message.received from +15551230001 to +15559870002: mx-twilio hello agent", forwarded: mxTwilioJSON,
+			ack: `<?xml version="1.0" encoding="UTF-8"?><Response></Response>`, ackType: "text/xml"}
+	case mxClerk:
+		body := `{"type":"user.created","data":{"id":"user_mx-clerk","email_addresses":[{"email_address":"ann@example.com"}]}}`
+		return mxProvider{verify: "secret " + pvClerkSecret, contentType: ctJSON, body: body,
+			header:  mxHeaders(clerkHeaders(pvClerkKey, "msg_mx_clerk_1", body, mxSignedAt)),
+			message: "Clerk user.created: user_mx-clerk ann@example.com"}
+	case mxGitLab:
+		body := `{"object_kind":"push","project":{"path_with_namespace":"mx-gitlab/app"},"user_username":"ann"}`
+		return mxProvider{verify: "secret {env.CH_MX_GITLAB}", contentType: ctJSON, body: body,
+			header:  append(mxHeaders(gitlabHeaders(mxGitLabSecret, "Push Hook")), mxHeader{"X-Gitlab-Event-Uuid", "7d1f3b5a-9c0e-4a2b-8d6f-1e3a5c7b9d0f", true}),
+			message: "GitLab Push Hook on mx-gitlab/app by ann"}
+	case mxDiscord:
+		body := `{"id":"mx-interaction-1","type":2,"data":{"name":"ask","options":[{"name":"q","value":"mx-discord weather"}]},"member":{"user":{"username":"ann"}}}`
+		return mxProvider{verify: "public_key " + pvDiscordPublicKey(), contentType: ctJSON, body: body,
+			header:  mxHeaders(discordHeaders(pvDiscordKey, body, mxSignedAt)),
+			message: "Discord ask from ann: mx-discord weather", ack: `{"type":5}`, ackType: "application/json"}
+	case mxSendGrid:
+		return mxProvider{verify: "public_key " + pvSendGridPublicKey(), contentType: ctJSON, body: mxSendGridBody,
+			header:  mxHeaders(sendgridHeaders(pvSendGridKey, mxSendGridBody, mxSignedAt)),
+			message: "SendGrid bounce: mx-sendgrid@example.com mailbox full", forwarded: `{"events":` + mxSendGridBody + `}`}
+	case mxFeishu:
+		body := mxFeishuBody()
+		return mxProvider{verify: "verify_token {env.CH_MX_FEISHU_TOKEN}\n\t\t\t\tencrypt_key {env.CH_MX_FEISHU_KEY}", contentType: ctJSON, body: body,
+			header:  mxHeaders(feishuHeaders(mxFeishuKey, body, mxSignedAt)),
+			message: "Feishu im.message.receive_v1 from ou_mx: mx-feishu hi", forwarded: mxFeishuEvent}
+	case mxPubSub:
+		body := `{"message":{"attributes":{"eventType":"OBJECT_FINALIZE"},"data":"e30=","messageId":"mx-msg-0001"},"subscription":"projects/p/subscriptions/mx-pubsub"}`
+		return mxProvider{verify: "audience " + mxPubSubAud + "\n\t\t\t\tservice_account " + mxPubSubAccount + "\n\t\t\t\tjwks @JWKS@",
+			contentType: ctJSON, body: body, header: mxHeaders(pubsubHeaders(mxPubSubAud, mxPubSubAccount, mxSignedAt)),
+			message: "Pub/Sub OBJECT_FINALIZE: message mx-msg-0001 on projects/p/subscriptions/mx-pubsub"}
+	}
+	panic("not a provider kind")
+}
+
+// mxHeaders are "Name: value" pairs as the sender's headers, each
+// crossing to the gateway in forward mode as the header rule says.
+func mxHeaders(pairs []string) []mxHeader {
+	out := make([]mxHeader, 0, len(pairs))
+	for _, p := range pairs {
+		name, value, _ := strings.Cut(p, ": ")
+		out = append(out, mxHeader{http.CanonicalHeaderKey(name), value, classifyHeader(name) == headerCrosses})
+	}
+	return out
+}
+
 // mxGmailMessages are the preset's batch.
 var mxGmailMessages = []map[string]string{
 	{"id": "mx-m1", "from": "alice@example.com", "subject": "mx-preset one", "snippet": "hello", "body": "first body"},
@@ -225,8 +377,12 @@ var mxGmailMessages = []map[string]string{
 // X-Forwarded-For and a cookie; every one but the signed one the hook
 // token.
 func mxRequestFor(k mxKind) mxRequest {
+	contentType := "application/json"
+	if k >= mxFirstProvider {
+		contentType = mxProviderFor(k).contentType
+	}
 	common := []mxHeader{
-		{"Content-Type", "application/json", true},
+		{"Content-Type", contentType, true},
 		{"User-Agent", mxUserAgent, true},
 		{"X-Matrix-Probe", "probe-" + k.String(), true},
 		{"X-Forwarded-For", "198.51.100.7", false}, // forwarding: never crosses
@@ -271,8 +427,25 @@ func mxRequestFor(k mxKind) mxRequest {
 		r.target, r.body = "/transformed?env=stage", `{"order":{"id":"mx-transform-9","status":"paid"},"idempotencyKey":"mx-key-transform"}`
 		r.header = append(common, token)
 		r.keyed, r.gatewayKey = true, true
+	default:
+		// signed as the provider signs (a URL-signing one when it is sent,
+		// see mxSign); the provider's delivery id is the key at the edge,
+		// the gateway reads none
+		p := mxProviderFor(k)
+		r.target, r.body = "/"+k.provider(), p.body
+		r.header = append(common, p.header...)
+		r.keyed = true
 	}
 	return r
+}
+
+// mxSign adds the headers of kind k that sign the URL the request is sent
+// to (Twilio).
+func mxSign(k mxKind, url, body string) []mxHeader {
+	if k < mxFirstProvider || mxProviderFor(k).signURL == nil {
+		return nil
+	}
+	return mxProviderFor(k).signURL(url, body)
 }
 
 // mxWantReq is one request the gateway must receive.
@@ -298,7 +471,7 @@ type mxWantReq struct {
 // expectation of every path: only edgeKey depends on the path.
 func mxWant(mode string, k mxKind, path mxPath, host string) []mxWantReq {
 	req := mxRequestFor(k)
-	forwarded := k == mxForwardMapping || mode == "forward" && (k == mxWake || k == mxAgent || k == mxPreset || k == mxSignedMapping)
+	forwarded := k == mxForwardMapping || mode == "forward" && (k == mxWake || k == mxAgent || k == mxPreset || k == mxSignedMapping || k >= mxFirstProvider)
 	if forwarded {
 		w := mxWantReq{target: mxGatewayPrefix + req.target, host: host, raw: req.body, header: http.Header{}}
 		if k == mxAgent {
@@ -309,6 +482,12 @@ func mxWant(mode string, k mxKind, path mxPath, host string) []mxWantReq {
 			if h.crosses {
 				w.header.Add(h.name, h.value)
 			}
+		}
+		if k >= mxFirstProvider && mxProviderFor(k).forwarded != "" {
+			// the gateway takes JSON: the provider's body crosses as the
+			// JSON it stands for (docs/openclaw.md's differences)
+			w.raw = mxProviderFor(k).forwarded
+			w.header.Set("Content-Type", "application/json")
 		}
 		mxEdgeHeaders(w.header, len(w.raw))
 		w.edgeKey = path.spooled() && !req.gatewayKey
@@ -350,8 +529,11 @@ func mxWant(mode string, k mxKind, path mxPath, host string) []mxWantReq {
 		return []mxWantReq{rendered(agent("PR #7 opened: mx-signed feature", "GitHub"), "Webhook")}
 	case mxTransformMapping:
 		return []mxWantReq{rendered(agent("order mx-transform-9 paid (probe-transform-mapping, stage)", "Transform"), "Webhook")}
+	default:
+		a := agent(mxProviderFor(k).message, "")
+		delete(a, "name") // the mapping sets none: the gateway's default
+		return []mxWantReq{rendered(a, "Webhook")}
 	}
-	panic("unknown kind")
 }
 
 // mxEdgeHeaders adds what the edge itself sends with every request: its
@@ -446,6 +628,13 @@ func unwrapBoundary(msg string) (source, content string, ok bool) {
 func mxCheckReply(mode string, k mxKind, path mxPath, r result, recs []devgw.Received) string {
 	if r.status != http.StatusOK || r.header.Get("X-Content-Type-Options") != "nosniff" {
 		return fmt.Sprintf("reply %d %s (nosniff %q), want 200", r.status, r.body, r.header.Get("X-Content-Type-Options"))
+	}
+	if k >= mxFirstProvider && mxProviderFor(k).ack != "" {
+		// the provider's acknowledgement, whatever the mode and the path
+		if p := mxProviderFor(k); r.body != p.ack || r.header.Get("Content-Type") != p.ackType {
+			return fmt.Sprintf("reply %s (%s), want the acknowledgement %s (%s)", r.body, r.header.Get("Content-Type"), p.ack, p.ackType)
+		}
+		return ""
 	}
 	var got map[string]any
 	if err := json.Unmarshal([]byte(r.body), &got); err != nil {
@@ -547,8 +736,16 @@ type mxCell struct {
 // needs a three-server JetStream cluster and is skipped with -short (the
 // race run); every other cell always runs. The summary table is logged.
 func TestCombinationMatrix(t *testing.T) {
-	t.Setenv("CH_MX_GITHUB_SECRET", mxGitHubSecret)
+	mxSignedAt = time.Now()
+	for name, v := range map[string]string{"CH_MX_GITHUB_SECRET": mxGitHubSecret, "CH_MX_SHOPIFY": mxShopifySecret,
+		"CH_MX_TWILIO": mxTwilioSecret, "CH_MX_GITLAB": mxGitLabSecret, "CH_MX_FEISHU_TOKEN": mxFeishuToken, "CH_MX_FEISHU_KEY": mxFeishuKey} {
+		t.Setenv(name, v)
+	}
 	root := writeModules(t, t.TempDir(), map[string]string{"matrix.js": mxTransform})
+	jwks := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(jwks, googleJWKS(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	skipped := map[mxPath]string{}
 	if testing.Short() {
@@ -578,7 +775,7 @@ func TestCombinationMatrix(t *testing.T) {
 				gw: serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true, Prefix: mxGatewayPrefix})}
 			groups = append(groups, g)
 			common := "token " + itHookToken + "\n\t\tgateway_token " + itGatewayToken + "\n\t\t" + testTransformTimeout +
-				"\n\t\t" + mxHooks(mode, root)
+				"\n\t\t" + mxHooks(mode, root, jwks)
 			// the gateway settings, only where there is a gateway
 			gateway := "\n\t\tgateway unix/" + g.gw.sock + "\n\t\tgateway_prefix " + mxGatewayPrefix + "\n\t\tgateway_forward_client_ip"
 			hooks := func(base, lines string) {
@@ -641,7 +838,7 @@ func TestCombinationMatrix(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, h := range req.header {
+		for _, h := range append(req.header, mxSign(k, in.base+g.base+req.target, req.body)...) {
 			hr.Header.Add(h.name, h.value)
 		}
 		resp, err := client.Do(hr)
@@ -831,7 +1028,7 @@ func TestCombinationMatrix(t *testing.T) {
 	fmt.Fprintf(&b, "combination matrix: %d modes × %d paths × %d kinds\n", len(mxModes), mxPaths, mxKinds)
 	fmt.Fprintf(&b, "%-8s %-11s", "mode", "path")
 	for k := range mxKinds {
-		fmt.Fprintf(&b, " %-17s", k)
+		fmt.Fprintf(&b, " %-17s", strings.TrimPrefix(k.String(), "provider-"))
 	}
 	b.WriteString("\n")
 	for _, mode := range mxModes {

@@ -2,7 +2,11 @@ package caddyhook
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -58,6 +62,13 @@ as sent>}, path, query and headers as they cross to the gateway; the reply
 shown is the dry run's, not the gateway's (which resolves the hook itself).
 
 or, for a rejection, {"status":<code>,"error":"<reason>"} (exit status 1).
+
+A provider's endpoint handshake answered at the edge, or its
+acknowledgement of an accepted request (Discord's deferred response,
+Twilio's empty TwiML), is shown as "answer": {"what","status",
+"content_type","body"}: what the sender gets. The payload is sent as
+application/json unless a --header sets Content-Type (a provider's form:
+'Content-Type: application/x-www-form-urlencoded').
 
 The configured hook token (the first, when there are several) is presented as
 a bearer token, unless --token gives another (a value or a placeholder such as
@@ -135,6 +146,18 @@ type dryRunReport struct {
 	Error      string          `json:"error,omitempty"`
 	Actions    []dryRunAction  `json:"actions,omitempty"`
 	Dropped    int             `json:"dropped,omitempty"`
+	// Answer is what the sender gets instead of reply: a provider's
+	// handshake answered at the edge, or its acknowledgement of an
+	// accepted request.
+	Answer *dryRunAnswer `json:"answer,omitempty"`
+}
+
+// dryRunAnswer is an answer the edge gives itself.
+type dryRunAnswer struct {
+	What        string `json:"what"`
+	Status      int    `json:"status"`
+	ContentType string `json:"content_type,omitempty"`
+	Body        string `json:"body"`
 }
 
 // dryRunAction is one action as the gateway would receive it. A
@@ -231,13 +254,15 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 	}
 	req := httptest.NewRequest(http.MethodPost, target, strings.NewReader(string(body)))
 	req.RemoteAddr = "127.0.0.1:1"
-	req.Header.Set("Content-Type", "application/json")
 	for _, kv := range o.headers {
 		k, v, ok := strings.Cut(kv, ":")
 		if !ok || strings.TrimSpace(k) == "" {
 			return false, fmt.Errorf("--header %q: want 'Name: value'", kv)
 		}
 		req.Header.Add(strings.TrimSpace(k), strings.TrimSpace(v))
+	}
+	if req.Header.Get("Content-Type") == "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if o.token != "" {
 		if token = strings.TrimSpace(caddy.NewReplacer().ReplaceKnown(o.token, "")); token == "" {
@@ -257,8 +282,13 @@ func runDryRun(out, notes io.Writer, o dryRunOptions) (bool, error) {
 		// the precise reason, also where a live 401/404 answers with the
 		// bare status text
 		rep.Status, rep.Error = herr.status, herr.reason
-	} else if len(reply) > 0 {
+	} else if len(reply) > 0 && json.Valid(reply) {
 		rep.Reply = reply
+	}
+	for _, a := range []*verify.Answer{ex.answer, ex.ack} {
+		if a != nil && herr == nil {
+			rep.Answer = &dryRunAnswer{What: a.What, Status: a.Status, ContentType: a.Header.Get("Content-Type"), Body: string(a.Body)}
+		}
 	}
 	for i := range dry.items {
 		rep.Actions = append(rep.Actions, newDryRunAction(&dry.items[i]))
@@ -325,20 +355,26 @@ func prepareDryRun(h *Handler, hookPath, dir string, notes io.Writer) (string, e
 			continue
 		}
 		cfg := *v
-		cfg.Secrets = slices.Clone(v.Secrets)
-		for j, s := range cfg.Secrets {
-			if secret.Expand(s) != "" {
+		cfg.Secrets, cfg.PublicKeys = slices.Clone(v.Secrets), slices.Clone(v.PublicKeys)
+		info, _ := verify.Lookup(cfg.Scheme)
+		secrets := append([]*string{&cfg.VerifyToken, &cfg.ClientState, &cfg.EncryptKey}, ptrs(cfg.Secrets)...)
+		keys := ptrs(cfg.PublicKeys)
+		for _, p := range append(secrets, keys...) {
+			if *p == "" || secret.Expand(*p) != "" {
 				continue
 			}
 			if mp := strings.Trim(h.Mappings[i].MatchPath, "/"); mp == "" || strings.HasSuffix(strings.Trim(hookPath, "/"), mp) {
-				fmt.Fprintf(notes, "note: %s is not set; signatures for mapping %q cannot verify in this dry run\n", s, h.Mappings[i].ID)
+				fmt.Fprintf(notes, "note: %s is not set; signatures for mapping %q cannot verify in this dry run\n", *p, h.Mappings[i].ID)
 			}
 			value := randomToken()
-			if cfg.Scheme == verify.SchemeStandard {
+			switch {
+			case slices.Contains(keys, p):
+				value = standInPublicKey(info.Family)
+			case info.Family == verify.FamilyStandard:
 				value = "whsec_" + base64.StdEncoding.EncodeToString([]byte(value))
 			}
 			var err error
-			if cfg.Secrets[j], err = standIn(value); err != nil {
+			if *p, err = standIn(value); err != nil {
 				return "", err
 			}
 		}
@@ -377,6 +413,22 @@ func dryRunLogger(notes io.Writer, debug bool) (*zap.Logger, zap.AtomicLevel) {
 		opts = append(opts, zap.AddStacktrace(zapcore.WarnLevel))
 	}
 	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(notes), level), opts...), level
+}
+
+// standInPublicKey is a fresh public key of a provider family (Ed25519,
+// hex; ECDSA P-256, base64 DER), for a public_key placeholder that is not
+// set: signatures then never verify, as with a stand-in secret.
+func standInPublicKey(f verify.Family) string {
+	if f == verify.FamilyECDSA {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err == nil {
+			if der, err := x509.MarshalPKIXPublicKey(&k.PublicKey); err == nil {
+				return base64.StdEncoding.EncodeToString(der)
+			}
+		}
+	}
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	return hex.EncodeToString(pub)
 }
 
 // randomToken returns a fresh 64-hex-digit token.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 
@@ -534,5 +535,85 @@ func TestDryRunQuiet(t *testing.T) {
 	}
 	if strings.Contains(notes.String(), utHookToken) {
 		t.Fatal("the token was printed")
+	}
+}
+
+// TestDryRunProviders: a dry run of a provider's form (Twilio) shows the
+// action its default template renders and the acknowledgement the
+// sender gets; a Meta handshake shows its answer; a public_key or
+// verify_token placeholder that is not set gets a stand-in (noted), so
+// that the config provisions and its signatures never verify.
+func TestDryRunProviders(t *testing.T) {
+	t.Setenv("CADDYHOOK_DRY_TOKEN", dryToken)
+	t.Setenv("CADDYHOOK_DRY_TWILIO", pvTwilioSecret)
+	testkit.UnsetEnv(t, "CADDYHOOK_DRY_UNSET")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(cfg, []byte(`{
+	admin off
+}
+:0 {
+	hooks /hooks {
+		token {env.CADDYHOOK_DRY_TOKEN}
+		gateway unix//tmp/none.sock
+		mapping sms {
+			match_path sms
+			verify twilio {
+				secret {env.CADDYHOOK_DRY_TWILIO}
+				public_url https://hooks.example.com
+			}
+		}
+		mapping discord {
+			match_path discord
+			verify discord {
+				public_key {env.CADDYHOOK_DRY_UNSET}
+			}
+		}
+		mapping wa {
+			match_path wa
+			verify meta {
+				secret {env.CADDYHOOK_DRY_TWILIO}
+				verify_token {env.CADDYHOOK_DRY_UNSET}
+			}
+		}
+	}
+}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	form := "From=%2B15551234567&Body=Hello&MessageSid=SM1&SmsStatus=received"
+	payload := filepath.Join(dir, "sms.form")
+	if err := os.WriteFile(payload, []byte(form), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, notes bytes.Buffer
+	rejected, err := runDryRun(&out, &notes, dryRunOptions{config: cfg, path: "sms", payload: payload, noToken: true,
+		headers: twilioHeaders(pvTwilioSecret, "https://hooks.example.com/hooks/sms", form)})
+	if err != nil || rejected {
+		t.Fatalf("%v (rejected %v)\n%s\n%s", err, rejected, out.String(), notes.String())
+	}
+	var rep struct {
+		Status  int
+		Answer  *dryRunAnswer
+		Actions []struct{ Body map[string]any }
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Answer == nil || rep.Answer.ContentType != "text/xml" || !strings.Contains(rep.Answer.Body, "<Response>") {
+		t.Errorf("answer %+v, want the empty TwiML", rep.Answer)
+	}
+	if len(rep.Actions) != 1 || !strings.Contains(rep.Actions[0].Body["message"].(string), "Twilio message.received from +15551234567 to : Hello") {
+		t.Errorf("actions %+v", rep.Actions)
+	}
+	out.Reset()
+	notes.Reset()
+	rejected, err = runDryRun(&out, &notes, dryRunOptions{config: cfg, path: "discord", payload: "", noToken: true,
+		headers: discordHeaders(pvDiscordKey, "", time.Now())})
+	if err != nil || !rejected || !strings.Contains(out.String(), `"status": 401`) {
+		t.Fatalf("a stand-in public key verifies nothing: %v %v\n%s", err, rejected, out.String())
+	}
+	if !strings.Contains(notes.String(), "{env.CADDYHOOK_DRY_UNSET} is not set; signatures for mapping \"discord\" cannot verify") {
+		t.Errorf("notes %q", notes.String())
 	}
 }

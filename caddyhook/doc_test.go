@@ -54,7 +54,7 @@ func TestHandlerDocIsComplete(t *testing.T) {
 			t.Errorf("the Handler doc does not show the Caddyfile word %q", w)
 		}
 	}
-	for _, p := range []string{placeholderRoute, placeholderMapping, placeholderStatus, placeholderReason} {
+	for _, p := range []string{placeholderRoute, placeholderMapping, placeholderStatus, placeholderReason, placeholderEvent} {
 		if !strings.Contains(doc, "{"+p+"}") {
 			t.Errorf("the Handler doc does not list the placeholder {%s}", p)
 		}

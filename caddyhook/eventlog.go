@@ -258,6 +258,8 @@ func authOf(ex *exchange) string {
 		return "token"
 	case len(ex.verified) > 0:
 		return "signature " + ex.verified[0].Scheme()
+	case ex.answer != nil:
+		return "handshake " + ex.handshakeBy
 	}
 	return "none"
 }

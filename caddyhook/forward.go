@@ -20,7 +20,7 @@ type forwardReq struct {
 	path string
 	// header is what of the sender's headers crosses (crossingHeaders).
 	header http.Header
-	body   []byte // the sender's body
+	body   []byte // the sender's body (a provider's form or encrypted body: the JSON it stands for)
 	// mode is a /wake request's mode (a spooled wake's reply names it).
 	mode string
 	// wait and timeoutSeconds are an /agent request's waitForCompletion
@@ -85,7 +85,13 @@ func (fw *forwarder) plan(ex *exchange, acts []action) (forwardReq, *hookError) 
 	if herr != nil {
 		return forwardReq{}, herr
 	}
-	f := forwardReq{name: ex.sub, kind: kind, path: path, header: hdr, body: ex.body}
+	f := forwardReq{name: ex.sub, kind: kind, path: path, header: hdr, body: ex.dispatchBody()}
+	if ex.payloadJSON != nil || !isJSONContentType(ex.r.Header.Get("Content-Type")) {
+		// the gateway takes JSON only: a provider's form (or encrypted,
+		// or array) body crosses as the JSON object it stands for, and
+		// JSON a provider posts as another type (SNS's text/plain) as JSON
+		hdr["Content-Type"] = []string{"application/json"}
+	}
 	if len(acts) == 1 {
 		a := &acts[0]
 		f.mode, f.wait, f.timeoutSeconds = a.Mode, a.Wait, a.TimeoutSeconds

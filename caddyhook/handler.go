@@ -6,6 +6,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
+
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 // Defaults of the reference gateway where the spec is silent.
@@ -41,13 +43,16 @@ type AuthFailures struct {
 //
 //	{http.hooks.route}    wake, agent, the id of the mapping that answered,
 //	                      mapped (a custom hook name no mapping took),
-//	                      challenge (a provider's URL verification) or none
-//	                      (refused before routing)
+//	                      challenge (a provider's endpoint handshake,
+//	                      answered at the edge) or none (refused before
+//	                      routing)
 //	{http.hooks.mapping}  the id of the mapping that answered; empty for
 //	                      wake, agent and requests no mapping took
 //	{http.hooks.status}   the status the handler answered with
 //	{http.hooks.reason}   why the request was refused, as the rejection log
 //	                      line says it; empty on success
+//	{http.hooks.event}    the event name the answering mapping's provider
+//	                      gave (push, orders/create, …); empty when none
 //
 // # Refusals and handle_errors
 //
@@ -130,7 +135,7 @@ type AuthFailures struct {
 //	        for_each         <payload key>
 //	        max_body         <size>
 //	        transform        <module> [<export>]   # or a block: module, export
-//	        verify           <scheme> { secret <s>... tolerance <d> header <h> ... }
+//	        verify           <provider> { secret <s>... public_key <k>... verify_token <t> ... }  # caddy hooks providers
 //	        require_token    [true|false]
 //	        forward          [true|false]
 //	    }
@@ -338,6 +343,10 @@ type Handler struct {
 	// idemHeaders are the canonical idempotency header names, in order.
 	idemHeaders []string
 	logger      *zap.Logger
+	// verifyEnv is what the verifiers may use (their HTTP client for
+	// certificates, key sets and SNS confirmations); the zero value is
+	// verify's own. Tests set a client that reaches their own servers.
+	verifyEnv verify.Env
 
 	addrs     clientAddressCheck // the client address, the lockout's key (clientaddr.go)
 	tokens    *tokenChecker      // the hook tokens (tokens.go)

@@ -31,6 +31,7 @@ const (
 type router struct {
 	mappings     []*compiledMapping
 	verifyAny    bool             // a signing mapping answers every hook name
+	handshakes   bool             // a signing mapping's provider has a handshake
 	verifyPaths  map[string]bool  // hook names a signing mapping answers
 	pathLimits   map[string]int64 // body read limit per mapped hook name
 	anyPathLimit int64            // body read limit of any other hook name
@@ -62,6 +63,7 @@ type routerConfig struct {
 	tokens          *tokenChecker
 	transforms      *transformSet
 	repl            *caddy.Replacer // expands the verify secrets
+	verifyEnv       verify.Env      // what the verifiers may use (their HTTP client)
 	logger          *zap.Logger
 }
 
@@ -96,6 +98,14 @@ type compiledMapping struct {
 	transform *mappingTransform
 	verifier  *verify.Verifier
 	needToken bool // the hook token is required (no verify, or require_token)
+	// handshake: the verifier's provider has an endpoint handshake,
+	// answered at the edge; hsMethods are the methods other than POST it
+	// comes with (GET, HEAD).
+	handshake bool
+	hsMethods []string
+	// form: the verifier's provider posts application/x-www-form-urlencoded
+	// bodies.
+	form bool
 	// forward: the hook's request is forwarded as sent (forward mapping or
 	// a preset in forward mode).
 	forward bool
@@ -188,9 +198,13 @@ func (rt *router) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMap
 	if c.timeout > 0 {
 		c.nfields++
 	}
+	defaultTemplate, err := c.providerTemplate(m, env)
+	if err != nil {
+		return nil, fail("verify", err)
+	}
 	c.readsHeaders, c.readsQuery = m.Transform != nil, m.Transform != nil
 	for _, src := range []string{m.MatchExpr, m.Name, m.AgentID, m.SessionKey, m.MessageTemplate, m.TextTemplate,
-		m.Channel, m.To, m.Model, m.Thinking} {
+		m.Channel, m.To, m.Model, m.Thinking, defaultTemplate} {
 		// both the reference grammar (headers.x) and CEL (headers["x"])
 		// name the variables literally
 		c.readsHeaders = c.readsHeaders || strings.Contains(src, varHeaders)
@@ -205,6 +219,35 @@ func (rt *router) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMap
 		}
 	}
 	return c, nil
+}
+
+// providerTemplate gives a mapping with verify and without a transform
+// its provider's default template where it sets none (the message of an
+// agent mapping, the text of a wake one), so that `mapping shopify {
+// verify shopify { … } }` alone reads "Shopify orders/create from …". It
+// returns the template's source ("" when none was used).
+func (c *compiledMapping) providerTemplate(m *Mapping, env *tmpl.Env) (string, error) {
+	if m.Verify == nil || m.Transform != nil {
+		return "", nil
+	}
+	dst := &c.message
+	if c.kind == kindWake {
+		dst = &c.text
+	}
+	if *dst != nil {
+		return "", nil
+	}
+	info, ok := verify.Lookup(m.Verify.Scheme)
+	if !ok || info.Template == "" {
+		return "", nil // an unknown provider fails with attachVerifier
+	}
+	t, err := tmpl.Compile(info.Template, env)
+	if err != nil {
+		return "", fmt.Errorf("%s's default template: %w", info.Name, err)
+	}
+	*dst = t
+	c.nfields++
+	return info.Template, nil
 }
 
 // compileForward checks and compiles a forward mapping: its match
@@ -334,7 +377,7 @@ func newRouter(cfg routerConfig) (*router, error) {
 		if err := rt.checkMappingKey(c); err != nil {
 			return nil, err
 		}
-		if err := rt.attachVerifier(c, m, cfg.repl); err != nil {
+		if err := rt.attachVerifier(c, m, cfg.repl, cfg.verifyEnv); err != nil {
 			return nil, err
 		}
 		if m.Transform != nil {
@@ -377,9 +420,12 @@ func (rt *router) checkMappingKey(c *compiledMapping) error {
 	return nil
 }
 
-// attachVerifier builds c's signature verifier. Placeholders are expanded
-// in the secrets only.
-func (rt *router) attachVerifier(c *compiledMapping, m *Mapping, repl *caddy.Replacer) error {
+// attachVerifier builds c's signature verifier: every secret-bearing
+// word must hold a secret (secret.Required: set, not empty), then the
+// block's placeholders are expanded (verify.Config.Expand: the secrets,
+// keys, URLs and files; a layout is not a placeholder string) and the
+// provider's verifier built with the handler's Env.
+func (rt *router) attachVerifier(c *compiledMapping, m *Mapping, repl *caddy.Replacer, env verify.Env) error {
 	if m.Verify == nil {
 		if m.RequireToken {
 			return fmt.Errorf("mapping %s: require_token: only meaningful with verify (a mapping without verify always requires the token)", c.id)
@@ -391,17 +437,47 @@ func (rt *router) attachVerifier(c *compiledMapping, m *Mapping, repl *caddy.Rep
 			return err
 		}
 	}
-	v, err := newVerifier(*m.Verify, func(s string) string { return repl.ReplaceKnown(s, "") })
+	for _, f := range verifySecretWords(m.Verify) {
+		if _, err := secret.Required(fmt.Sprintf("mapping %s: verify %s", c.id, f.word), *f.value); err != nil {
+			return err
+		}
+	}
+	v, err := verify.NewWithEnv(m.Verify.Expand(func(s string) string { return repl.ReplaceKnown(s, "") }), env)
 	if err != nil {
 		return fmt.Errorf("mapping %s: %w", c.id, err)
 	}
 	c.verifier, c.needToken = v, m.RequireToken
+	info := v.Info()
+	c.handshake, c.hsMethods, c.form = info.Handshake != "", v.HandshakeMethods(), v.AcceptsForm()
+	if c.needToken && len(c.hsMethods) > 0 {
+		return fmt.Errorf("mapping %s: require_token: %s's %s handshake cannot carry the hook token (a token in the URL is refused); leave require_token out", c.id, info.Name, strings.Join(c.hsMethods, "/"))
+	}
 	if c.path == "" {
 		rt.verifyAny = true
 	} else {
 		rt.verifyPaths[c.path] = true
 	}
+	rt.handshakes = rt.handshakes || c.handshake
 	return nil
+}
+
+// secretWord is one single-valued secret of a verify block, by its word.
+type secretWord struct {
+	word  string
+	value *string
+}
+
+// verifySecretWords lists the set single-valued secrets of a verify block
+// (verify_token, client_state, encrypt_key: the words the registry marks
+// secret besides secret itself).
+func verifySecretWords(v *verify.Config) []secretWord {
+	var out []secretWord
+	for _, f := range []secretWord{{"verify_token", &v.VerifyToken}, {"client_state", &v.ClientState}, {"encrypt_key", &v.EncryptKey}} {
+		if *f.value != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // shadowedBy names an earlier mapping that answers every request c would
@@ -431,14 +507,3 @@ func (rt *router) bodyLimit(sub string) int64 {
 
 // signatureHeaders lists the headers of every verify block, once each.
 func (rt *router) signatureHeaders() []string { return rt.sigHeaders }
-
-// newVerifier builds a mapping's verifier, expanding placeholders in the
-// secrets only (a layout is not a placeholder string).
-func newVerifier(cfg verify.Config, expand func(string) string) (*verify.Verifier, error) {
-	secrets := make([]string, len(cfg.Secrets))
-	for i, s := range cfg.Secrets {
-		secrets[i] = expand(s)
-	}
-	cfg.Secrets = secrets
-	return verify.New(cfg)
-}

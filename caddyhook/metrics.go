@@ -1,6 +1,7 @@
 package caddyhook
 
 import (
+	"net/http"
 	"slices"
 	"strconv"
 	"sync"
@@ -15,8 +16,11 @@ import (
 
 // hookMetrics are the handler's Prometheus collectors on Caddy's registry.
 type hookMetrics struct {
-	requests       *prometheus.CounterVec
-	authFailures   prometheus.Counter
+	requests     *prometheus.CounterVec
+	authFailures prometheus.Counter
+	// handshakes counts the providers' endpoint handshakes by provider
+	// and outcome (answered, refused, unavailable).
+	handshakes     *prometheus.CounterVec
 	dispatch       *prometheus.HistogramVec
 	activeLockouts prometheus.GaugeFunc
 	// forwardedUnparsed counts requests keyed on a trusted hop because
@@ -55,6 +59,10 @@ func newHookMetrics() *hookMetrics {
 			Namespace: ns, Subsystem: sub, Name: "auth_failures_total",
 			Help: "Hook requests refused for a missing or wrong token or signature.",
 		}),
+		handshakes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "handshakes_total",
+			Help: "Provider endpoint handshakes by provider and outcome: answered at the edge, refused (authentication failed), unavailable (could not be completed, 503).",
+		}, []string{"provider", "outcome"}),
 		dispatch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: ns, Subsystem: sub, Name: "dispatch_duration_seconds",
 			Help:    "Time to hand one action to the gateway, by kind and outcome.",
@@ -76,7 +84,7 @@ func newHookMetrics() *hookMetrics {
 // register registers the collectors on reg; a collector already there
 // (another hooks handler of the same config) is fine.
 func (m *hookMetrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.requests, m.authFailures, m.dispatch, m.activeLockouts, m.forwardedUnparsed,
+	for _, c := range []prometheus.Collector{m.requests, m.authFailures, m.handshakes, m.dispatch, m.activeLockouts, m.forwardedUnparsed,
 		m.buildInfo, m.unreadable.Collector()} {
 		if _, err := promreg.Register(reg, c); err != nil {
 			return err
@@ -157,6 +165,27 @@ func (m *hookMetrics) unreadableRecords() *version.Unreadable { return m.unreada
 // observeRequest counts one answered request.
 func (m *hookMetrics) observeRequest(route string, status int) {
 	m.requests.WithLabelValues(route, statusLabel(status)).Inc()
+}
+
+// Outcomes of caddy_hooks_handshakes_total.
+const (
+	handshakeAnswered    = "answered"
+	handshakeRefused     = "refused"
+	handshakeUnavailable = "unavailable"
+)
+
+// observeHandshake counts one endpoint handshake of provider: answered
+// (herr nil) or refused or unavailable (herr's status 503).
+func (m *hookMetrics) observeHandshake(provider string, herr *hookError) {
+	outcome := handshakeAnswered
+	switch {
+	case herr == nil:
+	case herr.status == http.StatusServiceUnavailable:
+		outcome = handshakeUnavailable
+	default:
+		outcome = handshakeRefused
+	}
+	m.handshakes.WithLabelValues(provider, outcome).Inc()
 }
 
 // observeDispatch records one gateway hand-off.

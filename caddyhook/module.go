@@ -108,7 +108,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 
 	if h.router, err = newRouter(routerConfig{mappings: h.Mappings, presets: h.Presets, maxBody: h.MaxBody,
 		celCostLimit: h.CELCostLimit, base: h.base, forward: h.forward, allowRequestKey: h.AllowRequestSessionKey,
-		policy: h.policy, tokens: h.tokens, repl: repl, logger: h.logger,
+		policy: h.policy, tokens: h.tokens, repl: repl, verifyEnv: h.verifyEnv, logger: h.logger,
 		transforms: newTransformSet(h.TransformsRoot, h.TransformsDir, time.Duration(h.TransformTimeout), h.TransformMaxMemory, &h.held),
 	}); err != nil {
 		return err
@@ -251,6 +251,9 @@ func (h *Handler) secretFields() []secret.Field {
 		}
 		for j, s := range m.Verify.Secrets {
 			out = append(out, secret.Field{Name: fmt.Sprintf("mapping %s: verify secret %d", m.ID, j+1), Raw: s})
+		}
+		for _, f := range verifySecretWords(m.Verify) {
+			out = append(out, secret.Field{Name: fmt.Sprintf("mapping %s: verify %s", m.ID, f.word), Raw: *f.value})
 		}
 	}
 	var engine struct {

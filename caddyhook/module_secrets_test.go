@@ -39,6 +39,13 @@ func TestProvisionFailsOnEmptySecrets(t *testing.T) {
 			h.Mappings = []Mapping{{ID: "gh", MatchPath: "github", MessageTemplate: "x",
 				Verify: &verify.Config{Scheme: "github", Secrets: []string{"a-literal-secret-0123456789", ph}}}}
 		}, "mapping gh: verify secret 2: " + why},
+		{"verify verify_token", func(h *Handler) {
+			h.Mappings = []Mapping{{ID: "wa", MatchPath: "wa",
+				Verify: &verify.Config{Scheme: "meta", Secrets: []string{"a-literal-secret-0123456789"}, VerifyToken: ph}}}
+		}, "mapping wa: verify verify_token: " + why},
+		{"verify client_state", func(h *Handler) {
+			h.Mappings = []Mapping{{ID: "graph", MatchPath: "graph", Verify: &verify.Config{Scheme: "msgraph", ClientState: ph}}}
+		}, "mapping graph: verify client_state: " + why},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := validHandler()
@@ -56,27 +63,35 @@ func TestProvisionFailsOnEmptySecrets(t *testing.T) {
 // with a warning naming the field (never the value); placeholders are not
 // warned about.
 func TestIntegrationLiteralSecretsWarned(t *testing.T) {
+	t.Setenv("CH_IT_META_SECRET", pvMetaSecret)
 	in := startIngress(t, ingressOpts{hooks: `mapping gh {
 			match_path gh
 			message_template "x"
 			verify github {
 				secret it-literal-github-secret-0123456789
 			}
+		}
+		mapping wa {
+			match_path wa
+			verify meta {
+				secret {env.CH_IT_META_SECRET}
+				verify_token it-literal-verify-token-0123
+			}
 		}`})
 	var logs string
 	for deadline := time.Now().Add(answerWithin); ; {
 		logs = in.logs()
-		if strings.Count(logs, "secret written into the config") >= 3 || time.Now().After(deadline) {
+		if strings.Count(logs, "secret written into the config") >= 4 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	for _, field := range []string{`"field":"token"`, `"field":"gateway_token"`, `"field":"mapping gh: verify secret 1"`} {
+	for _, field := range []string{`"field":"token"`, `"field":"gateway_token"`, `"field":"mapping gh: verify secret 1"`, `"field":"mapping wa: verify verify_token"`} {
 		if !strings.Contains(logs, field) {
 			t.Errorf("no literal-secret warning for %s", field)
 		}
 	}
-	for _, s := range []string{itHookToken, itGatewayToken, "it-literal-github-secret-0123456789"} {
+	for _, s := range []string{itHookToken, itGatewayToken, "it-literal-github-secret-0123456789", "it-literal-verify-token-0123"} {
 		if strings.Contains(logs, s) {
 			t.Errorf("the log holds a secret (%s…)", s[:10])
 		}

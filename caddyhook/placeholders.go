@@ -13,7 +13,8 @@ import (
 const (
 	// placeholderRoute: wake, agent, the id of the mapping that answered,
 	// mapped (a custom hook name no mapping took), challenge (a provider's
-	// URL verification) or none (refused before routing).
+	// endpoint handshake, answered at the edge) or none (refused before
+	// routing).
 	placeholderRoute = "http.hooks.route"
 	// placeholderMapping: the id of the mapping that answered; empty for
 	// wake, agent and requests no mapping took.
@@ -23,6 +24,9 @@ const (
 	// placeholderReason: why the request was refused, as the rejection log
 	// line says it; empty on success.
 	placeholderReason = "http.hooks.reason"
+	// placeholderEvent: the event name the answering mapping's provider
+	// gave (push, orders/create, …); empty when none.
+	placeholderEvent = "http.hooks.event"
 )
 
 // setPlaceholders publishes the outcome of ex on r's replacer.
@@ -39,4 +43,5 @@ func setPlaceholders(r *http.Request, ex *exchange, status int, herr *hookError)
 	repl.Set(placeholderMapping, ex.mapping)
 	repl.Set(placeholderStatus, statusLabel(status))
 	repl.Set(placeholderReason, reason)
+	repl.Set(placeholderEvent, ex.event)
 }

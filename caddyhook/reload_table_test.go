@@ -13,6 +13,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"hash"
@@ -135,6 +136,10 @@ func newReloadEnv(t *testing.T) *reloadEnv {
 		"transforms/big.js":   `export default function () { const s = "x".repeat(3 << 20); return { message: "built " + s.length } }`,
 		"a.creds":             "not read: the server is never reached",
 		"b.creds":             "not read: the server is never reached",
+		"jwks-a.json":         string(jwksOf(t, &pvGoogleKey().PublicKey)),
+		"jwks-b.json":         string(jwksOf(t, &rtGoogleKeyB().PublicKey)),
+		"asana-a":             rtSecretA,
+		"asana-b":             rtSecretB,
 	}
 	for _, name := range []string{"nkA.seed", "nkB.seed"} {
 		kp, err := nkeys.CreateUser()
@@ -804,6 +809,105 @@ var reloadRows = []reloadRow{
 			sig := "X-Sig: " + signedHMAC(rtSecretA, "sha256", "hex", "{body}", "", body)
 			return dispatches("/hooks/v", body, true, func(k string) []string { return []string{sig, "X-Delivery: " + k} })(e)
 		}},
+	// the words of the other providers (issue 29): each observed through
+	// a request its provider signs with the before value
+	{option: "verify.public_key", before: providerP("discord", "public_key "+pvDiscordPublicKey()), after: providerP("discord", "public_key "+rtDiscordKeyB),
+		observe: func(e *reloadEnv) string {
+			ping := `{"id":"1","type":1}`
+			return status(e.send("/hooks/p", ping, true, discordHeaders(pvDiscordKey, ping, time.Now())...))
+		}},
+	{option: "verify.verify_token", before: providerP("meta", "secret "+rtSecretA, "verify_token "+pvMetaToken),
+		after: providerP("meta", "secret "+rtSecretA, "verify_token "+rtSecretB),
+		observe: func(e *reloadEnv) string {
+			return status(e.do(http.MethodGet, "/hooks/p?hub.mode=subscribe&hub.challenge=42&hub.verify_token="+pvMetaToken, "", "X-Forwarded-For: "+e.addr()))
+		}},
+	{option: "verify.public_url", before: providerP("twilio", "secret "+rtSecretA, "public_url https://a.example.com"),
+		after: providerP("twilio", "secret "+rtSecretA, "public_url https://b.example.com"),
+		observe: func(e *reloadEnv) string {
+			form := "MessageSid=SM1&Body=hi"
+			return status(e.send("/hooks/p", form, true, twilioHeaders(rtSecretA, "https://a.example.com/hooks/p", form)...))
+		}},
+	{option: "verify.audience", before: pubsubP("audience https://a.example.com/p", "service_account "+mxPubSubAccount, "jwks @DIR@/jwks-a.json"),
+		after:   pubsubP("audience https://b.example.com/p", "service_account "+mxPubSubAccount, "jwks @DIR@/jwks-a.json"),
+		observe: pubsubPost("https://a.example.com/p")},
+	{option: "verify.service_account", before: pubsubP("audience https://a.example.com/p", "service_account "+mxPubSubAccount, "jwks @DIR@/jwks-a.json"),
+		after:   pubsubP("audience https://a.example.com/p", "service_account other@p.iam.gserviceaccount.com", "jwks @DIR@/jwks-a.json"),
+		observe: pubsubPost("https://a.example.com/p")},
+	{option: "verify.jwks", before: pubsubP("audience https://a.example.com/p", "service_account "+mxPubSubAccount, "jwks @DIR@/jwks-a.json"),
+		after:   pubsubP("audience https://a.example.com/p", "service_account "+mxPubSubAccount, "jwks @DIR@/jwks-b.json"),
+		observe: pubsubPost("https://a.example.com/p")},
+	// SNS without a fetch: a stale message is refused for its time only
+	// once its topic and certificate host are accepted, so the reason
+	// tells which check refused it
+	{option: "verify.cert_hosts", before: providerP("sns", "topic "+rtTopicA, "cert_hosts sns.eu-west-1.amazonaws.com"),
+		after: providerP("sns", "topic "+rtTopicA, "cert_hosts sns.us-east-1.amazonaws.com"), observe: staleSNS(rtTopicA)},
+	{option: "verify.topic", before: providerP("sns", "topic "+rtTopicA), after: providerP("sns", "topic "+rtTopicA+"-other"), observe: staleSNS(rtTopicA)},
+	{option: "verify.client_state", before: providerP("msgraph", "client_state "+rtSecretA), after: providerP("msgraph", "client_state "+rtSecretB),
+		observe: func(e *reloadEnv) string {
+			body := `{"value":[{"clientState":"` + rtSecretA + `","changeType":"created","resource":"me/messages/1"}]}`
+			return status(e.send("/hooks/p", body, true))
+		}},
+	{option: "verify.encrypt_key", before: providerP("feishu", "verify_token "+pvFeishuToken, "encrypt_key "+rtSecretA),
+		after: providerP("feishu", "verify_token "+pvFeishuToken, "encrypt_key "+rtSecretB),
+		observe: func(e *reloadEnv) string {
+			body := feishuBody(rtSecretA, `{"schema":"2.0","header":{"event_id":"`+e.key()+`","event_type":"x","token":"`+pvFeishuToken+`"},"event":{}}`)
+			return status(e.send("/hooks/p", body, true, feishuHeaders(rtSecretA, body, time.Now())...))
+		}},
+	{option: "verify.secret_file", before: providerP("asana", "secret_file @DIR@/asana-a"), after: providerP("asana", "secret_file @DIR@/asana-b"),
+		observe: func(e *reloadEnv) string {
+			body := `{"events":[{"action":"changed","resource":{"gid":"1","resource_type":"task"}}]}`
+			return status(e.send("/hooks/p", body, true, "X-Hook-Signature: "+signedHMAC(rtSecretA, "sha256", "hex", "{body}", "", body)))
+		}},
+}
+
+// rtDiscordKeyB is another Ed25519 public key than the discord tests'.
+var rtDiscordKeyB = func() string { pub, _ := mustEd25519(); return hex.EncodeToString(pub) }()
+
+// rtTopicA is the SNS topic of the table.
+const rtTopicA = "arn:aws:sns:eu-west-1:123456789012:rt-alarms"
+
+// providerP is a mapping answering /hooks/p with only a verify block for
+// provider, of lines.
+func providerP(provider string, lines ...string) string {
+	return "mapping p {\n\tmatch_path p\n\tverify " + provider + " {\n\t\t" + strings.Join(lines, "\n\t\t") + "\n\t}\n}"
+}
+
+// pubsubP is providerP for pubsub.
+func pubsubP(lines ...string) string { return providerP("pubsub", lines...) }
+
+// pubsubPost is an observation: a Pub/Sub push for audience, as the
+// table's service account, under the key of jwks-a.json.
+func pubsubPost(audience string) func(e *reloadEnv) string {
+	return func(e *reloadEnv) string {
+		body := `{"message":{"messageId":"` + e.key() + `","data":"e30="},"subscription":"projects/p/subscriptions/s"}`
+		return status(e.send("/hooks/p", body, true, pubsubHeaders(audience, mxPubSubAccount, time.Now())...))
+	}
+}
+
+// staleSNS is an observation: an SNS notification on topic two hours
+// old, with a certificate on sns.eu-west-1.amazonaws.com, and the reason
+// it was refused (from the rejection log line of its client address).
+func staleSNS(topic string) func(e *reloadEnv) string {
+	return func(e *reloadEnv) string {
+		addr := e.addr()
+		body := `{"Type":"Notification","MessageId":"` + e.key() + `","TopicArn":"` + topic + `","Message":"x","Timestamp":"` +
+			time.Now().Add(-2*time.Hour).UTC().Format(time.RFC3339) + `","SignatureVersion":"2","Signature":"c2ln",` +
+			`"SigningCertURL":"https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-x.pem"}`
+		r := e.do(http.MethodPost, "/hooks/p", body, "X-Forwarded-For: "+addr, "Content-Type: text/plain; charset=UTF-8")
+		reason := ""
+		testkit.WaitForState(e.t, func() string { return "a rejection line for " + addr }, func() bool {
+			for _, line := range strings.Split(e.logs(), "\n") {
+				if strings.Contains(line, `"client_ip":"`+addr+`"`) && strings.Contains(line, "hook request rejected") {
+					var l struct{ Reason string }
+					_ = json.Unmarshal([]byte(line), &l)
+					reason = l.Reason
+					return true
+				}
+			}
+			return false
+		})
+		return fmt.Sprintf("%d %s", r.status, reason)
+	}
 }
 
 // TestReloadAppliesEveryOption runs reloadRows (see the top of the file).

@@ -21,6 +21,8 @@ type hookError struct {
 	// against the request's address before it is the answer
 	// (lockoutGuard.count, applied by the handler's pipeline).
 	counts bool
+	// allow is a 405's Allow header ("" = POST).
+	allow string
 }
 
 func (e *hookError) Error() string { return e.reason }
@@ -61,7 +63,11 @@ func writeError(w http.ResponseWriter, e *hookError) {
 	}
 	switch e.status {
 	case http.StatusMethodNotAllowed:
-		w.Header().Set("Allow", http.MethodPost)
+		allow := e.allow
+		if allow == "" {
+			allow = http.MethodPost
+		}
+		w.Header().Set("Allow", allow)
 	}
 	if e.body != nil {
 		writeJSON(w, e.status, e.body)
@@ -133,9 +139,3 @@ func plainBody(status int) []byte {
 
 // appendJSONString appends s quoted as JSON.stringify quotes it.
 func appendJSONString(dst []byte, s string) []byte { return jsonenc.AppendString(dst, s) }
-
-// challengeReply is the answer to a signed Slack url_verification request.
-func challengeReply(challenge string) []byte {
-	b := append([]byte(`{"challenge":`), appendJSONString(nil, challenge)...)
-	return append(b, '}')
-}

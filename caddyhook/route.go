@@ -98,6 +98,7 @@ func (rt *router) planMapped(ex *exchange) (plan, *hookError) {
 			}
 			continue
 		}
+		vars.Event = ex.eventOf(c.verifier) // {{event}}: this mapping's provider's
 		ok, why, err := c.matches(vars)
 		if err != nil {
 			ex.route, ex.mapping = c.id, c.id
@@ -109,7 +110,7 @@ func (rt *router) planMapped(ex *exchange) (plan, *hookError) {
 			}
 			continue
 		}
-		ex.route, ex.mapping = c.id, c.id
+		ex.route, ex.mapping, ex.event = c.id, c.id, vars.Event
 		if int64(len(ex.body)) > c.bodyLimit {
 			return plan{}, reject(http.StatusRequestEntityTooLarge, reasonTooLarge)
 		}

@@ -48,21 +48,32 @@ func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) 
 		status = herr.status
 	}
 	setPlaceholders(r, &ex, status, herr)
-	if herr != nil {
+	answered, written := status, len(body)
+	switch {
+	case herr != nil:
 		writeError(w, herr)
 		h.rejects.write(&ex, herr)
-	} else if status == http.StatusNoContent {
+	case ex.answer != nil:
+		writeAnswer(w, ex.answer)
+	case ex.ack != nil && status < http.StatusMultipleChoices:
+		// the provider's acknowledgement of an accepted request, in place
+		// of the edge's reply (which the event log and a replay keep)
+		answered, written = ex.ack.Status, len(ex.ack.Body)
+		writeAnswer(w, ex.ack)
+	case status == http.StatusNoContent:
 		writeNoContent(w)
-		h.rejects.skipped(&ex)
-	} else {
+	default:
 		writeJSON(w, status, body)
+	}
+	if herr == nil && ex.answer == nil && status == http.StatusNoContent {
+		h.rejects.skipped(&ex) // also under a provider's acknowledgement
 	}
 	h.metrics.observeRequest(ex.route, status)
 	if h.events != nil {
 		h.events.record(&ex, status, body, herr)
 	}
 	if takeOver {
-		h.access.emit(r, status, len(body), ex.now)
+		h.access.emit(r, answered, written, ex.now)
 	}
 	bodyBufs.put(bufp)
 }
@@ -91,18 +102,41 @@ func (h *Handler) steps(ex *exchange) (int, []byte, *hookError) {
 	if ex.sub == "" {
 		return 0, nil, reject(http.StatusNotFound, "no hook name")
 	}
-	if !isJSONContentType(r.Header.Get("Content-Type")) {
+	post := r.Method == http.MethodPost
+	contentOK := post && h.router.contentOK(ex)
+	if post && !contentOK && !ex.mayHandshake {
 		return 0, nil, reject(http.StatusUnsupportedMediaType, reasonContentType)
 	}
-	if herr := h.bodies.read(ex, h.router.bodyLimit(ex.sub), h.lockout); herr != nil {
-		return 0, nil, herr
+	if post { // a handshake's GET or HEAD has no body to read
+		if herr := h.bodies.read(ex, h.router.bodyLimit(ex.sub), h.lockout); herr != nil {
+			return 0, nil, herr
+		}
+	}
+	if ex.mayHandshake {
+		a, herr := h.router.handshake(ex)
+		if ex.handshakeBy != "" {
+			h.metrics.observeHandshake(ex.handshakeBy, herr)
+		}
+		if herr != nil {
+			return 0, nil, herr
+		}
+		if a != nil {
+			ex.answer = a
+			return a.Status, a.Body, nil
+		}
+	}
+	switch {
+	case !post:
+		return 0, nil, h.router.methodNotAllowed(ex)
+	case !contentOK:
+		return 0, nil, reject(http.StatusUnsupportedMediaType, reasonContentType)
 	}
 	if herr := h.router.verifySignature(ex); herr != nil {
 		return 0, nil, herr
 	}
-	if ex.challenge != "" {
-		ex.route = "challenge"
-		return http.StatusOK, challengeReply(ex.challenge), nil
+	if ex.form && ex.payloadJSON == nil {
+		// a form only a provider's verifier reads (as JSON)
+		return 0, nil, reject(http.StatusUnsupportedMediaType, reasonContentType)
 	}
 	if herr := decodePayload(ex); herr != nil {
 		return 0, nil, herr
@@ -124,7 +158,10 @@ func (h *Handler) steps(ex *exchange) (int, []byte, *hookError) {
 // (never the token): a lock never blocks a valid provider signature, so a
 // third party cannot lock a provider's shared address out. A request that
 // neither has the token nor offers a signature is refused here, before its
-// body is read.
+// body is read, unless it may be a provider's endpoint handshake (some
+// come unsigned: Meta's GET, Asana's X-Hook-Secret), which its provider
+// authenticates once read. A method other than POST is taken only for
+// such a handshake (405 otherwise).
 func (h *Handler) authenticate(ex *exchange) *hookError {
 	if !ex.ip.IsValid() {
 		// behind a Unix socket without a forwarded address: no key to
@@ -141,8 +178,12 @@ func (h *Handler) authenticate(ex *exchange) *hookError {
 		}
 		ex.lockedFor = left
 	}
+	ex.mayHandshake = h.router.mayHandshake(ex)
 	if ex.r.Method != http.MethodPost {
-		return reject(http.StatusMethodNotAllowed, "method not allowed")
+		if !ex.mayHandshake {
+			return h.router.methodNotAllowed(ex)
+		}
+		return nil // a handshake's GET or HEAD: the handshake authenticates it
 	}
 	if ex.lockedFor == 0 {
 		ex.tokenOK = h.tokens.matches(h.tokens.presented(ex.r.Header))
@@ -152,18 +193,19 @@ func (h *Handler) authenticate(ex *exchange) *hookError {
 		h.lockout.Reset(ex.ip)
 	case !h.router.mayVerify(ex.sub):
 		return unauthorized(reasonBadToken)
-	case !signed:
+	case !signed && !ex.mayHandshake:
 		return unauthorized(ex.signatureReason())
 	}
 	return nil
 }
 
-// decodePayload parses the body as the gateway does: surrounding white
+// decodePayload parses the body (or the JSON a provider's body stands
+// for: a form's fields, a decrypted body) as the gateway does: surrounding white
 // space (and a UTF-8 byte order mark) is ignored, invalid JSON is 400, an
 // empty body is {}, and so is any JSON value but an object (its fields,
 // such as text or message, are then missing).
 func decodePayload(ex *exchange) *hookError {
-	body := trimJSSpace(ex.body)
+	body := trimJSSpace(ex.dispatchBody())
 	if len(body) == 0 {
 		ex.payload = map[string]any{}
 		return nil

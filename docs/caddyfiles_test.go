@@ -185,7 +185,9 @@ func adapt(cf, filename string) ([]byte, []string, error) {
 var devSecrets = []string{"HOOK_TOKEN", "GATEWAY_TOKEN", "GITHUB_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRET", "NATS_PASSWORD", "HOOKS_CLUSTER_KEY"}
 
 // otherSecrets are exported by hand in the pages' examples.
-var otherSecrets = []string{"SLACK_SIGNING_SECRET", "ACME_WEBHOOK_SECRET", "OPENCLAW_HOOKS_TOKEN"}
+var otherSecrets = []string{"SLACK_SIGNING_SECRET", "ACME_WEBHOOK_SECRET", "OPENCLAW_HOOKS_TOKEN",
+	"SHOPIFY_WEBHOOK_SECRET", "META_APP_SECRET", "META_VERIFY_TOKEN", "GITLAB_WEBHOOK_TOKEN", "TWILIO_AUTH_TOKEN",
+	"FEISHU_VERIFICATION_TOKEN", "FEISHU_ENCRYPT_KEY"}
 
 // setSecrets sets every secret in the environment (Caddy reads {env.*}
 // from it) and returns them by name: random hex as ./dev makes them, a
@@ -197,6 +199,7 @@ func setSecrets(t *testing.T) map[string]string {
 		out[name] = randomHex(t, 32)
 	}
 	out["BILLING_WEBHOOK_SECRET"] = "whsec_" + randomBase64(t, 32)
+	out["CLERK_WEBHOOK_SECRET"] = "whsec_" + randomBase64(t, 32)
 	for k, v := range out {
 		t.Setenv(k, v)
 	}

@@ -130,6 +130,7 @@ func TestDocsRequests(t *testing.T) {
 		t.Fatalf("found %d request examples: the block reader is broken", len(runs))
 	}
 	w := newWorkspace(t, secrets)
+	w.runKeyBlocks(t, pages)
 	perPage := map[string][2]int{} // page → blocks, requests
 	seen := map[string]bool{}
 	for _, r := range runs {
@@ -266,6 +267,61 @@ func newWorkspace(t *testing.T, secrets map[string]string) *workspace {
 		_ = srv.Close()
 	})
 	return w
+}
+
+// keyBlocks are the shell blocks that make a key pair of the reader's
+// own to try a public-key provider with (their name= on the page): the
+// test runs them to make its keys, so that they are tested as written.
+var keyBlocks = []string{"discord-keys", "sendgrid-keys", "pubsub-keys"}
+
+// exported matches the variables a shell block exports.
+var exported = regexp.MustCompile(`(?:export|\s)\s*([A-Z][A-Z0-9_]*)=`)
+
+// runKeyBlocks runs the pages' key blocks in the workspace and puts the
+// variables each exports in the environment of Caddy and of every block.
+func (w *workspace) runKeyBlocks(t *testing.T, pages []page) {
+	t.Helper()
+	found := map[string]bool{}
+	for _, p := range pages {
+		for _, b := range p.blocks {
+			name := b.Attrs["name"]
+			if b.Lang != "sh" || !slices.Contains(keyBlocks, name) {
+				continue
+			}
+			found[name] = true
+			var names []string
+			for _, line := range strings.Split(b.Text, "\n") {
+				if strings.HasPrefix(line, "export ") {
+					for _, m := range exported.FindAllStringSubmatch(line, -1) {
+						names = append(names, m[1])
+					}
+				}
+			}
+			script := b.Text
+			for _, n := range names {
+				script += fmt.Sprintf("printf '%%s=%%s\\n' %s \"$%s\"\n", n, n)
+			}
+			cmd := exec.Command("bash", "-e", "-c", script)
+			cmd.Dir, cmd.Env = w.dir, w.env
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s:%d (%s): %v\n%s", p.path, b.Line, name, err, out)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				k, v, _ := strings.Cut(line, "=")
+				if v == "" {
+					t.Fatalf("%s:%d (%s): %s is empty", p.path, b.Line, name, k)
+				}
+				t.Setenv(k, v)
+				w.env = append(w.env, k+"="+v)
+			}
+		}
+	}
+	for _, n := range keyBlocks {
+		if !found[n] {
+			t.Errorf("no sh block named %s: the provider examples' keys are made by it", n)
+		}
+	}
 }
 
 // run loads cf (adapted, then given the test's addresses) and runs the

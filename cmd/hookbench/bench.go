@@ -37,6 +37,7 @@ type bench struct {
 	clock    cpuClock
 	spread   spreadAddrs
 	fwd      atomic.Uint64
+	keys     atomic.Uint64 // the signed rows' Idempotency-Key values
 	progress io.Writer
 }
 
@@ -100,8 +101,8 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	return rep.writeText(out)
 }
 
-// withBases adds the rows the ratios of rows are taken against, and the
-// rows their twins are.
+// withBases adds the rows the ratios of rows are taken against, the rows
+// their twins are, and the signed rows' token twin.
 func withBases(rows []rowDef) []rowDef {
 	all := rowCatalogue()
 	rows = slices.Clone(rows)
@@ -112,6 +113,10 @@ func withBases(rows []rowDef) []rowDef {
 		if r.twinOf != "" && !want[r.twinOf] {
 			tw, _ := findRow(all, r.twinOf)
 			rows = append(rows, tw) // its twin, and the twin's bases
+		}
+		if r.signed != "" && r.signed != "token" && !want[tokenTwin] {
+			tw, _ := findRow(all, tokenTwin)
+			rows = append(rows, tw) // what its signature's cost is taken above
 		}
 		for base := r.base; !want[base]; {
 			want[base] = true
@@ -142,6 +147,11 @@ func (b *bench) setup(dir string) error {
 	b.env = &benchEnv{dir: dir, sink: filepath.Join(dir, "sink.sock"), admin: filepath.Join(dir, "admin.sock"),
 		token: randomToken(), gwToken: randomToken(), clusterKey: randomToken(), ports: map[string]int{}, fds: map[string]int{},
 		accessLog: b.o.accessLog, forwarded: b.o.spread == "xff"}
+	signers, serr := newSigners(b.env.token)
+	if serr != nil {
+		return serr
+	}
+	b.env.signers = signers
 	if err := b.env.writeFiles(); err != nil {
 		return err
 	}
@@ -229,6 +239,15 @@ func (b *bench) spec(r rowDef) *loadSpec {
 		perAddr: defaultAuthFailures - 1}
 	if s.source == srcSpread && b.env.forwarded && !r.bindOnly {
 		s.source = srcForwarded
+	}
+	if r.signed != "" {
+		// signed when the run starts (the rows' replay window is an hour)
+		var err error
+		if s.request, s.keyAt, err = b.env.signers.signedRequest(r, s.addr, time.Now()); err != nil {
+			panic(err) // only for a row naming a provider signedHeaders does not know
+		}
+		s.keys = &b.keys
+		return s
 	}
 	s.request, s.xffAt = buildRequest(r, s.addr, token, s.source == srcForwarded)
 	if s.source == srcSpread {

@@ -24,11 +24,16 @@ type benchEnv struct {
 	accessLog  bool               // every site gets an access log
 	forwarded  bool               // row (e) varies X-Forwarded-For from a trusted proxy
 	natsURLs   map[natsKey]string // NATS servers of the cluster rows → their client URLs ({nats<n>}, {nats<n>always})
+	signers    *signers           // the signed rows' provider keys
 }
 
 // expand fills the placeholders of a site body.
 func (e *benchEnv) expand(s string) string {
-	return strings.NewReplacer(
+	var keys []string
+	if e.signers != nil {
+		keys = e.signers.placeholders()
+	}
+	return strings.NewReplacer(append([]string{
 		"{sink}", e.sink,
 		"{dir}", e.dir,
 		"{token}", e.token,
@@ -37,7 +42,7 @@ func (e *benchEnv) expand(s string) string {
 		"{nats1}", e.natsURLs[natsKey{1, false}],
 		"{nats3}", e.natsURLs[natsKey{3, false}],
 		"{nats3always}", e.natsURLs[natsKey{3, true}],
-	).Replace(s)
+	}, keys...)...).Replace(s)
 }
 
 // caddyfile returns a Caddyfile with one site per row, each on its own

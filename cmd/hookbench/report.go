@@ -13,20 +13,21 @@ import (
 
 // report is the outcome of a run, printed as a table or as JSON.
 type report struct {
-	Time        time.Time      `json:"time"`
-	Go          string         `json:"go"`
-	Platform    string         `json:"platform"`
-	CPUs        int            `json:"cpus"`
-	Connections int            `json:"connections"`
-	DurationS   float64        `json:"duration_per_row_s"`
-	Rounds      int            `json:"rounds"`
-	WarmupS     float64        `json:"warmup_per_row_s"`
-	Spread      string         `json:"spread"`
-	AccessLog   bool           `json:"access_log"`
-	Rows        []rowReport    `json:"rows"`
-	Twins       []twinReport   `json:"twins,omitempty"`
-	Sink        *sinkReport    `json:"sink,omitempty"`
-	Profile     *profileReport `json:"profile,omitempty"`
+	Time        time.Time       `json:"time"`
+	Go          string          `json:"go"`
+	Platform    string          `json:"platform"`
+	CPUs        int             `json:"cpus"`
+	Connections int             `json:"connections"`
+	DurationS   float64         `json:"duration_per_row_s"`
+	Rounds      int             `json:"rounds"`
+	WarmupS     float64         `json:"warmup_per_row_s"`
+	Spread      string          `json:"spread"`
+	AccessLog   bool            `json:"access_log"`
+	Rows        []rowReport     `json:"rows"`
+	Twins       []twinReport    `json:"twins,omitempty"`
+	Signatures  []signatureCost `json:"signatures,omitempty"`
+	Sink        *sinkReport     `json:"sink,omitempty"`
+	Profile     *profileReport  `json:"profile,omitempty"`
 }
 
 // rowReport is one row of the table.
@@ -68,6 +69,18 @@ type twinReport struct {
 	Verdict string  `json:"verdict"`
 }
 
+// signatureCost is a signed row's ingress CPU per request above its
+// token twin's (v), the signature's cost, and that as a share of row
+// (c)'s CPU per request.
+type signatureCost struct {
+	Row     string  `json:"row"`
+	ExtraUs float64 `json:"extra_cpu_us_per_req"`
+	BaseUs  float64 `json:"c_cpu_us_per_req"`
+	Share   float64 `json:"share_of_c"`
+	Target  float64 `json:"target_share,omitempty"`
+	Verdict string  `json:"verdict,omitempty"` // PASS or MISS; "" without a target
+}
+
 // sinkReport compares what the sink received with what the rows that
 // reach it were told was accepted.
 type sinkReport struct {
@@ -102,7 +115,36 @@ func (b *bench) report() *report {
 	}
 	rep.rate()
 	rep.twins()
+	rep.signatures()
 	return rep
+}
+
+// signatures takes each signed row's CPU per request above its token
+// twin's, against row (c)'s.
+func (rep *report) signatures() {
+	tw, ok1 := rep.row(tokenTwin)
+	c, ok2 := rep.row("c")
+	if !ok1 || !ok2 || tw.Skipped != "" || c.Skipped != "" || c.IngressCPUus == 0 {
+		return
+	}
+	for _, r := range rowCatalogue() {
+		if r.signed == "" || r.id == tokenTwin {
+			continue
+		}
+		row, ok := rep.row(r.id)
+		if !ok || row.Skipped != "" {
+			continue
+		}
+		sc := signatureCost{Row: r.id, ExtraUs: row.IngressCPUus - tw.IngressCPUus, BaseUs: c.IngressCPUus, Target: r.costTarget}
+		sc.Share = sc.ExtraUs / sc.BaseUs
+		if sc.Target > 0 {
+			sc.Verdict = "PASS"
+			if sc.Share >= sc.Target {
+				sc.Verdict = "MISS"
+			}
+		}
+		rep.Signatures = append(rep.Signatures, sc)
+	}
 }
 
 // twins compares each row that has a twin with it.
@@ -254,6 +296,14 @@ func (rep *report) notes() []string {
 	for _, tw := range rep.Twins {
 		out = append(out, fmt.Sprintf("(%s) is %.2f×(%s), the same with the event log off: ≥%.2f %s.", tw.Row,
 			math.Floor(tw.Ratio*100)/100, tw.Twin, tw.Target, tw.Verdict))
+	}
+	for _, sc := range rep.Signatures {
+		target := ""
+		if sc.Target > 0 {
+			target = fmt.Sprintf(": <%.0f %% %s", sc.Target*100, sc.Verdict)
+		}
+		out = append(out, fmt.Sprintf("(%s) signature: %+.1fµs CPU per request over (%s), %.0f %% of (c)'s %.1fµs%s.",
+			sc.Row, sc.ExtraUs, tokenTwin, sc.Share*100, sc.BaseUs, target))
 	}
 	if s := rep.Sink; s != nil {
 		switch {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -74,5 +76,54 @@ func TestWriteText(t *testing.T) {
 	var back report
 	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || len(back.Rows) != 5 || back.Rows[1].Verdict != "PASS" {
 		t.Fatalf("JSON round trip: %v, %+v", err, back.Rows)
+	}
+}
+
+// TestSignatures: a signed row's cost is its CPU per request above the
+// token twin (v), as a share of (c)'s; (t) and (u) carry the issue's
+// 10 % target, (s) is reported without one; without (v) or (c) nothing
+// is computed.
+func TestSignatures(t *testing.T) {
+	rows := []rowReport{
+		{ID: "c", IngressCPUus: 50},
+		{ID: "s", IngressCPUus: 58},
+		{ID: "t", IngressCPUus: 54.9},
+		{ID: "u", IngressCPUus: 120},
+		{ID: "v", IngressCPUus: 50},
+	}
+	rep := &report{Rows: rows}
+	rep.signatures()
+	want := []signatureCost{
+		{Row: "s", ExtraUs: 8, BaseUs: 50, Share: 0.16},
+		{Row: "t", ExtraUs: 4.9, BaseUs: 50, Share: 0.098, Target: 0.10, Verdict: "PASS"},
+		{Row: "u", ExtraUs: 70, BaseUs: 50, Share: 1.4, Target: 0.10, Verdict: "MISS"},
+	}
+	if len(rep.Signatures) != len(want) {
+		t.Fatalf("signatures %+v, want %+v", rep.Signatures, want)
+	}
+	for i, w := range want {
+		g := rep.Signatures[i]
+		if g.Row != w.Row || math.Abs(g.ExtraUs-w.ExtraUs) > 1e-9 || g.BaseUs != w.BaseUs || math.Abs(g.Share-w.Share) > 1e-9 ||
+			g.Target != w.Target || g.Verdict != w.Verdict {
+			t.Errorf("signature %d: %+v, want %+v", i, g, w)
+		}
+	}
+	var buf bytes.Buffer
+	if err := rep.writeText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{
+		"(s) signature: +8.0µs CPU per request over (v), 16 % of (c)'s 50.0µs.",
+		"(u) signature: +70.0µs CPU per request over (v), 140 % of (c)'s 50.0µs: <10 % MISS.",
+	} {
+		if !strings.Contains(buf.String(), line) {
+			t.Errorf("the text lacks %q:\n%s", line, buf.String())
+		}
+	}
+	for _, without := range []string{"c", "v"} {
+		rep := &report{Rows: slices.DeleteFunc(slices.Clone(rows), func(r rowReport) bool { return r.ID == without })}
+		if rep.signatures(); len(rep.Signatures) != 0 {
+			t.Errorf("without (%s): %+v", without, rep.Signatures)
+		}
 	}
 }

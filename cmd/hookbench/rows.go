@@ -43,7 +43,19 @@ type rowDef struct {
 	// event log): that row must measure at least twinTarget × this one.
 	twinOf     string
 	twinTarget float64
+	// signed names the provider whose signature the request carries
+	// instead of the hook token (signed.go).
+	signed string
+	// costTarget, on a signed row, is the most its ingress CPU per
+	// request above its token twin's (v) may be, as a share of row (c)'s
+	// (issue 29: an Ed25519 or ECDSA check under 10 %); 0: reported
+	// without a target.
+	costTarget float64
 }
+
+// tokenTwin is the signed rows' twin with the hook token: their
+// signature's cost is their CPU per request above it.
+const tokenTwin = "v"
 
 // natsKey names a set of NATS servers: how many, and whether they sync
 // every write.
@@ -196,6 +208,14 @@ func rowCatalogue() []rowDef {
 			site: hooksSite("events off"), twinOf: "c", twinTarget: 0.95}),
 		wake(rowDef{id: "r", title: "(e) with the event log off", base: "a", probe: true,
 			site: hooksSite("events off"), badToken: true, source: srcSpread, expect: http.StatusUnauthorized, twinOf: "e", twinTarget: 0.95}),
+		{id: "s", title: "mapping, GitHub-signed (HMAC-SHA256)", base: "c", sinkBound: true, probe: true, signed: "github",
+			site: hooksSite(signedMapping("github-signed", "github", "secret {github_secret}")), path: "/hooks/github-signed", body: githubBody, expect: http.StatusOK},
+		{id: "t", title: "mapping, Discord-signed (Ed25519)", base: "c", sinkBound: true, probe: true, signed: "discord", costTarget: 0.10,
+			site: hooksSite(signedMapping("discord-signed", "discord", "public_key {discord_key}\n\t\t\t\ttolerance 1h")), path: "/hooks/discord-signed", body: discordBody, expect: http.StatusOK},
+		{id: "u", title: "mapping, SendGrid-signed (ECDSA P-256)", base: "c", sinkBound: true, probe: true, signed: "sendgrid", costTarget: 0.10,
+			site: hooksSite(signedMapping("sendgrid-signed", "sendgrid", "public_key {sendgrid_key}\n\t\t\t\ttolerance 1h")), path: "/hooks/sendgrid-signed", body: sendgridBody, expect: http.StatusOK},
+		{id: "v", title: "(s) with the hook token, no verify", base: "c", sinkBound: true, probe: true, signed: "token",
+			site: hooksSite(signedMapping("github-token", "", "")), path: "/hooks/github-token", body: githubBody, expect: http.StatusOK},
 	}
 }
 

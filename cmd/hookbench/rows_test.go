@@ -3,11 +3,19 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"io"
 	"net/http"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestSelectRows(t *testing.T) {
@@ -16,7 +24,9 @@ func TestSelectRows(t *testing.T) {
 		want      []string // after withBases
 		wantError bool
 	}{
-		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r"}},
+		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v"}},
+		{list: "t", want: []string{"b", "c", "t", "v"}}, // the token twin its signature's cost is taken above
+		{list: "s,v", want: []string{"b", "c", "s", "v"}},
 		{list: "q,r", want: []string{"a", "b", "c", "e", "q", "r"}},
 		{list: "m", want: []string{"b", "c", "i", "m"}},
 		{list: "p", want: []string{"b", "c", "i", "m", "p"}},
@@ -99,5 +109,67 @@ func TestRoundOrder(t *testing.T) {
 	}
 	if rows[0].id != "b" {
 		t.Fatal("roundOrder changed its input")
+	}
+}
+
+// TestSignedRequest: the signed rows' requests parse, carry no hook token,
+// carry the provider's signature (verified here with the public key or
+// the secret, independently of caddyhook) and an Idempotency-Key that is
+// rewritten in place.
+func TestSignedRequest(t *testing.T) {
+	s, err := newSigners("tok-" + strings.Repeat("x", 40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rowCatalogue() {
+		if r.signed == "" {
+			continue
+		}
+		n++
+		raw, at, err := s.signedRequest(r, "127.0.0.1:9", time.Now())
+		if err != nil {
+			t.Fatalf("(%s): %v", r.id, err)
+		}
+		putDigits(raw[at:at+keyWidth], 42)
+		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(raw)))
+		if err != nil {
+			t.Fatalf("(%s): %v", r.id, err)
+		}
+		body, _ := io.ReadAll(req.Body)
+		wantAuth := ""
+		if r.signed == "token" {
+			wantAuth = "Bearer " + s.token
+		}
+		if req.URL.Path != r.path || string(body) != r.body || req.Header.Get("Authorization") != wantAuth ||
+			req.Header.Get("Idempotency-Key") != "00000000000000000042" {
+			t.Fatalf("(%s): %s body %q headers %v", r.id, req.URL, body, req.Header)
+		}
+		ts := req.Header.Get("X-Signature-Timestamp") + req.Header.Get("X-Twilio-Email-Event-Webhook-Timestamp")
+		ok := false
+		switch r.signed {
+		case "token":
+			ok = !strings.Contains(r.site, "verify")
+		case "github":
+			m := hmac.New(sha256.New, []byte(s.githubSecret))
+			m.Write(body)
+			ok = req.Header.Get("X-Hub-Signature-256") == "sha256="+hex.EncodeToString(m.Sum(nil))
+		case "discord":
+			sig, _ := hex.DecodeString(req.Header.Get("X-Signature-Ed25519"))
+			ok = ed25519.Verify(s.discord.Public().(ed25519.PublicKey), append([]byte(ts), body...), sig)
+		case "sendgrid":
+			sig, _ := base64.StdEncoding.DecodeString(req.Header.Get("X-Twilio-Email-Event-Webhook-Signature"))
+			sum := sha256.Sum256(append([]byte(ts), body...))
+			ok = ecdsa.VerifyASN1(&s.sendgrid.PublicKey, sum[:], sig)
+		}
+		if !ok {
+			t.Errorf("(%s): the %s signature does not verify", r.id, r.signed)
+		}
+		if r.signed != "token" && !strings.Contains(r.site, "verify "+r.signed) {
+			t.Errorf("(%s): the site does not verify %s", r.id, r.signed)
+		}
+	}
+	if n != 4 {
+		t.Fatalf("%d signed rows, want 4 (github, discord, sendgrid and their token twin)", n)
 	}
 }

@@ -2,12 +2,16 @@
 // from the code: the Caddyfile syntax and every option's text are the doc
 // comments of the config types (caddyhook's Handler and the types of its
 // blocks, the NATS engine's Config, the console), and the option list is
-// what the Caddyfile parsers read (internal/optdoc). Run it from the
-// repository root after changing an option or its comment:
+// what the Caddyfile parsers read (internal/optdoc). It also writes the
+// providers table of docs/providers.md, between its providers:begin and
+// providers:end markers, from the registry (verify.MarkdownTable). Run it
+// from the repository root after changing an option, its comment or a
+// provider:
 //
 //	go run ./internal/docgen
 //
-// TestReferenceIsGenerated fails when the committed page differs.
+// TestReferenceIsGenerated and TestProvidersTableIsGenerated fail when the
+// committed pages differ.
 package main
 
 import (
@@ -24,12 +28,14 @@ import (
 
 	"github.com/caddyhook/caddyhook/internal/mdexample"
 	"github.com/caddyhook/caddyhook/internal/optdoc"
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 // The page and the packages it is generated from, relative to the
 // repository root.
 const (
 	referencePage = "docs/reference.md"
+	providersPage = "docs/providers.md"
 	handlerDir    = "caddyhook"
 	natsDir       = "caddyhook/cluster/natscluster"
 	verifyDir     = "internal/verify"
@@ -49,6 +55,34 @@ func main() {
 	if err := os.WriteFile(*out, page, 0o644); err != nil {
 		log.Fatalf("docgen: %v", err)
 	}
+	providers, err := ProvidersPage(".")
+	if err != nil {
+		log.Fatalf("docgen: %v", err)
+	}
+	if err := os.WriteFile(providersPage, providers, 0o644); err != nil {
+		log.Fatalf("docgen: %v", err)
+	}
+}
+
+// Markers of the generated table in docs/providers.md.
+const (
+	providersBegin = "<!-- providers:begin -->\n"
+	providersEnd   = "<!-- providers:end -->\n"
+)
+
+// ProvidersPage returns docs/providers.md (read under root) with the
+// registry's table between its markers.
+func ProvidersPage(root string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(root, providersPage))
+	if err != nil {
+		return nil, err
+	}
+	page := string(b)
+	i, j := strings.Index(page, providersBegin), strings.Index(page, providersEnd)
+	if i < 0 || j < i {
+		return nil, fmt.Errorf("%s: no %q … %q markers", providersPage, strings.TrimSpace(providersBegin), strings.TrimSpace(providersEnd))
+	}
+	return []byte(page[:i+len(providersBegin)] + verify.MarkdownTable() + page[j:]), nil
 }
 
 // block is one Caddyfile block of the reference: the parser's name for it
@@ -70,7 +104,7 @@ var blocks = []block{
 	{name: "transform", heading: "transform", pkg: handlerDir, typ: "TransformRef",
 		intro: "A mapping's `transform <module> [<export>]`, or a block with these. See [Transforms](transforms.md)."},
 	{name: "verify", heading: "verify", pkg: verifyDir, typ: "Config",
-		intro: "A mapping's `verify <scheme> { … }`: a provider's signature instead of the token. See [Providers and signatures](providers.md)."},
+		intro: "A mapping's `verify <provider> { … }`: a provider's signature (or token, or key) instead of the hook token, its endpoint handshake and its form bodies; `caddy hooks providers` lists the providers and the words each reads. See [Providers and signatures](providers.md)."},
 	{name: "spool", heading: "spool", pkg: handlerDir, typ: "SpoolConfig",
 		intro: "`spool <dir> { … }` or `spool cluster { … }`, inside `hooks`. See [Spool](spool.md) and [Cluster and scaling](cluster.md)."},
 	{name: "unauthenticated_bodies", heading: "unauthenticated_bodies", pkg: handlerDir, typ: "UnauthenticatedBodies",
@@ -88,7 +122,6 @@ var blocks = []block{
 var aliases = map[string][]string{
 	"hooks.token":          {"Token", "Tokens"},
 	"hooks.mapping":        {"Mappings"},
-	"verify.secret":        {"Secrets"},
 	"cluster.url":          {"URLs"},
 	"cluster.urls":         {"URLs"},
 	"cluster.signing_key":  {"SigningKeys"},
@@ -157,7 +190,11 @@ func Generate(root string) ([]byte, error) {
 		if code := syntaxOf(bl, pkgs); code != "" {
 			w("```caddyfile syntax\n%s```\n\n", code)
 		}
-		rows, err := optionRows(bl, opts[bl.name], pkgs)
+		var fields map[string]string
+		if bl.name == "verify" {
+			fields = verifyFields()
+		}
+		rows, err := optionRows(bl, opts[bl.name], fields, pkgs)
 		if err != nil {
 			return nil, err
 		}
@@ -195,10 +232,21 @@ func syntaxOf(bl block, pkgs map[string]*optdoc.Package) string {
 // row is one line of an option table.
 type row struct{ option, json, doc string }
 
+// verifyFields names the JSON field each verify block word sets (the
+// registry's table, verify.Words: public_key sets public_keys).
+func verifyFields() map[string]string {
+	fields := map[string]string{}
+	for _, w := range verify.Words() {
+		fields[w.Name] = w.Field
+	}
+	return fields
+}
+
 // optionRows is a block's table: a row per field the Caddyfile sets (its
 // words merged when several set the same fields), in the type's field
 // order, then the fields only JSON (or the directive's arguments) set.
-func optionRows(bl block, words []string, pkgs map[string]*optdoc.Package) ([]row, error) {
+// fields, when set, names the JSON field of each word.
+func optionRows(bl block, words []string, fields map[string]string, pkgs map[string]*optdoc.Package) ([]row, error) {
 	typ := pkgs[bl.pkg].Types[bl.typ]
 	type entry struct {
 		words  []string
@@ -212,7 +260,11 @@ func optionRows(bl block, words []string, pkgs map[string]*optdoc.Package) ([]ro
 	for _, word := range words {
 		names, ok := aliases[bl.name+"."+word]
 		if !ok {
-			i := slices.IndexFunc(typ.Fields, func(f optdoc.Field) bool { return f.JSON == word })
+			json := word
+			if f, ok := fields[word]; ok {
+				json = f
+			}
+			i := slices.IndexFunc(typ.Fields, func(f optdoc.Field) bool { return f.JSON == json })
 			if i < 0 {
 				return nil, fmt.Errorf("%s: the Caddyfile parser reads %q, and %s has no field with that json name: name it in docgen's aliases", bl.name, word, bl.typ)
 			}

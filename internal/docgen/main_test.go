@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 // TestReferenceIsGenerated: docs/reference.md is what the generator
@@ -37,6 +39,29 @@ func TestReferenceIsGenerated(t *testing.T) {
 	}
 	t.Fatalf("%s is not what the code generates; run `%s` from the repository root.\nfirst difference, line %d:\ncommitted: %s\ngenerated: %s",
 		referencePage, Command, line+1, at(gl), at(wl))
+}
+
+// TestProvidersTableIsGenerated (issue 29): the providers table of
+// docs/providers.md is the registry's (verify.MarkdownTable), every
+// provider in it.
+func TestProvidersTableIsGenerated(t *testing.T) {
+	root := filepath.Join("..", "..")
+	want, err := ProvidersPage(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(root, providersPage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("the providers table of %s is not the registry's; run `%s` from the repository root", providersPage, Command)
+	}
+	for _, name := range verify.Names() {
+		if !strings.Contains(string(got), "| `"+name+"` |") {
+			t.Errorf("%s: no row for %s", providersPage, name)
+		}
+	}
 }
 
 func TestEscape(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/caddyhook/caddyhook/internal/verify"
 )
 
 // ParserBlocks names the Caddyfile block each parser function reads the
@@ -31,6 +33,20 @@ var ParserBlocks = map[string]string{
 	"caddyhook.unmarshalEvents":            "events",
 	"caddyhook.Console.UnmarshalCaddyfile": "hooks_console",
 	"natscluster.UnmarshalCaddyfile":       "cluster",
+}
+
+// registryBlocks are the blocks whose parser reads its words from a
+// table rather than from cases the source spells out: the verify block
+// (verify.Words, applied by verify.Config.SetWord).
+var registryBlocks = map[string]func() []string{
+	"verify": func() []string {
+		words := verify.Words()
+		out := make([]string, 0, len(words))
+		for _, w := range words {
+			out = append(out, w.Name)
+		}
+		return out
+	},
 }
 
 // parserValues are strings the parsers compare the current token with that
@@ -97,6 +113,13 @@ func ParserOptions(dir string) (map[string][]string, error) {
 	}
 	if len(unnamed) > 0 {
 		return out, fmt.Errorf("parser functions without a block in optdoc.ParserBlocks: %s", strings.Join(unnamed, "; "))
+	}
+	for block, words := range registryBlocks {
+		for _, o := range words() {
+			if !slices.Contains(out[block], o) {
+				out[block] = append(out[block], o)
+			}
+		}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no Caddyfile parser functions found in %s", dir)

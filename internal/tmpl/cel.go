@@ -32,7 +32,7 @@ type Env struct {
 }
 
 // NewEnv builds the environment with the variables payload, headers, query,
-// path and now. costLimit bounds every single evaluation; 0 means
+// path, now and event. costLimit bounds every single evaluation; 0 means
 // DefaultCostLimit.
 func NewEnv(costLimit uint64) (*Env, error) {
 	if costLimit == 0 {
@@ -49,6 +49,7 @@ func NewEnv(costLimit uint64) (*Env, error) {
 		cel.Variable(varQuery, cel.MapType(cel.StringType, cel.StringType)),
 		cel.Variable(varPath, cel.StringType),
 		cel.Variable(varNow, cel.TimestampType),
+		cel.Variable(varEvent, cel.StringType),
 		cel.OptionalTypes(),
 		cel.CrossTypeNumericComparisons(true),
 		ext.Strings(),

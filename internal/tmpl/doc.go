@@ -9,6 +9,8 @@
 //
 //	path               the hook sub-path
 //	now                the request time, UTC, millisecond precision (2026-11-22T18:33:35.123Z)
+//	event              the event name the mapping's provider gave (Vars.Event, set
+//	                   by a verify block); without one, the payload member event
 //	headers.<name>     a request header; name is matched lower-cased
 //	query.<name>       the first value of a query parameter
 //	payload.<path>     a value in the JSON payload
@@ -41,7 +43,8 @@
 //
 // Expressions see the variables payload (dyn: the decoded JSON body, numbers
 // are doubles), headers (map(string, string), lower-cased names), query
-// (map(string, string), first values), path (string) and now (timestamp).
+// (map(string, string), first values), path (string), now (timestamp) and
+// event (string: the provider's event name, "" when none).
 // The environment adds CEL's optional types (`payload.?a.orValue("")`), the
 // strings extension and cross-type numeric comparisons (`payload.n > 3`).
 // Every evaluation (a match, or one placeholder of one render) is bounded by

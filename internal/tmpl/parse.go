@@ -84,6 +84,11 @@ func referencePart(expr string) (p part, msg string) {
 		return part{kind: partPath}, ""
 	case expr == "now":
 		return part{kind: partNow}, ""
+	case expr == varEvent:
+		// the provider's event name when there is one, else the payload
+		// member event as before (Zoom, Calendly, … name theirs so)
+		path, _ := ParsePath(varEvent)
+		return part{kind: partEvent, path: path}, ""
 	case strings.HasPrefix(expr, prefixHeaders):
 		name := strings.ToLower(expr[len(prefixHeaders):])
 		if name == "" {

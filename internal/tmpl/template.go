@@ -15,6 +15,7 @@ const (
 	partHeader                  // Headers[text]
 	partQuery                   // Query[text]
 	partPayload                 // path in the payload
+	partEvent                   // Vars.Event, else the payload's event member
 	partCEL                     // a CEL program
 )
 
@@ -22,7 +23,7 @@ const (
 type part struct {
 	kind partKind
 	text string   // literal text, or the header or query name
-	path Path     // partPayload
+	path Path     // partPayload, partEvent
 	prg  *program // partCEL
 	line int      // partCEL: placeholder position, for *EvalError
 	col  int
@@ -57,6 +58,12 @@ func (t *Template) Render(dst []byte, v *Vars) ([]byte, error) {
 			dst = append(dst, v.Headers[p.text]...)
 		case partQuery:
 			dst = append(dst, v.Query[p.text]...)
+		case partEvent:
+			if v.Event != "" {
+				dst = append(dst, v.Event...)
+				break
+			}
+			fallthrough
 		case partPayload:
 			if val, ok := p.path.lookupVars(v); ok {
 				dst = AppendValue(dst, val)

@@ -225,3 +225,60 @@ func TestRenderConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestRenderEvent checks the event keyword: the provider's event name
+// when Vars.Event is set, else the payload member event as before (a
+// mapping without verify, or a provider without event names, renders
+// what it rendered); event.x and payload.event always read the payload;
+// CEL sees the variable event.
+func TestRenderEvent(t *testing.T) {
+	env, err := NewEnv(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := `{"event":{"type":"app_mention","text":"hi"},"type":"x"}`
+	flat := `{"event":"meeting.started"}`
+	for _, tc := range []struct {
+		name, src, payload, event, want string
+	}{
+		{"provider event", "{{event}}", payload, "push", "push"},
+		{"provider event, spaces", "{{ event }}", payload, "push", "push"},
+		{"no provider event: payload member", "{{event}}", flat, "", "meeting.started"},
+		{"no provider event: object as JSON", "{{event}}", payload, "", `{"text":"hi","type":"app_mention"}`},
+		{"no provider event, no member", "[{{event}}]", `{}`, "", "[]"},
+		{"dotted path stays the payload's", "{{event.type}}", payload, "push", "app_mention"},
+		{"payload.event stays the payload's", "{{payload.event}}", flat, "push", "meeting.started"},
+		{"bracket path stays the payload's", "{{event[type]}}", payload, "push", "app_mention"},
+		{"cel event", `{{ cel: event + "/" + payload.type }}`, payload, "push", "push/x"},
+		{"cel event empty", `[{{ cel: event }}]`, payload, "", "[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tp, err := Compile(tc.src, env)
+			if err != nil {
+				t.Fatalf("Compile(%q): %v", tc.src, err)
+			}
+			got, err := tp.RenderString(&Vars{Payload: decode(t, tc.payload), Event: tc.event})
+			if err != nil || got != tc.want {
+				t.Errorf("RenderString(%q) = %q, %v; want %q", tc.src, got, err, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		expr, event string
+		want        bool
+	}{
+		{`event == "push"`, "push", true},
+		{`event == "push"`, "pull_request", false},
+		{`event == ""`, "", true},
+		{`event.startsWith("orders/")`, "orders/create", true},
+	} {
+		x, err := env.CompileBool(tc.expr)
+		if err != nil {
+			t.Fatalf("CompileBool(%q): %v", tc.expr, err)
+		}
+		got, err := x.Match(&Vars{Payload: decode(t, flat), Event: tc.event})
+		if err != nil || got != tc.want {
+			t.Errorf("%s with event %q = %v, %v; want %v", tc.expr, tc.event, got, err, tc.want)
+		}
+	}
+}

@@ -18,6 +18,10 @@ type Vars struct {
 	Query map[string]string
 	// Path is the hook sub-path.
 	Path string
+	// Event is the event name the mapping's provider gave the request
+	// (its verify block's; "" when it has none): {{event}} and CEL's
+	// event.
+	Event string
 	// Now is the request time; the zero time means time.Now() at use.
 	Now time.Time
 	// Element, when its Key is set, shows Payload with that top-level key
@@ -47,6 +51,7 @@ const (
 	varQuery   = "query"
 	varPath    = "path"
 	varNow     = "now"
+	varEvent   = "event"
 )
 
 // activation exposes Vars to CEL without building a map per evaluation:
@@ -70,6 +75,8 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.Path, true
 	case varNow:
 		return (*Vars)(a).now(), true
+	case varEvent:
+		return a.Event, true
 	}
 	return nil, false
 }

@@ -60,6 +60,7 @@ func init() {
 		Name:       "sns",
 		Title:      "Amazon SNS",
 		Family:     FamilyX509,
+		JSONTypes:  []string{"text/plain"}, // SNS posts its JSON as text/plain; charset=UTF-8
 		Signature:  "Signature: base64 RSA (SignatureVersion 1: SHA1, 2: SHA256) of the canonical message, under the certificate at SigningCertURL",
 		Doc:        "https://docs.aws.amazon.com/sns/latest/dg/sns-verify-signature-of-message.html",
 		Notes:      "topic lists the accepted topic ARNs (required: a valid signature only proves the message came from some SNS topic). Certificates are fetched only over https from sns.<region>.amazonaws.com (cert_hosts replaces the list), at most 64 KiB, within 10 s, and kept 24 h. A SubscriptionConfirmation from an accepted topic is confirmed by the edge (a GET of SubscribeURL on the same allow-list) and never dispatched; an UnsubscribeConfirmation is answered 200.",

@@ -65,6 +65,10 @@ type Provider struct {
 	Notes string
 	// Body is what the provider posts.
 	Body BodyKind
+	// JSONTypes are media types other than JSON's that the provider
+	// posts its JSON body with (Amazon SNS: text/plain): the edge takes
+	// them as JSON on its hook names.
+	JSONTypes []string
 	// FormJSONFields are form fields whose value is JSON, embedded as
 	// such in the payload (Slack's payload).
 	FormJSONFields []string

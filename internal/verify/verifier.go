@@ -221,6 +221,11 @@ func (v *Verifier) HandshakeMethods() []string { return slices.Clone(v.p.Handsha
 // Result.Payload carries the fields as one JSON object).
 func (v *Verifier) AcceptsForm() bool { return v.p.Body != BodyJSON }
 
+// PostsJSONAs reports whether the provider posts its JSON body with the
+// media type mt (lower case, without parameters) besides application/json
+// (Amazon SNS: text/plain).
+func (v *Verifier) PostsJSONAs(mt string) bool { return slices.Contains(v.p.JSONTypes, mt) }
+
 // Template returns the provider's default message template.
 func (v *Verifier) Template() string { return v.p.Template }
 
