@@ -153,7 +153,7 @@ func serveLockouts(w http.ResponseWriter, r *http.Request, lh *liveHandler, _ st
 
 // serveLift answers DELETE /hooks/lockouts/<address>: 200 when the lockout
 // was lifted, 404 when the address was not locked.
-func serveLift(w http.ResponseWriter, _ *http.Request, lh *liveHandler, arg string) error {
+func serveLift(w http.ResponseWriter, r *http.Request, lh *liveHandler, arg string) error {
 	ip, err := netip.ParseAddr(arg)
 	if err != nil {
 		p, perr := netip.ParsePrefix(arg)
@@ -165,7 +165,8 @@ func serveLift(w http.ResponseWriter, _ *http.Request, lh *liveHandler, arg stri
 	if !lh.view.lockout.Lift(ip, time.Now()) {
 		return apiError(http.StatusNotFound, "%s is not locked out", ip)
 	}
-	lh.view.logger.Info("lockout lifted through the admin API", zap.String("client_ip", ip.String()))
+	lh.view.events.operator(r, "unlock", ip.String(), "lockout lifted")
+	lh.view.logger.Info("lockout lifted through the admin API", zap.String("client_ip", ip.String()), zap.String("operator", operatorOf(r)))
 	return writeAdminJSON(w, map[string]string{"lifted": ip.String()})
 }
 

@@ -48,6 +48,7 @@ var adminRoutes = []adminRoute{
 	{method: http.MethodPost, path: "spool/dead/drop", serve: serveRetryDrop, arg: "dropped"},  // {"ids": [...]} or {"all": true} → {"dropped": N}
 	{method: http.MethodPost, path: "spool/pause", serve: servePause, arg: "pause"},            // delivery stops; accepting continues
 	{method: http.MethodPost, path: "spool/resume", serve: servePause, arg: "resume"},          // delivery continues where it stopped
+	{method: http.MethodGet, path: "spool/delivery", serve: serveDelivery},                     // the queue, each delivery node's health, whether delivery runs
 	{method: http.MethodGet, path: "events", serve: serveEventList},                            // the event log, newest first (eventlog_admin.go)
 	{method: http.MethodGet, path: "events/stream", serve: serveEventStream},                   // the live tail (Server-Sent Events)
 	{method: http.MethodGet, path: "events/rates", serve: serveEventRates},                     // the last hour's rates

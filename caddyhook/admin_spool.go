@@ -2,8 +2,10 @@ package caddyhook
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -67,12 +69,31 @@ func serveRetryDrop(w http.ResponseWriter, r *http.Request, lh *liveHandler, ver
 		return apiError(http.StatusServiceUnavailable, "spool of %s: %v", lh.view.base, err)
 	}
 	lh.view.outcomes.operator(ids, state)
-	lh.view.logger.Info("dead letters "+verb+" through the admin API", zap.Int("count", n), zap.Bool("all", sel.All))
+	action, target := "retry", "all dead letters"
+	if verb == "dropped" {
+		action = "drop"
+	}
+	if !sel.All {
+		target = deadTarget(sel.IDs)
+	}
+	lh.view.events.operator(r, action, target, fmt.Sprintf("%s %d dead letter%s", verb, n, map[bool]string{true: "", false: "s"}[n == 1]))
+	lh.view.logger.Info("dead letters "+verb+" through the admin API", zap.Int("count", n), zap.Bool("all", sel.All),
+		zap.String("operator", operatorOf(r)))
 	return writeAdminJSON(w, map[string]int{verb: n})
 }
 
+// deadTarget names the dead letters an action was asked for (the first
+// few ids).
+func deadTarget(ids []string) string {
+	const shown = 3
+	if len(ids) <= shown {
+		return strings.Join(ids, " ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:shown], " "), len(ids)-shown)
+}
+
 // servePause answers POST /hooks/spool/pause and /resume.
-func servePause(w http.ResponseWriter, _ *http.Request, lh *liveHandler, what string) error {
+func servePause(w http.ResponseWriter, r *http.Request, lh *liveHandler, what string) error {
 	ops, err := lh.spool()
 	if err != nil {
 		return err
@@ -86,7 +107,23 @@ func servePause(w http.ResponseWriter, _ *http.Request, lh *liveHandler, what st
 	if err != nil {
 		return apiError(http.StatusServiceUnavailable, "spool of %s: %v", lh.view.base, err)
 	}
+	target := "delivery from " + lh.view.spoolDir
+	if node := lh.view.view.nodeName(); node != "" {
+		target += " on " + node
+	}
+	lh.view.events.operator(r, what, target, "delivery "+map[bool]string{true: "paused", false: "resumed"}[pause])
+	lh.view.logger.Info("delivery "+what+"d through the admin API", zap.String("spool", lh.view.spoolDir), zap.String("operator", operatorOf(r)))
 	return writeAdminJSON(w, map[string]bool{"paused": pause})
+}
+
+// serveDelivery answers GET /hooks/spool/delivery: the queue, every
+// delivery node (in a cluster: those that answer and those heard of that
+// do not) and whether delivery runs.
+func serveDelivery(w http.ResponseWriter, r *http.Request, lh *liveHandler, _ string) error {
+	if _, err := lh.spool(); err != nil {
+		return err
+	}
+	return writeAdminJSON(w, lh.view.view.delivery(r.Context()))
 }
 
 // spool returns the handler's spool, or a 404 when it has none.

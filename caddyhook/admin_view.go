@@ -1,6 +1,7 @@
 package caddyhook
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
+	"github.com/caddyhook/caddyhook/internal/adminapi"
+	"github.com/caddyhook/caddyhook/internal/safetext"
 )
 
 // What the admin API's routes (admin.go, admin_spool.go,
@@ -79,7 +82,8 @@ type adminView struct {
 	spoolDir string        // its directory, or cluster:<namespace>
 	events   *eventRecorder
 	outcomes *outcomeRelay
-	sink     sink // where a replay goes
+	sink     sink         // where a replay goes
+	view     *clusterView // the cluster-wide view
 	logger   *zap.Logger
 }
 
@@ -134,6 +138,49 @@ func runningServers() map[*caddyhttp.Server]string {
 		m[srv] = name
 	}
 	return m
+}
+
+// operatorKey carries the operator of an admin request made through a
+// hooks_console handler: the user Caddy's authentication gave it
+// ({http.auth.user.id}; "" with insecure_no_auth).
+type operatorKey struct{}
+
+// consoleOperator is the operator of a console request.
+type consoleOperator struct{ user string }
+
+// withOperator is r, a console request of user, carrying its operator.
+func withOperator(r *http.Request, user string) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), operatorKey{}, consoleOperator{user}))
+}
+
+// adminEndpointOperator names the operator of a request to Caddy's admin
+// endpoint, which authenticates no user (its own access control let it
+// in: a local socket, mTLS for remote admin).
+const adminEndpointOperator = "admin API"
+
+// operatorOf is who made an admin request: the console's authenticated
+// user (as one line), or the admin endpoint.
+func operatorOf(r *http.Request) string {
+	op, ok := r.Context().Value(operatorKey{}).(consoleOperator)
+	switch {
+	case !ok:
+		return adminEndpointOperator
+	case op.user == "":
+		return "console without authentication (insecure_no_auth)"
+	}
+	return "user " + safetext.Line(op.user)
+}
+
+// scope reads ?scope=: cluster (true) or this node (false, the default).
+func scope(r *http.Request) (bool, error) {
+	switch s := r.URL.Query().Get("scope"); s {
+	case "", "node":
+		return false, nil
+	case adminapi.ScopeCluster:
+		return true, nil
+	default:
+		return false, apiError(http.StatusBadRequest, "scope: want cluster (every node) or node (this one); got %q", safetext.Line(s))
+	}
 }
 
 // writeAdminJSON writes v as the JSON answer. Stored bodies go out

@@ -106,6 +106,27 @@ func (*clusterMetricsShare) Destruct() error { return nil }
 // node is this node's id in the cluster.
 func (cs *clusterState) node() string { return cs.backend.Node() }
 
+// up reports whether the engine answers this node now.
+func (cs *clusterState) up() bool { return cs.backend.Up() }
+
+// views is the engine's cluster view channel (nil: it carries none).
+func (cs *clusterState) views() cluster.Views {
+	v, _ := cs.backend.(cluster.Views)
+	return v
+}
+
+// observeDelivery follows the delivery nodes' announcements without
+// being one (Start it, Close it): the gate then knows them.
+func (cs *clusterState) observeDelivery() *cluster.Members {
+	return cluster.ObserveMembers(cs.backend, cluster.TopicDelivery, 0)
+}
+
+// gate is the namespace's version gate, which also knows the members.
+func (cs *clusterState) gate() *cluster.Gate { return cs.backend.Gate() }
+
+// timeout bounds one engine operation.
+func (cs *clusterState) timeout() time.Duration { return cs.backend.Timeout() }
+
 // outcomes is the engine's outcome channel (nil: it carries none).
 func (cs *clusterState) outcomes() cluster.Outcomes {
 	bus, _ := cs.backend.(cluster.Outcomes)
@@ -137,7 +158,7 @@ func (cs *clusterState) poolKey() string   { return cs.key }
 
 // status is the cluster's part of the admin API's handler status.
 func (cs *clusterState) status() *adminapi.Cluster {
-	st := &adminapi.Cluster{Name: cs.name, Up: cs.backend.Up()}
+	st := &adminapi.Cluster{Name: cs.name, Node: cs.node(), Up: cs.backend.Up()}
 	if d, ok := cs.backend.(cluster.Describer); ok {
 		st.Settings = d.Settings()
 	}

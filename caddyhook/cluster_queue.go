@@ -107,12 +107,14 @@ func openClusterSpool(ctx caddy.Context, held *poolHold, sc *SpoolConfig, cs *cl
 			return spoolSetup{reg: reg}, fmt.Errorf("spool: fallback %s: %w", sc.Fallback, err)
 		}
 	}
+	ops := &clusterOps{qt: qt, settings: clusterQueueSettings(sc), fallback: fb, tracker: share.deliveries(), up: cs.up}
 	return spoolSetup{
 		sink:     spoolSink{gateway: gw, store: clusterAppender{sp}, logger: logger},
 		reg:      reg,
 		fallback: fbReg,
-		ops:      &clusterOps{qt: qt, settings: clusterQueueSettings(sc), fallback: fb},
+		ops:      ops,
 		dir:      "cluster:" + cs.namespace(),
+		report:   ops,
 	}, nil
 }
 
@@ -230,6 +232,41 @@ type clusterOps struct {
 	qt       *queueTarget
 	settings spool.Stats // the queue's settings, with the engine's defaults
 	fallback *spool.Store
+	tracker  *cluster.DeliveryTracker // this node's deliveries
+	up       func() bool              // the engine answers this node
+}
+
+// facts implements deliveryReport: this node's delivery, paused or not
+// (nil: deliver off here).
+func (o *clusterOps) facts(now time.Time) *cluster.DeliveryFacts {
+	o.qt.mu.Lock()
+	delivers, paused, workers := o.qt.sender != nil, o.qt.paused, o.qt.workers
+	o.qt.mu.Unlock()
+	if !delivers {
+		return nil
+	}
+	f := o.tracker.Facts(now)
+	f.Delivers, f.Paused, f.Connected, f.Workers = true, paused, o.up(), workers
+	f.Ready = !paused && f.InFlight == 0 && o.qt.q.Counters().Ready
+	return &f
+}
+
+// queueHealth implements deliveryReport: the queue's counters as the
+// engine keeps them, and what the fallback spool holds.
+func (o *clusterOps) queueHealth(ctx context.Context) cluster.QueueHealth {
+	ctx, cancel := context.WithTimeout(ctx, clusterAdminTimeout)
+	defer cancel()
+	qs, err := o.qt.q.Stats(ctx)
+	h := cluster.QueueHealth{Known: err == nil, Depth: qs.Depth, InFlight: qs.InFlight, AckWait: qs.AckWait, DeadCount: qs.DeadLetters}
+	if !qs.Oldest.IsZero() {
+		h.Oldest = time.Since(qs.Oldest)
+	}
+	if o.fallback != nil {
+		fs := o.fallback.Stats()
+		h.Depth += uint64(fs.Depth)
+		h.Oldest = max(h.Oldest, fs.OldestAge)
+	}
+	return h
 }
 
 // clusterQueueSettings are the settings of the cluster queue as its engine

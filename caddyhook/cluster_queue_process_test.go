@@ -30,6 +30,13 @@ type clusterProcess struct {
 // extra lines besides the tokens.
 func startClusterProcess(t *testing.T, bin, name, extra string) *clusterProcess {
 	t.Helper()
+	return startClusterProcessSite(t, bin, name, extra, "")
+}
+
+// startClusterProcessSite is startClusterProcess with site lines after
+// the hooks block (a hooks_console route, …).
+func startClusterProcessSite(t *testing.T, bin, name, extra, site string) *clusterProcess {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "chcl"+name) // short: Unix socket paths are limited
 	if err != nil {
 		t.Fatal(err)
@@ -54,9 +61,10 @@ http://%s {
 		gateway_token %s
 		%s
 	}
+	%s
 	respond "ready" 200
 }
-`, admin, ln.Addr(), itHookToken, itGatewayToken, extra)
+`, admin, ln.Addr(), itHookToken, itGatewayToken, extra, site)
 	p := &clusterProcess{caddyProcess: newCaddyProcess(t, bin, dir, cf, base+"/ready", ln), base: base, admin: admin}
 	p.start()
 	return p

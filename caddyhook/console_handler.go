@@ -149,7 +149,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		defer context.AfterFunc(c.stop, cancel)()
-		return writeConsoleError(w, serveAPI(w, r.WithContext(ctx), after))
+		return writeConsoleError(w, serveAPI(w, withOperator(r.WithContext(ctx), user), after))
 	}
 	asset := ""
 	if !strings.HasSuffix(p, "/") {

@@ -5,10 +5,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/evanw/esbuild/pkg/api"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -221,5 +224,23 @@ func TestConsoleBehindForwardAuth(t *testing.T) {
 			"Origin", "http://"+host, "Sec-Fetch-Site", "same-origin"); st != c.want {
 			t.Errorf("alice's DELETE with %s: %d %s, want %d", c.name, st, body, c.want)
 		}
+	}
+}
+
+// TestConsoleScriptParses: the console's script is valid JavaScript
+// (parsed by esbuild), so that a broken script (a merge that lost a
+// brace) fails in -short runs too, not only in the browser tests.
+func TestConsoleScriptParses(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("console", "console.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := api.Transform(string(src), api.TransformOptions{Loader: api.LoaderJS, Sourcefile: "console.js", Target: api.ES2022})
+	for _, m := range res.Errors {
+		line := 0
+		if m.Location != nil {
+			line = m.Location.Line
+		}
+		t.Errorf("console.js:%d: %s", line, m.Text)
 	}
 }

@@ -161,7 +161,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	}
 	waitJS("three events listed", count(`#events tr[data-id]`)+" >= 3", 2*time.Second)
-	waitJS("delivered", `[...document.querySelectorAll("#events tr[data-id]")].every(tr => tr.children[3].textContent === "delivered")`, 10*time.Second)
+	waitJS("delivered", `[...document.querySelectorAll("#events tr[data-state]")].every(tr => tr.dataset.state === "delivered")`, 10*time.Second)
 
 	// open one and replay it: the gateway receives it again
 	sent := func(text string) int {
@@ -233,7 +233,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	in.do(http.MethodPost, "/hooks/"+`%3Cimg%20src=x%20onerror=alert(7)%3E`, `{}`)
 	hostileID := adm.listEvents("status=accepted&limit=1").events[0].ID
 	waitJS("hostile event listed", count(fmt.Sprintf(`#events tr[data-id=%q]`, hostileID))+" === 1", 5*time.Second)
-	waitJS("hostile row listed", `[...document.querySelectorAll("#events tr[data-rows]")].some(tr => tr.children[1].textContent.includes("<img"))`, 5*time.Second)
+	waitJS("hostile row listed", `[...document.querySelectorAll("#events tr[data-rows]")].some(tr => tr.children[2].textContent.includes("<img"))`, 5*time.Second)
 	step("open the hostile event", chromedp.Click(chromedp.CSS(fmt.Sprintf(`#events tr[data-id=%q]`, hostileID))))
 	waitJS("hostile body shown as text", `document.getElementById("d-body").textContent.includes('<script>alert(') && document.getElementById("d-body").textContent.includes('<img src=x onerror=')`, 5*time.Second)
 	waitJS("hostile header shown as text", `[...document.querySelectorAll("#d-headers td")].some(td => td.textContent === "<img src=x onerror=alert('ua')>")`, 5*time.Second)
@@ -409,8 +409,8 @@ func TestAdminConsoleInBrowser(t *testing.T) {
 	if r := in.post("/hooks/skip", `{"kind":"y"}`); r.status != http.StatusNoContent {
 		t.Fatalf("skip: %d %s", r.status, r.body)
 	}
-	const skipped = `[...document.querySelectorAll("#events tr[data-id]")].find(tr => tr.children[3].textContent === "skipped")`
-	br.waitJS("skip listed with its reason", skipped+`?.children[6].textContent === "mapping null: transform returned null"`, 2*time.Second)
+	const skipped = `[...document.querySelectorAll("#events tr[data-id]")].find(tr => tr.children[4].textContent === "skipped")`
+	br.waitJS("skip listed with its reason", skipped+`?.children[7].textContent === "mapping null: transform returned null"`, 2*time.Second)
 	br.step("open the skip", chromedp.Click(chromedp.CSS(`#events tr[data-id]:first-child`)))
 	br.waitJS("skip detail", `document.getElementById("d-meta").textContent.includes("204 mapping null: transform returned null") && `+
 		`document.getElementById("d-meta").textContent.includes("(mapping null)")`, 5*time.Second)

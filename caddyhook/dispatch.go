@@ -279,7 +279,9 @@ func (s gatewaySender) Send(ctx context.Context, ev *spool.Event) (int, string, 
 
 // Expired implements spool.Expirer: the event log says the event is dead
 // (here and, in a cluster, on the node that accepted it).
-func (s gatewaySender) Expired(ev *spool.Event) { s.d.outcomes.expired(ev.ID, ev.Attempts) }
+func (s gatewaySender) Expired(ev *spool.Event) {
+	s.d.outcomes.expired(ev.ID, ev.Attempts, ev.LastError)
+}
 
 // eventItem is the gateway request of a spooled event: a rendered
 // action goes to {prefix}/{kind} with its id as Idempotency-Key; a

@@ -7,11 +7,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"golang.org/x/crypto/bcrypt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -611,4 +613,92 @@ func TestEventReplayTodaysPolicyAndLockout(t *testing.T) {
 		adm.call(http.MethodDelete, "/hooks/lockouts/127.0.0.1", "", http.StatusOK, nil)
 		adm.call(http.MethodPost, "/hooks/events/"+id+"/replay", "", http.StatusOK, nil)
 	})
+}
+
+// TestOperatorActionsRecorded (issue 32 item 4): every operator's action
+// on the admin API (unlock, retry, drop, pause, resume, replay) is an
+// entry of the event log with who did it: the console's authenticated
+// user, or the admin endpoint; status=operator lists them and nothing
+// else, and they count in no rate.
+func TestOperatorActionsRecorded(t *testing.T) {
+	in, adm := startOpsIngress(t, ingressOpts{})
+	hash, err := bcrypt.GenerateFromPassword([]byte("op-password"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.load(strings.Replace(adm.caddyfile(fmt.Sprintf(`auth_failures 3 1m
+		spool %s {
+			retry_initial 50ms
+		}
+		events {
+			bodies on
+		}`, t.TempDir())), `respond "next handler" 200`, fmt.Sprintf(`handle_path /ops/* {
+		basic_auth {
+			op %s
+		}
+		hooks_console
+	}
+	respond "next handler" 200`, hash), 1))
+	basic := []string{"Authorization", "Basic b3A6b3AtcGFzc3dvcmQ="} // op:op-password
+	_, _, page := consoleReq(t, "GET", in.base+"/ops/", basic...)
+	m := regexp.MustCompile(`name="hooks-csrf" content="([0-9a-f]{64})"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF token in the page:\n%s", page)
+	}
+	console := func(method, route, body string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, in.base+"/ops/api/"+route, strings.NewReader(body))
+		req.Header.Set("Authorization", basic[1])
+		req.Header.Set("X-Hooks-Csrf", m[1])
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("console %s %s: %d %s", method, route, resp.StatusCode, b)
+		}
+	}
+	// through the admin endpoint: unlock, replay, drop
+	for range 3 {
+		in.do(http.MethodPost, "/hooks/wake", `{}`, "Authorization: Bearer wrong-token-000000000000000000000000")
+	}
+	adm.call(http.MethodDelete, "/hooks/lockouts/127.0.0.1", "", http.StatusOK, nil)
+	id := in.post("/hooks/agent", `{"message":"replayed"}`).json(t)["runId"].(string)
+	adm.waitState(id, "delivered")
+	adm.call(http.MethodPost, "/hooks/events/"+id+"/replay", "", http.StatusOK, nil)
+	adm.call(http.MethodPost, "/hooks/spool/dead/drop", `{"all":true}`, http.StatusOK, nil)
+	// through the console: pause, resume, retry
+	console(http.MethodPost, "spool/pause", "{}")
+	console(http.MethodPost, "spool/resume", "{}")
+	in.gw.FailWith(func(string) int { return http.StatusUnprocessableEntity })
+	dead := in.post("/hooks/agent", `{"message":"dead"}`).json(t)["runId"].(string)
+	adm.waitState(dead, "dead")
+	in.gw.FailWith(nil)
+	console(http.MethodPost, "spool/dead/retry", `{"ids":["`+dead+`"]}`)
+
+	var page2 struct {
+		Entries []eventlog.EventJSON `json:"entries"`
+	}
+	adm.call(http.MethodGet, "/hooks/events?status=operator", "", http.StatusOK, &page2)
+	got := map[string]string{}
+	for _, e := range page2.Entries {
+		if e.Type != eventlog.TypeOperator {
+			t.Errorf("status=operator listed a %s", e.Type)
+		}
+		got[e.Action] = e.Operator + " on " + e.Target + ": " + e.Reason
+	}
+	for action, want := range map[string]string{
+		"unlock": "admin API on 127.0.0.1", "replay": "admin API on " + id, "drop": "admin API on all dead letters: dropped 0 dead letters",
+		"pause": "user op on delivery from", "resume": "user op on delivery from", "retry": "user op on " + dead + ": retried 1 dead letter",
+	} {
+		if !strings.HasPrefix(got[action], want) {
+			t.Errorf("%s: recorded %q, want it to start %q", action, got[action], want)
+		}
+	}
+	if n := len(adm.listEvents("status=accepted").events); n != 3 { // the replayed, its replay, the dead one
+		t.Errorf("status=accepted lists %d entries, want the 3 events and no operator's action", n)
+	}
 }

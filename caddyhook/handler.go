@@ -368,6 +368,7 @@ type Handler struct {
 	events     *eventRecorder // the event log; nil when off (eventlog.go)
 	outcomes   *outcomeRelay  // dispatch outcomes to the event logs (outcome.go)
 	cluster    *clusterState  // nil without a cluster engine (cluster_engine.go)
+	view       *clusterView   // the cluster-wide view, from this node (cluster_view.go)
 
 	spooling spoolSetup // the spool's sink, registrations and operations (spool_sink.go, cluster_queue.go)
 	held     poolHold   // what this handler holds in sharedPool

@@ -154,13 +154,16 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if err := h.provisionEvents(ctx); err != nil {
 		return err
 	}
+	if h.view, err = newClusterView(h.cluster, h.events, h.spooling.report, h.base, h.logger); err != nil {
+		return err
+	}
 	if err := listenguard.Guard(ctx); err != nil {
 		return err
 	}
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
 	registerAdmin(&h.held, &adminView{base: h.base, server: srv, lockout: h.lockout, idem: h.idem, bodies: h.bodies,
 		cluster: h.cluster, spool: h.spooling.ops, spoolDir: h.spooling.dir, events: h.events, outcomes: h.outcomes,
-		sink: h.sink, logger: h.logger})
+		sink: h.sink, view: h.view, logger: h.logger})
 	return nil
 }
 
@@ -472,6 +475,7 @@ func (h *Handler) Validate() error {
 // It runs after a failed Provision or Validate too, so that a refused
 // config leaves the running one as it was.
 func (h *Handler) Cleanup() error {
+	h.view.release()
 	h.outcomes.release()
 	h.events.release()
 	h.spooling.release()

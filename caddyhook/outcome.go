@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -84,9 +85,14 @@ func (r *outcomeRelay) delivery(id string, attempts, status int, err error, repl
 }
 
 // expired notes that the spooled event id went to the dead letters past
-// max_age after attempts attempts.
-func (r *outcomeRelay) expired(id string, attempts int) {
-	r.note([]cluster.Outcome{{ID: id, Attempts: attempts, State: eventlog.StateDead, Error: spool.ReasonExpired}})
+// max_age after attempts attempts, for reason (spool.ExpiredReason: with
+// the cause of the last failed attempt, when the node that expired it
+// made that attempt).
+func (r *outcomeRelay) expired(id string, attempts int, reason string) {
+	if !spool.IsExpired(reason) {
+		reason = spool.ReasonExpired
+	}
+	r.note([]cluster.Outcome{{ID: id, Attempts: attempts, State: eventlog.StateDead, Error: reason}})
 }
 
 // deliveryError is a failed attempt's reason, fit for the console.
@@ -163,6 +169,9 @@ func applyOutcome(d *eventlog.Dispatch, node string, at time.Time, o cluster.Out
 		if o.State == eventlog.StateDelivered {
 			nd.RunID = o.RunID
 		}
+		if o.State == eventlog.StateDead && spool.IsExpired(o.Error) {
+			nd = keepCause(nd, *d)
+		}
 	}
 	if nd == *d {
 		return false
@@ -170,6 +179,22 @@ func applyOutcome(d *eventlog.Dispatch, node string, at time.Time, o cluster.Out
 	nd.Updated = at
 	*d = nd
 	return true
+}
+
+// keepCause keeps, in the dead dispatch nd of an event that expired, what
+// its last failed attempt (as d, before, shows it) told: the gateway's
+// status, and the error when the node that expired it did not know it
+// (another delivery node made that attempt), so that a dead letter never
+// loses what killed it.
+func keepCause(nd, d eventlog.Dispatch) eventlog.Dispatch {
+	if nd.GatewayStatus == 0 {
+		nd.GatewayStatus = d.GatewayStatus
+	}
+	nd.Attempts = max(nd.Attempts, d.Attempts)
+	if d.State == eventlog.StateRetrying && d.Error != "" && !strings.Contains(nd.Error, "; last: ") {
+		nd.Error = spool.ExpiredReason(nd.Attempts, d.Error)
+	}
+	return nd
 }
 
 // runIDs reads the n run ids of a fan-out reply ("" where missing).

@@ -3,6 +3,7 @@ package caddyhook
 import (
 	"errors"
 
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/succession"
 )
@@ -17,6 +18,9 @@ type spoolShare struct {
 	store  *spool.Store   // the local spool (nil for the cluster queue)
 	target deliveryTarget // where the delivering registration goes: store or the cluster queue
 	line   *succession.Line[*spoolReg]
+	// tracker records this node's deliveries (the delivery health),
+	// whichever registration delivers: it outlives a reload as the spool does
+	tracker *cluster.DeliveryTracker
 }
 
 // spoolReg is one handler's registration with a spoolShare: its sender,
@@ -42,10 +46,13 @@ func newSpoolShare(st *spool.Store) *spoolShare { return newShare(st, st) }
 // newShare shares the delivery to target (of the local spool st, or of
 // the cluster queue when st is nil).
 func newShare(st *spool.Store, target deliveryTarget) *spoolShare {
-	p := &spoolShare{store: st, target: target}
+	p := &spoolShare{store: st, target: target, tracker: &cluster.DeliveryTracker{}}
 	p.line = succession.New((*spoolReg).activate, func() { p.target.SetSender(nil) })
 	return p
 }
+
+// deliveries is what records this node's deliveries.
+func (p *spoolShare) deliveries() *cluster.DeliveryTracker { return p.tracker }
 
 // localStore is the local spool shared (nil for the cluster queue).
 func (p *spoolShare) localStore() *spool.Store { return p.store }
@@ -61,7 +68,7 @@ func (r *spoolReg) activate() {
 	if r.share.store != nil && r.settings != nil {
 		r.share.store.Reconfigure(*r.settings)
 	}
-	r.share.target.SetSender(r.sender)
+	r.share.target.SetSender(r.share.tracker.Wrap(r.sender))
 	r.share.target.SetRate(r.rate)
 }
 

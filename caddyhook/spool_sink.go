@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
+	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/version"
 )
@@ -102,6 +103,43 @@ type spoolSetup struct {
 	fallback *spoolReg // the cluster fallback spool's drain registration
 	ops      spool.Ops // nil without a spool
 	dir      string    // the spool's directory, or cluster:<namespace>
+	report   deliveryReport
+}
+
+// deliveryReport is what a spool tells of this node's delivery and of
+// its queue, for the delivery health (the admin API's spool/delivery,
+// the cluster view).
+type deliveryReport interface {
+	// facts are this node's delivery (nil: it does not deliver).
+	facts(now time.Time) *cluster.DeliveryFacts
+	// queueHealth reads the queue's counters.
+	queueHealth(ctx context.Context) cluster.QueueHealth
+}
+
+// localDelivery reports a local spool's delivery: this process alone.
+type localDelivery struct {
+	store   *spool.Store
+	tracker *cluster.DeliveryTracker
+}
+
+// facts implements deliveryReport.
+func (d localDelivery) facts(now time.Time) *cluster.DeliveryFacts {
+	st := d.store.Stats()
+	if !st.Delivering {
+		return nil
+	}
+	f := d.tracker.Facts(now)
+	f.Delivers, f.Paused, f.Connected, f.Workers, f.InFlight = true, st.Paused, true, st.Workers, st.InFlight
+	f.Ready = !st.Paused && st.InFlight == 0
+	return &f
+}
+
+// queueHealth implements deliveryReport: a local spool has no ack_wait,
+// so it is never judged stalled (its own workers deliver it).
+func (d localDelivery) queueHealth(context.Context) cluster.QueueHealth {
+	st := d.store.Stats()
+	return cluster.QueueHealth{Depth: uint64(st.Depth), InFlight: uint64(st.InFlight), Oldest: st.OldestAge,
+		DeadCount: uint64(st.Dead), Known: true}
 }
 
 // release gives back the registrations; it may run more than once.
@@ -141,6 +179,7 @@ func openLocalSpool(ctx caddy.Context, held *poolHold, c *SpoolConfig, snd spool
 	}
 	s.sink = spoolSink{gateway: gw, store: localAppender{share.localStore()}, logger: logger}
 	s.ops, s.dir = share.localStore(), sc.Dir
+	s.report = localDelivery{share.localStore(), share.deliveries()}
 	return s, nil
 }
 

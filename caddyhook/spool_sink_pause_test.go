@@ -3,6 +3,7 @@ package caddyhook
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,12 +35,15 @@ func TestIntegrationPauseHoldsPastMaxAge(t *testing.T) {
 	}
 }
 
-// TestExpiredEventShownDead (issue 22 follow-up): an event the gateway
-// keeps refusing with a retryable status goes to the dead letters past
-// max_age; its event then says dead, "expired: older than max_age",
-// instead of staying "retrying" — with a local spool, and in a cluster on
-// the edge that accepted it while another node delivered. (Before, the
-// spool dead-lettered it without a word to the event log.)
+// TestExpiredEventShownDead (issue 22 follow-up, issue 32 item 3): an
+// event the gateway keeps refusing with a retryable status goes to the
+// dead letters past max_age; its event then says dead, and keeps what
+// killed it ("expired after N attempts; last: gateway status 503: …",
+// the gateway's 503), instead of staying "retrying" — with a local
+// spool, and in a cluster on the edge that accepted it while another
+// node delivered. So does the dead letter's reason. (Before, the spool
+// dead-lettered it without a word to the event log; then with
+// "expired: older than max_age" and nothing of the cause.)
 func TestExpiredEventShownDead(t *testing.T) {
 	t.Run("local spool", func(t *testing.T) {
 		in, adm := startOpsIngress(t, ingressOpts{hooks: `spool ` + t.TempDir() + ` {
@@ -54,11 +58,14 @@ func TestExpiredEventShownDead(t *testing.T) {
 		}
 		id := r.json(t)["runId"].(string)
 		ev := adm.waitState(id, eventlog.StateDead)
-		if d := ev.Dispatch[0]; d.Error != spool.ReasonExpired || d.Attempts < 1 {
-			t.Errorf("expired event: %+v; want error %q after at least one attempt", d, spool.ReasonExpired)
+		if d := ev.Dispatch[0]; !keepsCause(d.Error) || d.Attempts < 1 || d.GatewayStatus != http.StatusServiceUnavailable {
+			t.Errorf("expired event: %+v; want it expired after its attempts, with the last 503", d)
 		}
-		if dead := adm.dead(""); len(dead) != 1 {
-			t.Errorf("dead letters: %+v, want the expired event", dead)
+		if ev.Error != ev.Dispatch[0].Error {
+			t.Errorf("the event's error %q is not its action's", ev.Error)
+		}
+		if dead := adm.dead(""); len(dead) != 1 || !keepsCause(dead[0].Reason) {
+			t.Errorf("dead letters: %+v, want the expired event with its cause", dead)
 		}
 	})
 	t.Run("cluster edge", func(t *testing.T) {
@@ -67,8 +74,15 @@ func TestExpiredEventShownDead(t *testing.T) {
 		c := startEdgesAndDeliverer(t, 2, gw, "retry_initial 50ms\n retry_max 200ms\n max_age 1s")
 		id := runIDOf(t, c.nodes[0].post("/hooks/agent", `{"message":"never taken"}`))
 		d := c.waitClusterState(t, 0, id, eventlog.StateDead)
-		if deliverer := c.handler(t, 1).cluster.backend.Node(); d.Error != spool.ReasonExpired || d.Node != deliverer {
-			t.Errorf("node 0's expired event: %+v; want error %q from node %q", d, spool.ReasonExpired, deliverer)
+		if deliverer := c.handler(t, 1).cluster.backend.Node(); !keepsCause(d.Error) || d.Node != deliverer ||
+			d.GatewayStatus != http.StatusServiceUnavailable {
+			t.Errorf("node 0's expired event: %+v; want it expired with the last 503, from node %q", d, deliverer)
 		}
 	})
+}
+
+// keepsCause reports whether an expired dead letter's reason says what
+// its last attempt got (the devgateway's 503).
+func keepsCause(reason string) bool {
+	return spool.IsExpired(reason) && strings.HasPrefix(reason, "expired after ") && strings.Contains(reason, "; last: gateway status 503")
 }

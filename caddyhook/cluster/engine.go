@@ -204,6 +204,15 @@ type QueueStats struct {
 	Depth       uint64 // events queued (in flight included)
 	Bytes       uint64 // bytes held by the queue stream
 	DeadLetters uint64 // dead letters held
+	// InFlight: handed to a delivery node and not settled yet (waiting
+	// to be retried included), cluster-wide; Pending: not handed to any
+	// node yet.
+	InFlight, Pending uint64
+	// Oldest is when the oldest queued event was stored (zero: none).
+	Oldest time.Time
+	// AckWait is how long a delivery node may hold an event silently
+	// before it goes to another.
+	AckWait time.Duration
 }
 
 // QueueStore is the replicated queue.
@@ -235,6 +244,8 @@ type QueueStore interface {
 // DeliveryCounters are a delivery node's own counts.
 type DeliveryCounters struct {
 	Delivered, Redeliveries, DeadLettered uint64
+	// Ready: its delivery lanes are subscribed, waiting for events.
+	Ready bool
 }
 
 var nameRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

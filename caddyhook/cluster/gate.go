@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +17,10 @@ const (
 	// 2, the old version refused); bucket values without their write
 	// time (locks, idempotency claims, the wake lane's lease) refused.
 	LevelFreshRecords = 1
+	// LevelClusterView: the node answers the cluster view's requests
+	// (TopicView). A node below it never answers: the cluster view names
+	// it as a node that did not answer, and why.
+	LevelClusterView = 2
 )
 
 // MaxLevel bounds a cluster level a member may announce (the seven bits
@@ -40,14 +46,22 @@ const MaxLevel = 127
 // So the level may stay low for a few seconds after the last old node
 // stopped, never the other way round: a node announces itself before it
 // publishes anything.
+//
+// The gate also keeps who the members are: each live member's node and
+// role (the topic it announces itself on: TopicLockout for every node,
+// TopicDelivery for a delivery node), and for a while (SilentFor) the
+// nodes that fell silent without saying that they stop (a killed or
+// frozen process, a node cut off): Nodes lists them, for the cluster
+// view.
 type Gate struct {
 	own      int
 	holdFor  time.Duration
 	mu       sync.Mutex
-	peers    map[memberID]int
-	level    atomic.Int32 // the lowest level among the live members
-	low      atomic.Int32 // a lower level in force until lowUntil
-	lowUntil atomic.Int64 // Unix ns
+	peers    map[memberID]gatePeer
+	silent   map[silentKey]time.Time // node and role → when it was last heard
+	level    atomic.Int32            // the lowest level among the live members
+	low      atomic.Int32            // a lower level in force until lowUntil
+	lowUntil atomic.Int64            // Unix ns
 }
 
 // GateHold is how long a level stays in force after it was last seen, and
@@ -59,7 +73,7 @@ const GateHold = memberExpiry * DefaultMemberInterval
 // until its membership has been heard (for hold: GateHold; tests that
 // know every member from the start pass 0).
 func NewGate(own int, hold time.Duration) *Gate {
-	g := &Gate{own: min(max(own, 0), MaxLevel), holdFor: hold, peers: map[memberID]int{}}
+	g := &Gate{own: min(max(own, 0), MaxLevel), holdFor: hold, peers: map[memberID]gatePeer{}, silent: map[silentKey]time.Time{}}
 	g.level.Store(int32(g.own))
 	g.Unsure()
 	return g
@@ -110,24 +124,48 @@ func (g *Gate) Level() int {
 // AtLeast reports whether every live member runs at level l or above.
 func (g *Gate) AtLeast(l int) bool { return g.Level() >= l }
 
-// set records a member's level.
-func (g *Gate) set(id memberID, level int) {
+// gatePeer is a live member: its level, its node and role, and when it
+// was last heard from.
+type gatePeer struct {
+	level int
+	node  string
+	role  string
+	seen  time.Time
+}
+
+// silentKey is a node's role that fell silent.
+type silentKey struct{ node, role string }
+
+// Bounds of the silent nodes kept: SilentFor after they were last heard
+// from, at most maxSilent of them (the oldest go first).
+const (
+	SilentFor = 10 * time.Minute
+	maxSilent = 256
+)
+
+// set records a member's level, node and role (the topic it announces
+// itself on), heard from now.
+func (g *Gate) set(id memberID, node, role string, level int) {
 	if g == nil {
 		return
 	}
+	now := time.Now()
 	if level < g.own {
-		g.hold(level, time.Now()) // in force for the hold after its last announcement
+		g.hold(level, now) // in force for the hold after its last announcement
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if old, ok := g.peers[id]; ok && old == level {
-		return
+	node = NodeName(node)
+	old, ok := g.peers[id]
+	g.peers[id] = gatePeer{level: level, node: node, role: role, seen: now}
+	delete(g.silent, silentKey{node, role})
+	if !ok || old.level != level {
+		g.recompute()
 	}
-	g.peers[id] = level
-	g.recompute()
 }
 
-// forget removes members that left or were forgotten.
+// forget removes members that left (they said so) or that this node no
+// longer follows (its membership stopped).
 func (g *Gate) forget(ids ...memberID) {
 	if g == nil {
 		return
@@ -140,11 +178,121 @@ func (g *Gate) forget(ids ...memberID) {
 	g.recompute()
 }
 
+// lost removes members forgotten for their silence, keeping their node
+// and role among the silent ones.
+func (g *Gate) lost(ids ...memberID) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, id := range ids {
+		if p, ok := g.peers[id]; ok {
+			g.silent[silentKey{p.node, p.role}] = p.seen
+			delete(g.peers, id)
+		}
+	}
+	g.pruneSilent(time.Now())
+	g.recompute()
+}
+
+// pruneSilent forgets the silent nodes past SilentFor, and the oldest
+// beyond maxSilent; g.mu is held.
+func (g *Gate) pruneSilent(now time.Time) {
+	for k, seen := range g.silent {
+		if now.Sub(seen) > SilentFor {
+			delete(g.silent, k)
+		}
+	}
+	for len(g.silent) > maxSilent {
+		var oldest silentKey
+		first := true
+		for k, seen := range g.silent {
+			if first || seen.Before(g.silent[oldest]) {
+				oldest, first = k, false
+			}
+		}
+		delete(g.silent, oldest)
+	}
+}
+
 // recompute updates the level; g.mu is held.
 func (g *Gate) recompute() {
 	l := g.own
-	for _, pl := range g.peers {
-		l = min(l, pl)
+	for _, p := range g.peers {
+		l = min(l, p.level)
 	}
 	g.level.Store(int32(l))
+}
+
+// NodeInfo is another node as this one's memberships know it.
+type NodeInfo struct {
+	Node string
+	// Level is the lowest cluster level its live members announce.
+	Level int
+	// Roles are the topics its live members announce themselves on
+	// (TopicLockout, TopicDelivery), sorted; Silent the roles it fell
+	// silent in (heard from, then not for three announcement intervals,
+	// and no leave said), within SilentFor.
+	Roles, Silent []string
+	// Seen is when it was last heard from, in any role.
+	Seen time.Time
+}
+
+// Live reports whether the node announces itself in some role.
+func (n NodeInfo) Live() bool { return len(n.Roles) > 0 }
+
+// Has reports whether the node has role, live or silent.
+func (n NodeInfo) Has(role string) bool {
+	return slices.Contains(n.Roles, role) || slices.Contains(n.Silent, role)
+}
+
+// Nodes lists the other nodes, live ones and those that fell silent
+// within SilentFor, by node name (nil on a nil Gate).
+func (g *Gate) Nodes() []NodeInfo {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pruneSilent(time.Now())
+	byNode := map[string]*NodeInfo{}
+	get := func(node string) *NodeInfo {
+		n := byNode[node]
+		if n == nil {
+			n = &NodeInfo{Node: node, Level: MaxLevel + 1}
+			byNode[node] = n
+		}
+		return n
+	}
+	for _, p := range g.peers {
+		n := get(p.node)
+		n.Level = min(n.Level, p.level)
+		if !slices.Contains(n.Roles, p.role) {
+			n.Roles = append(n.Roles, p.role)
+		}
+		if p.seen.After(n.Seen) {
+			n.Seen = p.seen
+		}
+	}
+	for k, seen := range g.silent {
+		n := get(k.node)
+		if !slices.Contains(n.Silent, k.role) {
+			n.Silent = append(n.Silent, k.role)
+		}
+		if seen.After(n.Seen) {
+			n.Seen = seen
+		}
+	}
+	out := make([]NodeInfo, 0, len(byNode))
+	for _, n := range byNode {
+		if n.Level > MaxLevel {
+			n.Level = 0 // silent in every role: its level is not known any more
+		}
+		slices.Sort(n.Roles)
+		slices.Sort(n.Silent)
+		out = append(out, *n)
+	}
+	slices.SortFunc(out, func(a, b NodeInfo) int { return strings.Compare(a.Node, b.Node) })
+	return out
 }

@@ -55,6 +55,7 @@ type Members struct {
 	skew     time.Duration
 	onChange func()
 	gate     *Gate // the namespace's version gate (the backend's)
+	observer bool  // follows the role without being a member (ObserveMembers)
 
 	mu    sync.Mutex
 	peers map[memberID]*peer
@@ -95,6 +96,17 @@ func NewMembers(b Backend, topic string, interval time.Duration, onChange func()
 	return m
 }
 
+// ObserveMembers follows the members of the role on topic without being
+// one (it never announces itself): their announcements reach the gate,
+// which then knows who they are, and which of them fell silent, on a
+// node that does not have the role (an edge learns the delivery nodes,
+// for the cluster view). Start begins it, Close ends it.
+func ObserveMembers(b Backend, topic string, interval time.Duration) *Members {
+	m := NewMembers(b, topic, interval, nil)
+	m.observer = true
+	return m
+}
+
 // ID is this member's id as 16 hex digits.
 func (m *Members) ID() string { return hex.EncodeToString(m.id[:]) }
 
@@ -106,6 +118,12 @@ func (m *Members) Start() error {
 		return err
 	}
 	m.stopSub = stopSub
+	if m.observer {
+		m.stopState = func() {}
+		m.wg.Add(1)
+		go m.loop()
+		return nil
+	}
 	m.stopState = m.b.Watch(func(up bool) {
 		if up {
 			m.gate.Unsure() // the others answer the hello within a round trip
@@ -128,7 +146,9 @@ func (m *Members) Close() {
 			return // never started
 		}
 		m.stopState()
-		m.announce(kindLeave, 0)
+		if !m.observer {
+			m.announce(kindLeave, 0)
+		}
 		m.stopSub()
 		m.mu.Lock()
 		ids := make([]memberID, 0, len(m.peers))
@@ -218,17 +238,17 @@ func (m *Members) receive(msg []byte) {
 	case known:
 		p.seen, p.seq = now, w.seq
 		answer = w.flags&flagHello != 0
-		m.gate.set(w.sender, int(w.flags>>levelShift))
+		m.gate.set(w.sender, w.node, m.topic, int(w.flags>>levelShift))
 	default:
 		m.peers[w.sender] = &peer{seen: now, seq: w.seq}
 		changed, answer = true, w.flags&flagHello != 0
-		m.gate.set(w.sender, int(w.flags>>levelShift))
+		m.gate.set(w.sender, w.node, m.topic, int(w.flags>>levelShift))
 	}
 	if changed {
 		m.rebuild()
 	}
 	m.mu.Unlock()
-	if answer {
+	if answer && !m.observer {
 		m.announce(kindAlive, 0)
 	}
 	if changed && m.onChange != nil {
@@ -248,7 +268,7 @@ func (m *Members) loop() {
 			return
 		case <-t.C:
 		}
-		if m.b.Up() {
+		if m.b.Up() && !m.observer {
 			m.announce(kindAlive, 0)
 		}
 		if m.expire(time.Now()) && m.onChange != nil {
@@ -265,7 +285,7 @@ func (m *Members) expire(now time.Time) bool {
 	for id, p := range m.peers {
 		if now.Sub(p.seen) > time.Duration(memberExpiry)*m.interval {
 			delete(m.peers, id)
-			m.gate.forget(id)
+			m.gate.lost(id)
 			changed = true
 		}
 	}

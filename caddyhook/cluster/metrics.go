@@ -263,6 +263,7 @@ const (
 	RejectedFailures    = "failures"
 	RejectedMembers     = "members"
 	RejectedOutcome     = "outcome"
+	RejectedView        = "view"
 )
 
 // Rejected counts one record of kind that an engine read and dropped

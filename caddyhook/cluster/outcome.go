@@ -115,13 +115,7 @@ var ErrNewerOutcome = errors.New("outcome message of a newer version")
 // Items with an id or state DecodeOutcomes refuses are left out, as are
 // those past MaxOutcomeItems.
 func (b OutcomeBatch) Normalize() OutcomeBatch {
-	node := strings.Map(func(r rune) rune {
-		if r < 0x80 && outcomeNodeRe.MatchString(string(r)) {
-			return r
-		}
-		return '_'
-	}, b.Node)
-	out := OutcomeBatch{Node: node[:min(len(node), 64)], Time: time.UnixMilli(b.Time.UnixMilli())}
+	out := OutcomeBatch{Node: NodeName(b.Node), Time: time.UnixMilli(b.Time.UnixMilli())}
 	if outcomeFromRe.MatchString(b.From) && b.N > 0 {
 		out.From, out.N = b.From, b.N
 	}
@@ -141,6 +135,18 @@ func (b OutcomeBatch) Normalize() OutcomeBatch {
 		out.Items = append(out.Items, o)
 	}
 	return out
+}
+
+// NodeName is a node name as it crosses the cluster: other characters
+// than A-Z a-z 0-9 . _ - replaced by _, cut at 64 bytes.
+func NodeName(s string) string {
+	node := strings.Map(func(r rune) rune {
+		if r < 0x80 && outcomeNodeRe.MatchString(string(r)) {
+			return r
+		}
+		return '_'
+	}, s)
+	return node[:min(len(node), 64)]
 }
 
 // cutRunID cuts s at MaxRunID bytes on a character boundary.

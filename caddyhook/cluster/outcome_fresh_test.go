@@ -11,8 +11,8 @@ import (
 )
 
 func TestOutcomeVersionAgrees(t *testing.T) {
-	if outcomeV2 != version.OutcomeMessage || wireVersion != version.ClusterEnvelope || LevelFreshRecords != version.ClusterLevel {
-		t.Errorf("outcome v%d, envelope v%d, level %d; internal/version says %d, %d, %d", outcomeV2, wireVersion, LevelFreshRecords,
+	if outcomeV2 != version.OutcomeMessage || wireVersion != version.ClusterEnvelope || LevelClusterView != version.ClusterLevel {
+		t.Errorf("outcome v%d, envelope v%d, level %d; internal/version says %d, %d, %d", outcomeV2, wireVersion, LevelClusterView,
 			version.OutcomeMessage, version.ClusterEnvelope, version.ClusterLevel)
 	}
 }
@@ -153,11 +153,11 @@ func TestGateLevel(t *testing.T) {
 	}{
 		{"started: unsure", func() {}, 0},
 		{"membership heard", heard, 1},
-		{"a newer peer", func() { g.set(a, 3) }, 1},
-		{"an older peer", func() { g.set(b, 0) }, 0},
-		{"it upgrades, its level 0 still in force", func() { g.set(b, 1) }, 0},
+		{"a newer peer", func() { g.set(a, "n", TopicLockout, 3) }, 1},
+		{"an older peer", func() { g.set(b, "n", TopicLockout, 0) }, 0},
+		{"it upgrades, its level 0 still in force", func() { g.set(b, "n", TopicLockout, 1) }, 0},
 		{"GateHold later", heard, 1},
-		{"an older peer again", func() { g.set(b, 0) }, 0},
+		{"an older peer again", func() { g.set(b, "n", TopicLockout, 0) }, 0},
 		{"it leaves, still in force", func() { g.forget(b) }, 0},
 		{"GateHold later", heard, 1},
 		{"reconnected: unsure", g.Unsure, 0},
@@ -174,7 +174,7 @@ func TestGateLevel(t *testing.T) {
 	if none.Level() != 0 || none.AtLeast(LevelFreshRecords) || none.Own() != version.ClusterLevel {
 		t.Error("a nil gate must keep the gated behaviours off and announce this build's level")
 	}
-	none.set(a, 1)
+	none.set(a, "n", TopicLockout, 1)
 	none.forget(a)
 	none.Unsure()
 }

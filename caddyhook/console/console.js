@@ -9,7 +9,11 @@ const API = meta("hooks-api"); // "../" on the admin endpoint, "api/" on a site
 const CSRF = meta("hooks-csrf");
 const $ = (id) => document.getElementById(id);
 
-const state = { path: "", filter: {}, next: "", selected: "", source: null, paused: false, hasSpool: false };
+const state = {
+  path: "", filter: {}, next: "", selected: "", source: null, paused: false, hasSpool: false,
+  // in a cluster: this node's name, and whether the view covers every node
+  hasCluster: false, node: "", scope: "cluster", nodeNames: new Set(), deadCount: 0, reloadedAt: 0,
+};
 
 // el makes an element with text content only.
 function el(tag, cls, ...kids) {
@@ -44,13 +48,49 @@ async function api(method, route, extra, body) {
 
 function showError(err) { $("error").textContent = err ? String(err.message || err) : ""; }
 
+// evq is the query of an event route: the view's scope and extra.
+function evq(extra) {
+  const q = Object.assign({}, extra || {});
+  if (state.hasCluster && state.scope === "cluster") q.scope = "cluster";
+  return q;
+}
+
+// showNodes says which nodes the view covers ("2 of 3 nodes", and which
+// did not answer, and why, in its title).
+function showNodes(n) {
+  const span = $("nodes");
+  if (!n || !state.hasCluster || state.scope !== "cluster") { span.textContent = ""; span.className = "nodes mono"; span.title = ""; return; }
+  const missing = n.missing || [];
+  span.textContent = `${n.answered.length} of ${n.asked} nodes`;
+  span.className = "nodes mono" + (missing.length ? " partial" : "");
+  span.title = missing.length ? missing.map((m) => `${m.node} ${m.why}`).join("\n") : "every node answered";
+  span.dataset.missing = missing.map((m) => m.node).join(" ");
+  for (const name of n.answered) noteNode(name);
+  for (const m of missing) noteNode(m.node);
+}
+
+function noteNode(name) {
+  if (!name || state.nodeNames.has(name)) return;
+  state.nodeNames.add(name);
+  const o = el("option", "");
+  o.value = name;
+  $("node-names").append(o);
+}
+
 function fmtTime(t) {
   const d = new Date(t);
   return isNaN(d) ? "" : d.toLocaleTimeString([], { hour12: false });
 }
 
-function statusCell(status) {
-  return el("td", "s" + String(status).charAt(0), status);
+// statusCell is the status answered; an accepted event whose dispatch
+// failed, died or was dropped is not drawn as a success.
+function statusCell(status, st) {
+  let cls = "s" + String(status).charAt(0);
+  if (st === "dead" || st === "failed" || st === "dropped") cls = "sdead";
+  else if (st === "retrying") cls = "sretry";
+  const td = el("td", cls, status);
+  if (cls === "sdead" || cls === "sretry") td.title = `answered ${status}; its dispatch is ${st}`;
+  return td;
 }
 
 // ---- handlers ----
@@ -65,22 +105,44 @@ async function loadHandlers() {
   }
   if (!state.path && hs.length) state.path = hs[0].path;
   sel.value = state.path;
+  const h = hs.find((x) => x.path === state.path);
+  state.hasCluster = !!(h && h.cluster);
+  state.node = h && h.cluster ? h.cluster.node : "";
+  $("scope-label").hidden = !state.hasCluster;
+  if (state.node) noteNode(state.node);
 }
 
 // ---- events list ----
+// failedStates are the dispatch states whose row shows the error: why
+// it is retried, or what killed it.
+const failedStates = new Set(["retrying", "dead", "failed", "dropped"]);
+
 function entryRow(en) {
+  if (en.node) noteNode(en.node);
   if (en.type === "rejections") {
     const tr = el("tr", "rows",
-      el("td", "", fmtTime(en.time)), el("td", "", en.hook || ""), statusCell(en.status),
+      el("td", "", fmtTime(en.time)), el("td", "mono", en.node || ""), el("td", "", en.hook || ""), statusCell(en.status),
       el("td", "", "×" + en.count), el("td", "", en.client), el("td", "", ""), el("td", "", en.reason));
-    tr.dataset.rows = en.cursor;
+    tr.dataset.rows = (en.node || "") + "/" + en.cursor;
     tr.title = `${en.count} rejections from ${en.client} in the minute of ${fmtTime(en.minute)}`;
     return tr;
   }
+  if (en.type === "operator") {
+    const tr = el("tr", "operator",
+      el("td", "", fmtTime(en.time)), el("td", "mono", en.node || ""), el("td", "", ""), el("td", "", ""),
+      el("td", "", en.action), el("td", "", en.operator), el("td", "", ""), el("td", "", `${en.target}: ${en.reason || ""}`));
+    tr.dataset.id = en.id;
+    tr.dataset.operator = en.action;
+    tr.title = `${en.operator}: ${en.action} ${en.target}`;
+    tr.addEventListener("click", () => select(en.id));
+    return tr;
+  }
+  const why = en.reason || (failedStates.has(en.state) ? en.error : "") || en.run_id || "";
   const tr = el("tr", "",
-    el("td", "", fmtTime(en.time)), el("td", "", en.hook), statusCell(en.status), el("td", "", en.state),
-    el("td", "", en.client), el("td", "", en.latency_ms.toFixed(1)), el("td", "mono", en.reason || en.run_id || ""));
+    el("td", "", fmtTime(en.time)), el("td", "mono", en.node || ""), el("td", "", en.hook), statusCell(en.status, en.state),
+    el("td", "", en.state), el("td", "", en.client), el("td", "", en.latency_ms.toFixed(1)), el("td", "mono", why));
   tr.dataset.id = en.id;
+  tr.dataset.state = en.state;
   if (en.id === state.selected) tr.classList.add("selected");
   tr.addEventListener("click", () => select(en.id));
   return tr;
@@ -89,7 +151,8 @@ function entryRow(en) {
 async function loadEvents(append) {
   const f = Object.assign({}, state.filter);
   if (append && state.next) f.before = state.next;
-  const page = await api("GET", "events", f);
+  const page = await api("GET", "events", evq(f));
+  if (page.nodes) showNodes(page.nodes);
   const tb = $("events");
   if (!append) tb.replaceChildren();
   for (const en of page.entries) tb.append(entryRow(en));
@@ -100,6 +163,7 @@ async function loadEvents(append) {
 function matches(en) {
   const f = state.filter;
   if (f.hook && en.hook !== f.hook) return false;
+  if (f.node && en.node !== f.node) return false;
   if (f.reason && !(en.reason || "").toLowerCase().includes(f.reason.toLowerCase())) return false;
   const s = f.status || "";
   if (s === "accepted" && en.type !== "event") return false;
@@ -111,7 +175,7 @@ function matches(en) {
 function upsert(en) {
   if (!matches(en)) return;
   const tb = $("events");
-  const sel = en.type === "event" ? `tr[data-id="${CSS.escape(en.id)}"]` : `tr[data-rows="${CSS.escape(en.cursor)}"]`;
+  const sel = en.type !== "rejections" ? `tr[data-id="${CSS.escape(en.id)}"]` : `tr[data-rows="${CSS.escape((en.node || "") + "/" + en.cursor)}"]`;
   const old = tb.querySelector(sel);
   const tr = entryRow(en);
   if (old) old.replaceWith(tr); else tb.prepend(tr);
@@ -122,13 +186,22 @@ function upsert(en) {
 function startStream() {
   if (state.source) state.source.close();
   const f = Object.assign({}, state.filter);
-  const src = new EventSource(API + "events/stream" + qs(f));
+  const src = new EventSource(API + "events/stream" + qs(evq(f)));
   state.source = src;
   src.addEventListener("open", () => { $("live").className = "live on"; });
   src.addEventListener("error", () => { $("live").className = "live off"; });
   src.addEventListener("event", (m) => upsert(JSON.parse(m.data)));
   src.addEventListener("rejections", (m) => upsert(JSON.parse(m.data)));
   src.addEventListener("lost", () => loadEvents(false).catch(showError));
+  src.addEventListener("nodes", (m) => showNodes(JSON.parse(m.data)));
+  src.addEventListener("skipped", (m) => {
+    // a flood: the tail carries at most so many a second from each node;
+    // the list is read again now and then, so that states catch up
+    const s = JSON.parse(m.data);
+    $("live").title = `live tail: ${s.count} changes of ${s.node} not shown (at most ${s.max_per_second} a second from each node)`;
+    const now = Date.now();
+    if (now - state.reloadedAt > 5000) { state.reloadedAt = now; loadEvents(false).catch(showError); }
+  });
 }
 
 // ---- detail ----
@@ -140,16 +213,23 @@ async function select(id) {
   const tr = $("events").querySelector(`tr[data-id="${CSS.escape(id)}"]`);
   if (tr) tr.classList.add("selected");
   let ev;
-  try { ev = await api("GET", "events/" + encodeURIComponent(id), {}); } catch (e) { showError(e); return; }
+  try { ev = await api("GET", "events/" + encodeURIComponent(id), evq({})); } catch (e) { showError(e); return; }
   $("d-empty").hidden = true;
   $("detail").hidden = false;
   $("d-id").textContent = ev.id;
   const dl = $("d-meta");
   dl.replaceChildren();
   metaRow(dl, "time", new Date(ev.time).toISOString());
+  if (ev.node) metaRow(dl, "node", ev.node);
+  if (ev.type === "operator") {
+    metaRow(dl, "operator", ev.operator);
+    metaRow(dl, "action", `${ev.action} ${ev.target}`);
+    metaRow(dl, "result", ev.reason);
+  }
   metaRow(dl, "hook", ev.hook);
   metaRow(dl, "route", ev.route + (ev.mapping ? ` (mapping ${ev.mapping})` : ""));
   metaRow(dl, "status", ev.status + (ev.reason ? " " + ev.reason : ""));
+  if (ev.state) metaRow(dl, "dispatch", ev.state + (failedStates.has(ev.state) && ev.error ? ": " + ev.error : ""));
   metaRow(dl, "client", ev.client);
   metaRow(dl, "auth", ev.auth);
   metaRow(dl, "time at edge", ev.latency_ms.toFixed(2) + " ms");
@@ -170,8 +250,10 @@ async function select(id) {
   $("d-body").textContent = ev.body != null ? ev.body : "";
   $("d-bodynote").textContent = ev.body != null ? (ev.body_note || `${ev.body_bytes} bytes`) : "(bodies are not kept: events { bodies on })";
   const rb = $("replay");
-  rb.disabled = !ev.replayable;
-  rb.title = ev.replayable ? "dispatch it again with a new idempotency key" : (ev.replay_note || "not replayable");
+  const elsewhere = ev.node && state.node && ev.node !== state.node;
+  rb.disabled = !ev.replayable || elsewhere;
+  rb.title = elsewhere ? `the event is in the log of ${ev.node}: replay it from that node's console`
+    : ev.replayable ? "dispatch it again with a new idempotency key" : (ev.replay_note || "not replayable");
 }
 
 async function replay() {
@@ -207,23 +289,81 @@ async function loadStatus() {
   $("t-dead").textContent = sp.dead_letters;
   state.paused = sp.paused;
   $("t-paused").textContent = sp.paused ? "paused" : "";
+  // this node's pause; whether delivery runs is the delivery health's to say
   $("q-state").textContent = sp.error
-    ? `queue unreadable (${sp.error}); delivery ${sp.paused ? "paused" : "running"} here`
-    : `${sp.depth} queued, ${sp.in_flight} in flight, ${sp.dead_letters} dead; delivery ${sp.paused ? "paused" : "running"}`;
+    ? `queue unreadable (${sp.error}); delivery ${sp.paused ? "paused" : "not paused"} here`
+    : `${sp.depth} queued, ${sp.in_flight} in flight here, ${sp.dead_letters} dead; delivery ${sp.paused ? "paused" : "not paused"} here`;
   $("q-state").dataset.paused = String(sp.paused);
   $("pause").disabled = sp.paused;
   $("resume").disabled = !sp.paused;
-  const dead = await api("GET", "spool/dead", {});
+  const [dead, health] = await Promise.all([
+    api("GET", "spool/dead", {}),
+    api("GET", "spool/delivery", {}).catch((e) => ({ error: String(e.message || e) })),
+  ]);
   if (seq !== statusSeq) return;
+  showDelivery(health);
+  state.deadCount = dead.length;
   const tb = $("dead");
   tb.replaceChildren();
   for (const d of dead) {
     const retry = el("button", "", "retry"); retry.type = "button"; retry.dataset.retry = d.id;
     retry.addEventListener("click", () => deadOp("retry", [d.id]));
     const drop = el("button", "", "drop"); drop.type = "button"; drop.dataset.drop = d.id;
-    drop.addEventListener("click", () => deadOp("drop", [d.id]));
-    tb.append(el("tr", "", el("td", "mono", d.id), el("td", "", d.kind), el("td", "", d.attempts), el("td", "", d.reason), el("td", "", retry, " ", drop)));
+    drop.addEventListener("click", () => confirmThen(`Drop the dead letter ${d.id}? It cannot be retried afterwards.`,
+      "drop 1 dead letter", () => deadOp("drop", [d.id])));
+    const tr = el("tr", "", el("td", "mono", d.id), el("td", "", d.kind), el("td", "", d.attempts), el("td", "", d.reason), el("td", "", retry, " ", drop));
+    tr.dataset.dead = d.id;
+    tb.append(tr);
   }
+}
+
+// fmtAgo says how long ago t was ("" for never).
+function fmtAgo(t) {
+  const d = new Date(t);
+  if (!t || isNaN(d) || d.getFullYear() < 2000) return "";
+  const s = Math.max(0, Math.round((Date.now() - d) / 1000));
+  return s < 120 ? `${s}s ago` : s < 7200 ? `${Math.round(s / 60)}m ago` : fmtTime(t);
+}
+
+// showDelivery renders the delivery health: whether delivery runs (only
+// while some node makes progress), and each delivery node.
+function showDelivery(h) {
+  const sum = $("q-summary");
+  const tb = $("q-nodes");
+  tb.replaceChildren();
+  if (!h || h.error) {
+    sum.textContent = `delivery health unknown: ${h ? h.error : ""}`;
+    sum.className = "summary stalled";
+    sum.dataset.state = "unknown";
+    return;
+  }
+  sum.textContent = h.summary.text;
+  sum.className = "summary " + h.summary.state;
+  sum.dataset.state = h.summary.state;
+  for (const n of h.nodes) {
+    const stateCell = el("td", "st-" + n.state.replace(/ /g, "-"), n.state);
+    if (n.note) stateCell.title = n.note;
+    const err = n.last_error ? `${n.last_error} (${fmtAgo(n.last_error_at)})` : "";
+    const tr = el("tr", "", el("td", "mono", n.node || "this node"), stateCell, el("td", "", n.answered ? n.in_flight : "?"),
+      el("td", "", fmtAgo(n.last_success)), el("td", "", err), el("td", "", n.rate.toFixed(1) + "/s"));
+    tr.dataset.node = n.node;
+    tr.dataset.state = n.state;
+    tb.append(tr);
+  }
+}
+
+// confirmThen asks in the page (never a browser dialog) before a
+// destructive action: text says what and how many; label is the button.
+function confirmThen(text, label, action) {
+  const box = $("confirm");
+  $("confirm-text").textContent = text;
+  const yes = $("confirm-yes");
+  yes.textContent = label;
+  box.hidden = false;
+  const done = () => { box.hidden = true; yes.onclick = null; $("confirm-no").onclick = null; };
+  yes.onclick = () => { done(); action(); };
+  $("confirm-no").onclick = done;
+  yes.focus();
 }
 
 // showCluster says, under the queue, whether the cluster engine is
@@ -304,7 +444,8 @@ function drawChart(canvas, series, max) {
 const css = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 
 async function loadRates() {
-  const r = await api("GET", "events/rates", {});
+  const r = await api("GET", "events/rates", evq({}));
+  if (r.nodes) showNodes(r.nodes);
   const last = (a) => { for (let i = a.length - 1; i >= a.length - 6 && i >= 0; i--) if (a[i]) return a[i]; return 0; };
   // the current step is still filling: show the previous one
   const n = r.accepted.length - 2;
@@ -344,16 +485,25 @@ async function switchHandler() {
 async function main() {
   $("filters").addEventListener("submit", (ev) => {
     ev.preventDefault();
-    state.filter = { hook: $("f-hook").value.trim(), status: $("f-status").value, reason: $("f-reason").value.trim() };
+    state.filter = { hook: $("f-hook").value.trim(), status: $("f-status").value, reason: $("f-reason").value.trim(), node: $("f-node").value.trim() };
     switchHandler();
   });
-  $("handler").addEventListener("change", () => { state.path = $("handler").value; switchHandler(); });
+  $("handler").addEventListener("change", async () => {
+    state.path = $("handler").value;
+    try { await loadHandlers(); } catch (e) { showError(e); }
+    switchHandler();
+  });
+  $("scope").addEventListener("change", () => { state.scope = $("scope").value; showNodes(null); switchHandler(); });
   $("more").addEventListener("click", () => loadEvents(true).catch(showError));
   $("replay").addEventListener("click", replay);
   $("pause").addEventListener("click", () => pause(true));
   $("resume").addEventListener("click", () => pause(false));
   $("retry-all").addEventListener("click", () => deadOp("retry", null));
-  $("drop-all").addEventListener("click", () => deadOp("drop", null));
+  $("drop-all").addEventListener("click", () => {
+    const n = state.deadCount;
+    confirmThen(`Drop all ${n} dead letter${n === 1 ? "" : "s"}? They cannot be retried afterwards.`,
+      `drop all ${n}`, () => deadOp("drop", null));
+  });
   try {
     await loadHandlers();
   } catch (e) { showError(e); return; }

@@ -105,3 +105,32 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+// TestExpiredReason: an expired dead letter keeps the cause of its last
+// failed attempt.
+func TestExpiredReason(t *testing.T) {
+	for _, tc := range []struct {
+		attempts int
+		last     string
+		want     string
+	}{
+		{0, "", reasonExpired},
+		{0, "gateway status 502: x", reasonExpired},
+		{1, "", "expired after 1 attempt"},
+		{1, "gateway status 502: bad gateway", "expired after 1 attempt; last: gateway status 502: bad gateway"},
+		{10, "send: dial unix /run/gw.sock: connect: no such file", "expired after 10 attempts; last: send: dial unix /run/gw.sock: connect: no such file"},
+		{3, "", "expired after 3 attempts"},
+		{2, strings.Repeat("x", 400), "expired after 2 attempts; last: " + strings.Repeat("x", maxReasonLen-len("expired after 2 attempts; last: "))},
+	} {
+		got := ExpiredReason(tc.attempts, tc.last)
+		if got != tc.want {
+			t.Errorf("ExpiredReason(%d, %q) = %q, want %q", tc.attempts, tc.last, got, tc.want)
+		}
+		if !IsExpired(got) {
+			t.Errorf("IsExpired(%q) is false", got)
+		}
+	}
+	if IsExpired("gateway status 400: no") {
+		t.Error("a refusal is not an expiry")
+	}
+}

@@ -252,7 +252,7 @@ func (s *Store) deliver(l lane, sig chan struct{}, it *item) {
 	expired := now.After(s.expiry(it.firstSeen, now)) // the operator's pauses do not count
 	s.mu.Unlock()
 	if expired {
-		s.bury(sig, it, ev, 0, reasonExpired)
+		s.bury(sig, it, ev, 0, ExpiredReason(it.attempts, ev.LastError))
 		if box := s.sender.Load(); box != nil {
 			TellExpired(box.Sender, ev)
 		}
@@ -355,7 +355,7 @@ func (s *Store) bury(sig chan struct{}, it *item, ev *Event, status int, reason 
 	s.deadLetters.Add(1)
 	s.log.Warn("spool: event dead-lettered",
 		zap.String("id", ev.ID), zap.String("kind", ev.Kind), zap.Int("status", status),
-		zap.Int("attempts", ev.Attempts), zap.Bool("expired", reason == reasonExpired))
+		zap.Int("attempts", ev.Attempts), zap.Bool("expired", IsExpired(reason)))
 	s.ops <- &buryOp{seq: it.seq, val: val, delta: delta}
 	nudge(sig)
 }

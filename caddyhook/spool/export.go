@@ -1,6 +1,10 @@
 package spool
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Outcome is what a delivery attempt's result means for the event, as the
 // store decides it; other queues (the cluster spool) apply the same rules.
@@ -26,8 +30,30 @@ func Backoff(initial, maxDelay time.Duration, attempts int) time.Duration {
 // line of valid UTF-8, at most 256 bytes.
 func Clip(reason string) string { return clip(reason) }
 
-// ReasonExpired is the dead-letter reason of an event older than max_age.
+// ReasonExpired is the dead-letter reason of an event older than max_age
+// that was never attempted (see ExpiredReason).
 const ReasonExpired = reasonExpired
+
+// ExpiredReason is the dead-letter reason of an event that expired past
+// max_age after attempts failed attempts, the last of which failed with
+// last: the cause stays with it ("expired after 10 attempts; last:
+// gateway status 502: bad gateway"). Clipped as a stored reason.
+func ExpiredReason(attempts int, last string) string {
+	switch {
+	case attempts <= 0:
+		return reasonExpired
+	case last == "" && attempts == 1:
+		return "expired after 1 attempt"
+	case last == "":
+		return fmt.Sprintf("expired after %d attempts", attempts)
+	case attempts == 1:
+		return clip("expired after 1 attempt; last: " + last)
+	}
+	return clip(fmt.Sprintf("expired after %d attempts; last: %s", attempts, last))
+}
+
+// IsExpired reports whether a dead letter's reason says it expired.
+func IsExpired(reason string) bool { return strings.HasPrefix(reason, "expired") }
 
 // MarshalEvent encodes ev in the record format of spool.db: every field a
 // delivery needs (id, kind, path with its query, headers, trace context,

@@ -2,6 +2,7 @@ package spool
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,8 +66,9 @@ func TestPauseDoesNotCountTowardMaxAge(t *testing.T) {
 	mustAppend(t, s2, newEvent(KindAgent, "gateway-down"))
 	testkit.WaitFor(t, "the unpaused event expired", func() bool { return s2.Stats().Dead == 1 })
 	dead, err := s2.DeadLetters()
-	if err != nil || len(dead) != 1 || dead[0].ID != "gateway-down" || dead[0].LastError != reasonExpired {
-		t.Fatalf("dead letters %+v, %v", dead, err)
+	if err != nil || len(dead) != 1 || dead[0].ID != "gateway-down" || !IsExpired(dead[0].LastError) ||
+		!strings.Contains(dead[0].LastError, "; last: send: ") {
+		t.Fatalf("dead letters %+v, %v; want gateway-down expired with its last error", dead, err)
 	}
 }
 

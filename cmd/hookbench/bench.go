@@ -39,6 +39,7 @@ type bench struct {
 	fwd      atomic.Uint64
 	keys     atomic.Uint64 // the signed rows' Idempotency-Key values
 	progress io.Writer
+	watched  watchReport // what the console and cluster tail of row (w) did
 }
 
 // run performs a whole hookbench run and writes the report to out.
@@ -304,10 +305,15 @@ func (b *bench) segment(ctx context.Context, r rowDef, d time.Duration, into *re
 			return err
 		}
 	}
+	stopWatch := func() {}
+	if r.watched {
+		stopWatch = watch(b.env.admin, &b.watched)
+	}
 	sampler := b.sampleRSS(200 * time.Millisecond)
 	cpu0 := b.clock.read()
 	res := runLoad(ctx, b.specs[r.id], b.o.conns, d)
 	res.cpu = b.clock.read().sub(cpu0)
+	stopWatch()
 	b.rss[r.id] = max(b.rss[r.id], sampler.stop().max)
 	if r.sinkBound {
 		b.accepted += res.statuses[r.expect]

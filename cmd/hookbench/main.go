@@ -27,6 +27,8 @@
 //	p  m, NATS syncing every write  ratio to m: what sync_interval always costs
 //	q  (c) with the event log off   (c) must be ≥ 0.95 × (q)
 //	r  (e) with the event log off   (e) must be ≥ 0.95 × (r)
+//	s  (l) with a console open and  ratio to l, target ≥ 0.95: what the
+//	   a cluster tail attached      cluster view costs the request path
 //
 // Rows whose directives this build does not accept yet are skipped.
 //

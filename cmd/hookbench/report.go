@@ -27,6 +27,7 @@ type report struct {
 	Twins       []twinReport    `json:"twins,omitempty"`
 	Signatures  []signatureCost `json:"signatures,omitempty"`
 	Sink        *sinkReport     `json:"sink,omitempty"`
+	Watched     *watchReport    `json:"watched,omitempty"` // row (w)'s console and cluster tail
 	Profile     *profileReport  `json:"profile,omitempty"`
 }
 
@@ -116,6 +117,9 @@ func (b *bench) report() *report {
 	rep.rate()
 	rep.twins()
 	rep.signatures()
+	if _, ok := b.results["w"]; ok {
+		rep.Watched = &b.watched
+	}
 	return rep
 }
 
@@ -314,6 +318,14 @@ func (rep *report) notes() []string {
 		default:
 			out = append(out, fmt.Sprintf("sink: received %d actions, but the rows that reach it had %d successes.", s.Received, s.Expected))
 		}
+	}
+	if w := rep.Watched; w != nil {
+		line := fmt.Sprintf("(w) ran with a console open (%d refreshes, every %s) and a cluster tail attached (%d stream messages read); %d admin requests failed.",
+			w.Polls, consolePoll, w.Messages, w.Errors)
+		if w.LastErr != "" {
+			line += " Last: " + w.LastErr
+		}
+		out = append(out, line)
 	}
 	if p := rep.Profile; p != nil {
 		out = append(out, fmt.Sprintf("CPU profile of the ingress during (%s) at %.0f req/s: %s (go tool pprof -top %s)", p.Row, p.RPS, p.File, p.File))

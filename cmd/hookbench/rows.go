@@ -51,6 +51,9 @@ type rowDef struct {
 	// (issue 29: an Ed25519 or ECDSA check under 10 %); 0: reported
 	// without a target.
 	costTarget float64
+	// watched rows run with a console open and a cluster tail attached
+	// to their handler (watch.go)
+	watched bool
 }
 
 // tokenTwin is the signed rows' twin with the hook token: their
@@ -216,7 +219,18 @@ func rowCatalogue() []rowDef {
 			site: hooksSite(signedMapping("sendgrid-signed", "sendgrid", "public_key {sendgrid_key}\n\t\t\t\ttolerance 1h")), path: "/hooks/sendgrid-signed", body: sendgridBody, expect: http.StatusOK},
 		{id: "v", title: "(s) with the hook token, no verify", base: "c", sinkBound: true, probe: true, signed: "token",
 			site: hooksSite(signedMapping("github-token", "", "")), path: "/hooks/github-token", body: githubBody, expect: http.StatusOK},
+		watchedRow(wake(rowDef{id: "w", title: "(l) with a console and a cluster tail", base: "l", target: 0.95, probe: true,
+			sinkBound: true, nats: 1, site: hooksSite(clusterSpoolLines("w", 1))})),
 	}
+}
+
+// watchedRow makes r a watched row on its own base path (watchedPath), so
+// that the admin API selects its handler.
+func watchedRow(r rowDef) rowDef {
+	r.watched = true
+	r.path = watchedPath + strings.TrimPrefix(r.path, "/hooks")
+	r.site = strings.Replace(r.site, "hooks {", "hooks "+watchedPath+" {", 1)
+	return r
 }
 
 // selectRows returns the catalogue rows named in list ("a,c,e"; "" or

@@ -24,9 +24,10 @@ func TestSelectRows(t *testing.T) {
 		want      []string // after withBases
 		wantError bool
 	}{
-		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v"}},
+		{list: "all", want: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w"}},
 		{list: "t", want: []string{"b", "c", "t", "v"}}, // the token twin its signature's cost is taken above
 		{list: "s,v", want: []string{"b", "c", "s", "v"}},
+		{list: "w", want: []string{"b", "c", "i", "l", "w"}},
 		{list: "q,r", want: []string{"a", "b", "c", "e", "q", "r"}},
 		{list: "m", want: []string{"b", "c", "i", "m"}},
 		{list: "p", want: []string{"b", "c", "i", "m", "p"}},
@@ -109,6 +110,17 @@ func TestRoundOrder(t *testing.T) {
 	}
 	if rows[0].id != "b" {
 		t.Fatal("roundOrder changed its input")
+	}
+}
+
+// TestWatchedRow: row (w) is (l)'s site on its own base path, so that
+// its console and cluster tail select its handler.
+func TestWatchedRow(t *testing.T) {
+	s, _ := findRow(rowCatalogue(), "w")
+	l, _ := findRow(rowCatalogue(), "l")
+	if !s.watched || s.path != watchedPath+"/wake" || !strings.Contains(s.site, "hooks "+watchedPath+" {") ||
+		strings.Replace(s.site, "hooks "+watchedPath+" {", "hooks {", 1) != strings.ReplaceAll(l.site, "bench_l", "bench_w") {
+		t.Errorf("row (w): path %q, site\n%s\nwant (l)'s site\n%s\non %s", s.path, s.site, l.site, watchedPath)
 	}
 }
 

@@ -9,6 +9,8 @@ package adminapi
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
@@ -72,7 +74,9 @@ type PrefixCap struct {
 // namespace, whether it is reachable, the settings of the connection in
 // use (no secret: a secret shows as its placeholder), and its redundancy.
 type Cluster struct {
-	Name     string            `json:"name"`
+	Name string `json:"name"`
+	// Node is this node's name in the cluster (each event's "node").
+	Node     string            `json:"node"`
 	Up       bool              `json:"up"`
 	Settings map[string]string `json:"settings,omitempty"`
 	// Degraded: the namespace serves with less redundancy than configured
@@ -234,3 +238,64 @@ type Version struct {
 
 // VersionOf is the running build's Version.
 func VersionOf() Version { return Version{Build: version.Info(), Formats: version.Formats()} }
+
+// ScopeCluster is the value of ?scope= that asks for the whole cluster:
+// every node's events, rates and delivery (the others' answers merged
+// with this node's); without a cluster engine it is this node alone.
+const ScopeCluster = "cluster"
+
+// Nodes says which nodes a cluster-wide answer covers: how many were
+// asked (this one included), those that answered, and those that did
+// not, each with why ("did not answer within 2s", "runs an older
+// release", "not heard from since …"). A node that does not answer in
+// time is never waited for.
+type Nodes struct {
+	Asked    int           `json:"asked"`
+	Answered []string      `json:"answered"`
+	Missing  []MissingNode `json:"missing,omitempty"`
+}
+
+// MissingNode is a node left out of a cluster-wide answer.
+type MissingNode struct {
+	Node string `json:"node"`
+	Why  string `json:"why"`
+}
+
+// Summary is n in words: "3 of 3 nodes answered", or which did not.
+func (n Nodes) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d nodes answered", len(n.Answered), n.Asked)
+	for _, m := range n.Missing {
+		fmt.Fprintf(&b, "; %s %s", m.Node, m.Why)
+	}
+	return b.String()
+}
+
+// ClusterPage is GET /hooks/events?scope=cluster: the entries of every
+// node merged newest first, each with its "node"; "next" (an RFC 3339
+// time) is the next page's before=.
+type ClusterPage struct {
+	Entries []json.RawMessage `json:"entries"`
+	Next    string            `json:"next,omitempty"`
+	Nodes   Nodes             `json:"nodes"`
+}
+
+// Delivery is GET /hooks/spool/delivery: the queue, each delivery node
+// and whether delivery runs (only while some node makes progress).
+type Delivery struct {
+	Queue   DeliveryQueue           `json:"queue"`
+	Nodes   []cluster.NodeDelivery  `json:"nodes"`
+	Summary cluster.DeliverySummary `json:"summary"`
+	Asked   Nodes                   `json:"asked"`
+}
+
+// DeliveryQueue is the queue's side of Delivery.
+type DeliveryQueue struct {
+	Depth            uint64  `json:"depth"`
+	InFlight         uint64  `json:"in_flight"`
+	DeadLetters      uint64  `json:"dead_letters"`
+	OldestAgeSeconds float64 `json:"oldest_age_seconds"`
+	AckWaitSeconds   float64 `json:"ack_wait_seconds,omitempty"`
+	// Error: the counters could not be read (the rest is what is known).
+	Error string `json:"error,omitempty"`
+}

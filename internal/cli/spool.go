@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/internal/adminapi"
+	"github.com/caddyhook/caddyhook/internal/safetext"
 )
 
 // spoolConfig resolves a spool directory as the hooks config resolves its
@@ -55,6 +57,9 @@ or the one at --base, or the only one with a spool. When Caddy is not running
 (its admin endpoint does not answer), they open the spool file in --dir. The
 output is the same either way.
 
+  status prints the queue (depth, oldest, in flight, dead letters) and, through a
+         running Caddy, whether delivery runs and each delivery node's health
+         (in a cluster, from any node: every delivery node, stalled ones named).
   list   prints the dead letters (id, kind, first seen, attempts, body size, last
          error); the bodies only with --body. Ids narrow the listing.
   retry  moves dead letters back to the delivery queue (all when no ids are given);
@@ -76,6 +81,14 @@ output is the same either way.
 	pf.String("dir", "", `Spool directory, as in the hooks "spool <dir>" option (required when Caddy is stopped)`)
 	adminapi.AddFlags(pf)
 	adminapi.AddBaseFlag(pf)
+
+	status := &cobra.Command{
+		Use:   "status [--dir <dir>] [--base <path>]",
+		Short: "Prints the queue and whether delivery runs, with each delivery node's health",
+		RunE: runSpoolCLI(func(c *spoolCLI, st spool.Ops, _ *cobra.Command, _ []string) error {
+			return c.status(st)
+		}),
+	}
 
 	list := &cobra.Command{
 		Use:   "list [--dir <dir>] [--body] [<event id>...]",
@@ -111,7 +124,7 @@ output is the same either way.
 		RunE:  runSpoolSalvage,
 	}
 
-	cmd.AddCommand(list, retry, drop, salvage)
+	cmd.AddCommand(status, list, retry, drop, salvage)
 	return cmd
 }
 
@@ -239,6 +252,64 @@ func (c *spoolCLI) salvage(dir string) error {
 			cfg.Dir, sv.Reason, sv.MovedTo, sv.Queued, sv.Dead, spool.DBFile, sv.Skipped)
 	}
 	return st.Close()
+}
+
+// status prints the queue and, through a running Caddy, the delivery
+// health: whether delivery runs, and each delivery node.
+func (c *spoolCLI) status(st spool.Ops) error {
+	stats, err := st.Status()
+	if err != nil {
+		fmt.Fprintf(c.out, "spool %s: the queue's counters cannot be read: %v\n", c.dir, err)
+	} else {
+		line := fmt.Sprintf("spool %s: %d queued", c.dir, stats.Depth)
+		if stats.OldestAge > 0 {
+			line += fmt.Sprintf(" (oldest %s)", stats.OldestAge.Round(time.Second))
+		}
+		line += fmt.Sprintf(", %d dead letter(s)", stats.Dead)
+		if stats.Paused {
+			line += "; delivery paused here"
+		}
+		fmt.Fprintln(c.out, line)
+	}
+	as, ok := st.(*adminSpool)
+	if !ok {
+		fmt.Fprintln(c.out, "delivery: no running Caddy answers for this spool: nothing delivers it now")
+		return nil
+	}
+	var d adminapi.Delivery
+	if err := as.api.Do(http.MethodGet, as.uri("spool/delivery"), nil, &d); err != nil {
+		return err
+	}
+	fmt.Fprintln(c.out, safetext.Line(d.Summary.Text))
+	if len(d.Asked.Missing) > 0 {
+		fmt.Fprintf(c.out, "nodes: %s\n", safetext.Line(d.Asked.Summary()))
+	}
+	if len(d.Nodes) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSTATE\tIN FLIGHT\tLAST SUCCESS\tLAST ERROR\tRATE\tNOTE")
+	for _, n := range d.Nodes {
+		inFlight := strconv.Itoa(n.InFlight)
+		if !n.Answered {
+			inFlight = "?"
+		}
+		lastErr := safetext.Line(n.LastError)
+		if lastErr != "" {
+			lastErr += " (" + ago(n.LastErrorAt) + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.1f/s\t%s\n", fieldText(n.Node, "this node"), n.State, inFlight,
+			fieldText(ago(n.LastSuccess), "-"), fieldText(lastErr, "-"), n.Rate, fieldText(n.Note, ""))
+	}
+	return tw.Flush()
+}
+
+// ago says how long ago t was ("" for never).
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return time.Since(t).Round(time.Second).String() + " ago"
 }
 
 // list prints a summary line and the dead letters whose id is in ids (all

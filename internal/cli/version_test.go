@@ -46,7 +46,7 @@ func TestVersionCommand(t *testing.T) {
 		first string   // the first line starts so
 		has   []string // and the output holds these
 	}{
-		{"this binary", nil, "caddyhook " + version.Version, []string{"cluster level 1, admin API 1"}},
+		{"this binary", nil, "caddyhook " + version.Version, []string{"cluster level 2, admin API 1"}},
 		{"with the formats", []string{"--formats"}, "caddyhook " + version.Version,
 			[]string{"store", version.StoreSpool, version.StoreEventLog, version.StoreQueue, version.StoreIdempotency,
 				version.StoreOutcome, "accept_unsealed_until"}},

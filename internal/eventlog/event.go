@@ -22,6 +22,10 @@ const (
 	StateChallenge = "challenge" // a provider's URL verification, answered at the edge
 )
 
+// TypeOperator is the type of an operator's action in a list: an entry
+// of the log that is not a request (Event.Action set).
+const TypeOperator = "operator"
+
 // Header is one request header of an event: its name, and its value only
 // when the caller's allow-list lets it through (Value is then set).
 type Header struct {
@@ -80,6 +84,11 @@ type Event struct {
 	// found by a scan (the admin API's detail), which keeps the index off
 	// the request path of a sync dispatch.
 	Tracked bool
+	// Action, when set, makes the entry an operator's action (retry,
+	// drop, pause, resume, unlock, replay) on Target, by Operator (the
+	// authenticated user, or how the admin API was reached); Reason says
+	// what it did. It is not a request: no dispatch, not in the rates.
+	Action, Operator, Target string
 
 	changed uint64 // journal version of its last change
 	size    int64  // accounted bytes
@@ -98,7 +107,8 @@ const (
 // accountedSize is what e counts against MaxBytes.
 func (e *Event) accountedSize() int64 {
 	n := eventOverhead + len(e.ID) + len(e.Path) + len(e.Hook) + len(e.Route) + len(e.Mapping) + len(e.Auth) +
-		len(e.Reason) + len(e.IdemKey) + len(e.ReplayOf) + len(e.Body) + len(e.BodyNote) + len(e.Replay) + len(e.ReplayNote)
+		len(e.Reason) + len(e.IdemKey) + len(e.ReplayOf) + len(e.Body) + len(e.BodyNote) + len(e.Replay) + len(e.ReplayNote) +
+		len(e.Action) + len(e.Operator) + len(e.Target)
 	for _, h := range e.Headers {
 		n += headerOverhead + len(h.Name) + len(h.Value)
 	}
@@ -125,23 +135,32 @@ func ClientString(ip netip.Addr, bits int) string {
 // EventJSON is an event as the admin API shows it. Body is set in the
 // detail view only (as text: the console shows it with textContent).
 type EventJSON struct {
-	Type       string     `json:"type"` // "event"
-	Cursor     string     `json:"cursor"`
-	ID         string     `json:"id"`
-	Time       time.Time  `json:"time"`
-	Path       string     `json:"path"`
-	Hook       string     `json:"hook"`
-	Route      string     `json:"route,omitempty"`
-	Mapping    string     `json:"mapping,omitempty"`
-	Client     string     `json:"client"`
-	Auth       string     `json:"auth"`
-	Status     int        `json:"status"`
-	Reason     string     `json:"reason,omitempty"`
-	LatencyMs  float64    `json:"latency_ms"`
-	IdemKey    string     `json:"idempotency_key,omitempty"`
-	ReplayOf   string     `json:"replay_of,omitempty"`
-	State      string     `json:"state"` // the first action's state ("" without one)
-	RunID      string     `json:"run_id,omitempty"`
+	Type      string    `json:"type"` // "event", or TypeOperator for an operator's action
+	Cursor    string    `json:"cursor"`
+	ID        string    `json:"id"`
+	Time      time.Time `json:"time"`
+	Path      string    `json:"path"`
+	Hook      string    `json:"hook"`
+	Route     string    `json:"route,omitempty"`
+	Mapping   string    `json:"mapping,omitempty"`
+	Client    string    `json:"client"`
+	Auth      string    `json:"auth"`
+	Status    int       `json:"status"`
+	Reason    string    `json:"reason,omitempty"`
+	LatencyMs float64   `json:"latency_ms"`
+	IdemKey   string    `json:"idempotency_key,omitempty"`
+	ReplayOf  string    `json:"replay_of,omitempty"`
+	State     string    `json:"state"` // the first action's state ("" without one)
+	RunID     string    `json:"run_id,omitempty"`
+	// Error is the first action's error: why its last attempt failed, or
+	// what killed it (a dead letter keeps the cause).
+	Error string `json:"error,omitempty"`
+	// Node is the node that answered the request (set in a cluster).
+	Node string `json:"node,omitempty"`
+	// Action, Operator and Target describe an operator's action.
+	Action     string     `json:"action,omitempty"`
+	Operator   string     `json:"operator,omitempty"`
+	Target     string     `json:"target,omitempty"`
 	Dispatch   []Dispatch `json:"dispatch"`
 	Headers    []Header   `json:"headers,omitempty"`
 	BodyBytes  int        `json:"body_bytes"`
@@ -159,12 +178,16 @@ func (e *Event) view(detail bool) EventJSON {
 		Route: e.Route, Mapping: e.Mapping, Client: ClientString(e.Client, e.ClientBits), Auth: e.Auth,
 		Status: e.Status, Reason: e.Reason, LatencyMs: float64(e.Latency.Microseconds()) / 1000, IdemKey: e.IdemKey,
 		ReplayOf: e.ReplayOf, Dispatch: slices.Clone(e.Dispatch), BodyBytes: e.BodyBytes,
-		BodyKept: e.Body != nil, BodyNote: e.BodyNote, Replayable: e.Replay != nil, ReplayNote: e.ReplayNote}
+		BodyKept: e.Body != nil, BodyNote: e.BodyNote, Replayable: e.Replay != nil, ReplayNote: e.ReplayNote,
+		Action: e.Action, Operator: e.Operator, Target: e.Target}
+	if e.Action != "" {
+		v.Type = TypeOperator
+	}
 	if v.Dispatch == nil {
 		v.Dispatch = []Dispatch{}
 	}
 	if len(e.Dispatch) > 0 {
-		v.State, v.RunID = e.Dispatch[0].State, e.Dispatch[0].RunID
+		v.State, v.RunID, v.Error = e.Dispatch[0].State, e.Dispatch[0].RunID, e.Dispatch[0].Error
 	}
 	if detail {
 		v.Headers = slices.Clone(e.Headers)

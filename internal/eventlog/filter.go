@@ -21,6 +21,9 @@ const (
 type Filter struct {
 	Hook   string
 	Status string
+	// Node selects the entries of one node of a cluster: the log does
+	// not know its node, its caller applies it.
+	Node   string
 	Reason string // lower-cased
 	Since  time.Time
 	Until  time.Time // before=<RFC 3339 time>
@@ -35,15 +38,15 @@ type Filter struct {
 // (10m); before is a cursor from an earlier answer or an RFC 3339 time.
 func ParseFilter(q url.Values, now time.Time) (Filter, error) {
 	f := Filter{Hook: strings.Trim(q.Get("hook"), "/"), Status: strings.ToLower(q.Get("status")),
-		Reason: strings.ToLower(q.Get("reason")), Limit: DefaultLimit}
+		Reason: strings.ToLower(q.Get("reason")), Node: q.Get("node"), Limit: DefaultLimit}
 	switch s := f.Status; {
-	case s == "", s == "accepted", s == "rejected":
+	case s == "", s == "accepted", s == "rejected", s == TypeOperator:
 	case len(s) == 3 && s[1:] == "xx" && s[0] >= '1' && s[0] <= '5':
 		f.class = int(s[0] - '0')
 	default:
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 100 || n > 599 {
-			return f, fmt.Errorf("status: want a status code (401), a class (4xx), accepted or rejected; got %q", q.Get("status"))
+			return f, fmt.Errorf("status: want a status code (401), a class (4xx), accepted, rejected or operator; got %q", q.Get("status"))
 		}
 		f.code = n
 	}
@@ -82,7 +85,7 @@ func cursorOf(_ time.Time, seq uint64) string { return strconv.FormatUint(seq, 1
 // wantsEvents and wantsRows say which kinds of entries the filter can
 // match at all.
 func (f *Filter) wantsEvents() bool { return f.Status != "rejected" }
-func (f *Filter) wantsRows() bool   { return f.Status != "accepted" }
+func (f *Filter) wantsRows() bool   { return f.Status != "accepted" && f.Status != TypeOperator }
 
 // common checks the fields events and rows share.
 func (f *Filter) common(seq uint64, at time.Time, hook string, status int, reason string) bool {
@@ -107,6 +110,9 @@ func (f *Filter) common(seq uint64, at time.Time, hook string, status int, reaso
 
 // matchEvent and matchRow apply the filter; the caller holds the log's lock.
 func (f *Filter) matchEvent(e *Event) bool {
+	if (e.Action != "") != (f.Status == TypeOperator) && f.Status != "" {
+		return false // an operator's action is no request: only all, or operator, lists it
+	}
 	return f.wantsEvents() && f.common(e.Seq, e.Time, e.Hook, e.Status, e.Reason)
 }
 

@@ -117,8 +117,23 @@ func (l *Log) Bounds() Bounds {
 // Accept records an accepted event (Seq is set here), answered at
 // e.Time + e.Latency. The log owns e from now on.
 func (l *Log) Accept(e *Event) {
+	l.series.observe(e.Time.Add(e.Latency), seriesAccepted, e.Latency)
+	l.add(e)
+}
+
+// Operator records an operator's action (e.Action set; Seq is set here),
+// in the list and the live tail but not in the rates. The log owns e
+// from now on.
+func (l *Log) Operator(e *Event) {
+	if e.Action == "" {
+		return
+	}
+	l.add(e)
+}
+
+// add inserts e, journals it and trims.
+func (l *Log) add(e *Event) {
 	now := e.Time.Add(e.Latency)
-	l.series.observe(now, seriesAccepted, e.Latency)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -345,6 +360,12 @@ func (l *Log) List(f Filter) Page {
 // Rates returns the last hour's rates.
 func (l *Log) Rates(now time.Time) RatesJSON { return l.series.snapshot(now) }
 
+// NoRates is the rates of a log that counted nothing.
+func NoRates(now time.Time) RatesJSON {
+	var s series
+	return s.snapshot(now)
+}
+
 // Subscription follows a log's changes for a live tail.
 type Subscription struct {
 	l       *Log
@@ -379,6 +400,10 @@ func (s *Subscription) Close() {
 	s.l.mu.Unlock()
 }
 
+// Changed is signalled (at most one signal pending) when an event
+// changes: for a caller that waits on other things too.
+func (s *Subscription) Changed() <-chan struct{} { return s.wake }
+
 // Wait blocks until an event changes, d passes or ctx ends (false).
 func (s *Subscription) Wait(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
@@ -401,10 +426,17 @@ type Changes struct {
 	Rows    []RejectionJSON
 	Lost    bool
 	Version uint64 // the cursor of the last event change included
+	Skipped int    // NextAtMost: changed events and rows past its bound, left out
 }
 
 // Next returns the changes f selects.
-func (s *Subscription) Next(f Filter, rows bool) Changes {
+func (s *Subscription) Next(f Filter, rows bool) Changes { return s.NextAtMost(f, rows, -1) }
+
+// NextAtMost is Next with at most max events (the newest changes; < 0:
+// no bound): the others are counted in Skipped, their views never made,
+// so that a tail bounded in rate costs the log's lock no more than its
+// bound however many events change.
+func (s *Subscription) NextAtMost(f Filter, rows bool, max int) Changes {
 	l := s.l
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -414,26 +446,34 @@ func (s *Subscription) Next(f Filter, rows bool) Changes {
 		c.Lost = true
 		from = l.version - journalSize + 1
 	}
-	for v := from; v <= l.version; v++ {
+	for v := l.version; v >= from && v > 0; v-- { // newest first, reversed below
 		e := l.journal[v%journalSize]
 		if e == nil || e.changed != v { // changed again later: sent then
 			continue
 		}
-		if e.evicted {
+		if e.evicted || !f.matchEvent(e) {
 			continue
 		}
-		if f.matchEvent(e) {
-			c.Events = append(c.Events, e.view(false))
+		if max >= 0 && len(c.Events) >= max {
+			c.Skipped++
+			continue
 		}
+		c.Events = append(c.Events, e.view(false))
 	}
+	slices.Reverse(c.Events)
 	s.version = l.version
 	c.Version = l.version
 	if rows && l.rej.version != s.rows {
 		for i := len(l.rej.order) - 1; i >= l.rej.head; i-- {
 			r := l.rej.order[i]
-			if r.changed > s.rows && f.matchRow(r) {
-				c.Rows = append(c.Rows, r.view())
+			if r.changed <= s.rows || !f.matchRow(r) {
+				continue
 			}
+			if max >= 0 && len(c.Events)+len(c.Rows) >= max {
+				c.Skipped++
+				continue
+			}
+			c.Rows = append(c.Rows, r.view())
 		}
 		s.rows = l.rej.version
 	}

@@ -490,3 +490,36 @@ func TestEvictedEventsAreReleased(t *testing.T) {
 		t.Fatalf("the journal holds %d events, want the 10 kept", held)
 	}
 }
+
+// TestNextAtMost: a bounded tail gets the newest changes, in order, and
+// the count of those left out; rows share the bound.
+func TestNextAtMost(t *testing.T) {
+	l, err := New(Bounds{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := l.Subscribe()
+	defer sub.Close()
+	now := time.Now()
+	for i := range 10 {
+		l.Accept(accepted(fmt.Sprintf("e%d", i), now, 1))
+	}
+	for i := range 3 {
+		l.Reject(refusal(i+2, now))
+	}
+	c := sub.NextAtMost(Filter{}, true, 4)
+	var ids []string
+	for _, e := range c.Events {
+		ids = append(ids, e.ID)
+	}
+	if strings.Join(ids, ",") != "e6,e7,e8,e9" || len(c.Rows) != 0 || c.Skipped != 6+3 {
+		t.Errorf("bounded to 4: events %v, %d rows, %d skipped; want e6..e9, no row, 9 skipped", ids, len(c.Rows), c.Skipped)
+	}
+	if c = sub.NextAtMost(Filter{}, true, 4); len(c.Events) != 0 || c.Skipped != 0 {
+		t.Errorf("nothing changed since: %+v", c)
+	}
+	l.Accept(accepted("e10", now, 1))
+	if c = sub.NextAtMost(Filter{}, true, -1); len(c.Events) != 1 || c.Skipped != 0 {
+		t.Errorf("unbounded: %+v", c)
+	}
+}

@@ -42,6 +42,8 @@ type RejectionJSON struct {
 	Reason string `json:"reason"`
 	Hook   string `json:"hook,omitempty"`
 	Count  uint64 `json:"count"`
+	// Node is the node that refused them (set in a cluster).
+	Node string `json:"node,omitempty"`
 }
 
 // overflowClient names the overflow row's addresses.

@@ -8,7 +8,7 @@ import (
 // The rates cover the last hour in 10-second steps.
 const (
 	SeriesStep = 10 * time.Second
-	seriesLen  = 360
+	SeriesLen  = 360 // steps of the rates: an hour
 )
 
 // Kinds of requests the rates count.
@@ -32,14 +32,14 @@ type bucket struct {
 // series is a ring of buckets, lock-free: a request costs a few atomic
 // operations.
 type series struct {
-	b [seriesLen]bucket
+	b [SeriesLen]bucket
 }
 
 // observe counts one request of kind at now, with its latency for an
 // accepted one.
 func (s *series) observe(now time.Time, kind int, latency time.Duration) {
 	step := now.UnixNano() / int64(SeriesStep)
-	b := &s.b[step%seriesLen]
+	b := &s.b[step%SeriesLen]
 	if st := b.stamp.Load(); st != step {
 		if st > step || !b.stamp.CompareAndSwap(st, step) {
 			if b.stamp.Load() != step {
@@ -82,14 +82,14 @@ type RatesJSON struct {
 // snapshot returns the rates of the hour up to now, oldest step first.
 func (s *series) snapshot(now time.Time) RatesJSON {
 	cur := now.UnixNano() / int64(SeriesStep)
-	first := cur - seriesLen + 1
+	first := cur - SeriesLen + 1
 	out := RatesJSON{StepSeconds: int(SeriesStep / time.Second), Start: time.Unix(0, first*int64(SeriesStep)).UTC(),
-		Accepted: make([]float64, seriesLen), Rejected: make([]float64, seriesLen), Locked: make([]float64, seriesLen),
-		LatencyAvgMs: make([]float64, seriesLen), LatencyMaxMs: make([]float64, seriesLen)}
+		Accepted: make([]float64, SeriesLen), Rejected: make([]float64, SeriesLen), Locked: make([]float64, SeriesLen),
+		LatencyAvgMs: make([]float64, SeriesLen), LatencyMaxMs: make([]float64, SeriesLen)}
 	secs := SeriesStep.Seconds()
-	for i := range seriesLen {
+	for i := range SeriesLen {
 		step := first + int64(i)
-		b := &s.b[step%seriesLen]
+		b := &s.b[step%SeriesLen]
 		if b.stamp.Load() != step {
 			continue
 		}

@@ -39,10 +39,16 @@ type store struct {
 	maxSeq uint64
 }
 
-// RecordVersion is the version of the events this build writes (the
+// RecordVersion is the newest version of the rows this build writes (the
 // "v" of each; one without is version 0, written before v0.9.0, and read
-// as this one). An event of a later version is kept in the file unread.
-const RecordVersion = 1
+// as version 1): an event is written as version 1, an operator's action
+// (which earlier releases do not know) as version 2, so that an earlier
+// release keeps it unread. A row of a later version is kept in the file
+// unread.
+const RecordVersion = 2
+
+// eventVersion is the version of a row that is an event.
+const eventVersion = 1
 
 // storedEvent is an event as the file holds it.
 type storedEvent struct {
@@ -71,14 +77,22 @@ type storedEvent struct {
 	Dispatch   []Dispatch    `json:"dispatch,omitempty"`
 	HasBody    bool          `json:"has_body,omitempty"`
 	Tracked    bool          `json:"tracked,omitempty"`
+	// version 2: an operator's action
+	Action   string `json:"action,omitempty"`
+	Operator string `json:"operator,omitempty"`
+	Target   string `json:"target,omitempty"`
 }
 
 // stored converts e (a snapshot taken under the lock).
 func stored(e *Event) storedEvent {
-	s := storedEvent{V: RecordVersion, Seq: e.Seq, ID: e.ID, Time: e.Time, Path: e.Path, Hook: e.Hook, Route: e.Route, Mapping: e.Mapping,
+	s := storedEvent{V: eventVersion, Seq: e.Seq, ID: e.ID, Time: e.Time, Path: e.Path, Hook: e.Hook, Route: e.Route, Mapping: e.Mapping,
 		ClientBits: e.ClientBits, Auth: e.Auth, Status: e.Status, Reason: e.Reason, Latency: e.Latency, IdemKey: e.IdemKey,
 		ReplayOf: e.ReplayOf, Headers: e.Headers, Body: e.Body, BodyBytes: e.BodyBytes, BodyNote: e.BodyNote,
-		Replay: e.Replay, ReplayNote: e.ReplayNote, Dispatch: e.Dispatch, HasBody: e.Body != nil, Tracked: e.Tracked}
+		Replay: e.Replay, ReplayNote: e.ReplayNote, Dispatch: e.Dispatch, HasBody: e.Body != nil, Tracked: e.Tracked,
+		Action: e.Action, Operator: e.Operator, Target: e.Target}
+	if e.Action != "" {
+		s.V = RecordVersion
+	}
 	if e.Client.IsValid() {
 		s.Client = e.Client.String()
 	}
@@ -90,7 +104,8 @@ func (s *storedEvent) event() *Event {
 	e := &Event{Seq: s.Seq, ID: s.ID, Time: s.Time, Path: s.Path, Hook: s.Hook, Route: s.Route, Mapping: s.Mapping,
 		ClientBits: s.ClientBits, Auth: s.Auth, Status: s.Status, Reason: s.Reason, Latency: s.Latency, IdemKey: s.IdemKey,
 		ReplayOf: s.ReplayOf, Headers: s.Headers, Body: s.Body, BodyBytes: s.BodyBytes, BodyNote: s.BodyNote,
-		Replay: s.Replay, ReplayNote: s.ReplayNote, Dispatch: s.Dispatch, Tracked: s.Tracked}
+		Replay: s.Replay, ReplayNote: s.ReplayNote, Dispatch: s.Dispatch, Tracked: s.Tracked,
+		Action: s.Action, Operator: s.Operator, Target: s.Target}
 	if s.HasBody && e.Body == nil {
 		e.Body = []byte{}
 	}

@@ -33,7 +33,10 @@ const Module = "github.com/caddyhook/caddyhook"
 //	1  v0.9.0: outcome messages numbered per sender (version 2) and refused
 //	   when replayed; lock records and idempotency claims without their
 //	   write time refused
-const ClusterLevel = 1
+//	2  v0.9.0: answers the cluster view's requests (the event list, an
+//	   event, the rates, the delivery health and the live tail of every
+//	   node, from any node)
+const ClusterLevel = 2
 
 // API is the admin API's version: every answer carries it in the
 // Hooks-Api-Version header. Within one version fields are only added.
@@ -55,6 +58,7 @@ const (
 	StoreMembers     = "members"
 	StoreLease       = "lease"
 	StoreOutcome     = "outcome"
+	StoreView        = "view"
 	StoreAdminAPI    = "admin_api"
 )
 
@@ -62,12 +66,13 @@ const (
 // these; see each package's tests).
 const (
 	SpoolRecord       = 2 // a spool.db record: 1, or 2 with extension fields
-	EventLogRecord    = 1 // an events.db row ("v"; rows without it are 0)
+	EventLogRecord    = 2 // an events.db row ("v"; rows without it are 0): an event 1, an operator's action 2
 	QueueRecord       = 2 // a queued event or dead letter: the sealed spool record (its own version 1 or 2)
 	IdempotencyRecord = 2 // an idempotency record ("v"; sealed without it: 1; unsealed: 0)
 	ClusterEnvelope   = 2 // failures, confirmations, announcements and lock records
 	LeaseRecord       = 2 // the wake lane's lease (state, node, write time)
 	OutcomeMessage    = 2 // dispatch outcomes (1 while the cluster level is 0)
+	ViewMessage       = 1 // the cluster view's requests, answers and tail batches
 )
 
 // Format is one stored or wire format: what it is, the version this build
@@ -84,7 +89,8 @@ type Format struct {
 func Formats() []Format {
 	return []Format{
 		{StoreSpool, "spool.db: a queued event or dead letter", SpoolRecord, 1, "1 is written when no extension field is set"},
-		{StoreEventLog, "events.db: an event of the event log", EventLogRecord, 0, "0: a row without \"v\" (before v0.9.0)"},
+		{StoreEventLog, "events.db: an event of the event log", EventLogRecord, 0,
+			"0: a row without \"v\" (before v0.9.0); an event is written as 1, an operator's action as 2"},
 		{StoreQueue, "NATS: a queued event (the spool record, sealed)", QueueRecord, 0,
 			"0: an unsealed message of a release without signing_key, read until accept_unsealed_until"},
 		{StoreDeadLetter, "NATS: a dead letter (as a queued event)", QueueRecord, 0, "as queue"},
@@ -97,6 +103,8 @@ func Formats() []Format {
 		{StoreLease, "NATS: the wake lane's lease", LeaseRecord, 1, "1: without its write time (before v0.9.0)"},
 		{StoreOutcome, "NATS: dispatch outcomes for the event logs", OutcomeMessage, 1,
 			"2 is written, and 1 refused, once every live node runs at cluster level 1"},
+		{StoreView, "NATS: the cluster view's requests, answers and tail batches", ViewMessage, ViewMessage,
+			"a node below cluster level 2 answers none: it is named as not answering"},
 		{StoreAdminAPI, "the admin API's JSON (header " + APIHeader + ")", API, API, "fields are only added within a version"},
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,7 +106,7 @@ func TestMetrics(t *testing.T) {
 	if got, _ := promtest.Value(reg, "caddy_hooks_records_unreadable_total", "store", StoreSpool, "version", "3"); got != 2 {
 		t.Errorf("unreadable spool v3 = %v, want 2", got)
 	}
-	if got, ok := promtest.Value(reg, "caddy_hooks_build_info", "version", Version, "cluster_level", "1", "api", "1"); !ok || got != 1 {
+	if got, ok := promtest.Value(reg, "caddy_hooks_build_info", "version", Version, "cluster_level", strconv.Itoa(ClusterLevel), "api", "1"); !ok || got != 1 {
 		t.Errorf("caddy_hooks_build_info{version=%q} = %v (found %v), want 1", Version, got, ok)
 	}
 }

@@ -11,6 +11,7 @@
 //	subject hooks.<name>.auth.<member>  failures sent to the member owning their count, its confirmations
 //	subject hooks.<name>.deliver  the delivery nodes' announcements
 //	subject hooks.<name>.outcome  dispatch outcomes and operator actions, for the event logs (core NATS)
+//	subject hooks.<name>.view     the cluster view's requests; answers and tail batches go to the asker's inbox (core NATS)
 //
 // and two durable pull consumers, wake (one event in flight cluster-wide,
 // so wake events keep their acceptance order) and agent.

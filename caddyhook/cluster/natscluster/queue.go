@@ -44,6 +44,40 @@ type queue struct {
 	workers int
 
 	delivered, redelivered, dead atomic.Uint64
+	consuming                    atomic.Int32 // agent lane subscriptions running
+
+	failMu sync.Mutex
+	fails  map[string]string // the last failed attempt's reason of the events retried here, by id
+}
+
+// maxFails bounds the failures remembered for the dead letters' causes.
+const maxFails = 4096
+
+// failed remembers why ev's attempt failed, for its dead letter's reason
+// if it expires (on this node).
+func (q *queue) failed(id string, r sendResult) {
+	why := cluster.AttemptError(r.status, r.reason, r.err)
+	q.failMu.Lock()
+	defer q.failMu.Unlock()
+	if q.fails == nil {
+		q.fails = map[string]string{}
+	}
+	if _, ok := q.fails[id]; !ok && len(q.fails) >= maxFails {
+		for k := range q.fails { // any one: a bound, not a cache
+			delete(q.fails, k)
+			break
+		}
+	}
+	q.fails[id] = why
+}
+
+// settled forgets id's failure and returns it.
+func (q *queue) settled(id string) string {
+	q.failMu.Lock()
+	defer q.failMu.Unlock()
+	why := q.fails[id]
+	delete(q.fails, id)
+	return why
 }
 
 type senderBox struct{ spool.Sender }
@@ -425,6 +459,8 @@ func (q *queue) consume(ctx context.Context, name string, n int) error {
 		return err
 	}
 	defer it.Stop()
+	q.consuming.Add(1)
+	defer q.consuming.Add(-1)
 	for {
 		if q.paced() != nil {
 			return errPacing
@@ -445,6 +481,8 @@ func (q *queue) consume(ctx context.Context, name string, n int) error {
 // consumePaced fetches one message per send the limiter allows and hands
 // it to the workers.
 func (q *queue) consumePaced(ctx context.Context, cons jetstream.Consumer, lim cluster.Limiter, work chan<- jetstream.Msg) error {
+	q.consuming.Add(1)
+	defer q.consuming.Add(-1)
 	for ctx.Err() == nil {
 		if q.paced() == nil {
 			return errPacing
@@ -500,6 +538,7 @@ func (q *queue) handle(ctx context.Context, m jetstream.Msg) {
 			_ = m.Nak() // stopping: another delivery node takes it now
 			return
 		}
+		q.failed(ev.ID, r)
 		_ = m.NakWithDelay(q.retryDelay(ev, r))
 	}
 }
@@ -556,12 +595,22 @@ func (q *queue) expiry(ev *spool.Event) time.Time {
 	return ev.FirstSeen.Add(q.qp.MaxAge + held)
 }
 
-// expired moves an event past max_age to the dead letters.
+// expired moves an event past max_age to the dead letters, with the
+// cause of its last failed attempt when this node made it.
 func (q *queue) expired(m jetstream.Msg, meta *jetstream.MsgMetadata, ev *spool.Event) bool {
 	if !time.Now().After(q.expiry(ev)) {
 		return false
 	}
-	q.bury(m, meta, ev, 0, spool.ReasonExpired)
+	// the deliveries so far; an attempt's cause is known when this node
+	// made it (a node that held the event frozen made none: then it
+	// expired older than max_age, and the edges keep the cause they
+	// were told)
+	ev.Attempts = max(ev.Attempts, int(meta.NumDelivered)-1)
+	ev.LastError = spool.ReasonExpired
+	if last := q.settled(ev.ID); last != "" {
+		ev.LastError = spool.ExpiredReason(ev.Attempts, last)
+	}
+	q.bury(m, meta, ev, 0, ev.LastError)
 	if box := q.sender.Load(); box != nil {
 		spool.TellExpired(box.Sender, ev)
 	}
@@ -612,6 +661,7 @@ func (q *queue) ack(m jetstream.Msg, ev *spool.Event, double bool) {
 			zap.String("id", ev.ID), zap.Error(err))
 	}
 	q.delivered.Add(1)
+	q.settled(ev.ID)
 }
 
 // retryDelay is the backoff before ev is sent again (never past its
@@ -666,8 +716,9 @@ func (q *queue) bury(m jetstream.Msg, meta *jetstream.MsgMetadata, ev *spool.Eve
 	}
 	_ = m.DoubleAck(ctx)
 	q.dead.Add(1)
+	q.settled(ev.ID)
 	q.s.log.Warn("cluster: event dead-lettered", zap.String("id", ev.ID), zap.String("kind", ev.Kind),
-		zap.Int("status", status), zap.Int("attempts", ev.Attempts), zap.Bool("expired", reason == spool.ReasonExpired))
+		zap.Int("status", status), zap.Int("attempts", ev.Attempts), zap.Bool("expired", spool.IsExpired(reason)))
 }
 
 // deadLetter is one dead letter and its stream sequence.
@@ -796,16 +847,29 @@ func (q *queue) Stats(ctx context.Context) (cluster.QueueStats, error) {
 		return st, err
 	}
 	info := qs.CachedInfo()
-	st.Depth, st.Bytes = info.State.Msgs, info.State.Bytes
+	st.Depth, st.Bytes, st.AckWait = info.State.Msgs, info.State.Bytes, q.qp.AckWait
+	if st.Depth > 0 {
+		st.Oldest = info.State.FirstTime
+	}
 	ds, err := q.s.js.Stream(ctx, q.s.n.deadStream)
 	if err != nil {
 		return st, err
 	}
 	st.DeadLetters = ds.CachedInfo().State.Msgs
+	for _, name := range []string{consumerWake, consumerAgent} {
+		c, err := qs.Consumer(ctx, name)
+		if err != nil {
+			return st, err
+		}
+		ci := c.CachedInfo()
+		st.InFlight += uint64(max(ci.NumAckPending, 0))
+		st.Pending += ci.NumPending
+	}
 	return st, nil
 }
 
 // Counters implements cluster.QueueStore.
 func (q *queue) Counters() cluster.DeliveryCounters {
-	return cluster.DeliveryCounters{Delivered: q.delivered.Load(), Redeliveries: q.redelivered.Load(), DeadLettered: q.dead.Load()}
+	return cluster.DeliveryCounters{Delivered: q.delivered.Load(), Redeliveries: q.redelivered.Load(), DeadLettered: q.dead.Load(),
+		Ready: q.consuming.Load() > 0}
 }

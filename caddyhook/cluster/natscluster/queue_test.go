@@ -73,7 +73,8 @@ func TestQueueDeliversOnceInWakeOrderWithRetries(t *testing.T) {
 		t.Errorf("wake order\n got %v\nwant %v", wakeOrder, want)
 	}
 	// every fourth event of each kind failed twice before its 2xx
-	wantC := cluster.DeliveryCounters{Delivered: uint64(total), Redeliveries: 2 * uint64((len(wakes)+3)/4+(len(agents)+3)/4)}
+	// (and its lanes wait for more: ready)
+	wantC := cluster.DeliveryCounters{Delivered: uint64(total), Redeliveries: 2 * uint64((len(wakes)+3)/4+(len(agents)+3)/4), Ready: true}
 	natstest.WaitFor(t, "counters settled", func() bool { return deliv.b.Queue().Counters() == wantC })
 	natstest.WaitFor(t, "queue empty", func() bool {
 		st, err := edge.b.Queue().Stats(ctx)

@@ -30,6 +30,11 @@ const (
 	sealMembers  = "members"
 	sealLease    = "lease"
 	sealOutcome  = "outcome"
+	// the cluster view: a request (for its subject), an answer (for the
+	// request's reply inbox), a tail batch (for the asker's inbox)
+	sealView       = "view"
+	sealViewAnswer = "view_answer"
+	sealViewTail   = "view_tail"
 )
 
 // signingKeyExample is how the README and the errors suggest setting the key.

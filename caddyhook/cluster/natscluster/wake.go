@@ -383,6 +383,7 @@ func (q *queue) deliverWake(ctx context.Context, m jetstream.Msg) {
 		if ctx.Err() != nil {
 			return
 		}
+		q.failed(ev.ID, r)
 		delay := q.retryDelay(ev, r)
 		ev.Attempts++
 		select {
