@@ -3,6 +3,7 @@ package natscluster
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -56,6 +57,12 @@ type record struct {
 	Status  int    `json:"s,omitempty"`
 	Body    []byte `json:"b,omitempty"`
 	Written int64  `json:"t,omitempty"` // Unix ms it was written (version 1: settled records only)
+	// Claim tells this claim from every other (pending: 16 random bytes).
+	// A claim whose create answered "exists" or timed out is known to be
+	// this one when the bucket holds its very bytes: without Claim, two
+	// requests of one key claiming on one node in the same millisecond
+	// wrote equal bytes and both took the key. Earlier releases ignore it.
+	Claim []byte `json:"c,omitempty"`
 }
 
 // recordVersion is the version of the records this node writes.
@@ -165,7 +172,7 @@ func (c *claims) claim(ctx context.Context, key string, lease time.Time) (cluste
 	if err != nil {
 		return cluster.Record{}, false, err
 	}
-	mine := c.encode(key, record{Pending: true, Node: c.s.node, Until: lease.UnixMilli()})
+	mine := c.pending(key, lease)
 	leaseFor := time.Until(lease)
 	pause := writePause
 	for round := range maxClaimRounds {
@@ -213,6 +220,19 @@ func (c *claims) claim(ctx context.Context, key string, lease time.Time) (cluste
 		return r.public(), false, nil
 	}
 	return cluster.Record{}, false, fmt.Errorf("idempotency key %s: too much contention", key)
+}
+
+// pending is the sealed record of a new claim of key until lease: no two
+// are equal, even for one key, lease and millisecond on one node.
+func (c *claims) pending(key string, lease time.Time) []byte {
+	return c.encode(key, record{Pending: true, Node: c.s.node, Until: lease.UnixMilli(), Claim: newClaimID()})
+}
+
+// newClaimID returns the random identity of one claim.
+func newClaimID() []byte {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return b
 }
 
 // hold records a claim this node made (none when the caller stopped
