@@ -22,6 +22,9 @@ type prepared struct {
 	eventID string
 	// forward: the gateway's answer is the sender's (see answer).
 	forward bool
+	// keySource says who chose the session key the edge's policy
+	// resolved (kept for a replay, which goes through the policy again).
+	keySource keySource
 }
 
 // prepare applies the content boundary (applyBoundary; the external-content
@@ -42,7 +45,7 @@ func prepare(a *action, eventID string, wrapEdge bool, gw *gatewayClient) prepar
 	if a.Wait {
 		g.timeout = gw.waitTimeoutFor(a.TimeoutSeconds)
 	}
-	return prepared{gatewayRequest: g, mode: a.Mode, eventID: eventID}
+	return prepared{gatewayRequest: g, mode: a.Mode, eventID: eventID, keySource: a.keySource}
 }
 
 // applyBoundary returns a as the gateway must see it: an agent message
