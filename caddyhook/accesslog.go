@@ -3,6 +3,7 @@ package caddyhook
 import (
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,18 +53,44 @@ func newAccessLog(ctx caddy.Context, tokens *tokenChecker, signatureHeaders []st
 }
 
 // takeOver reports whether r would leak a token into the access log and,
-// if so, tells Caddy to skip its own entry for r.
+// if so, tells Caddy to skip its own entry for r: a token header, a
+// signature, logged credentials, or a hook token (or a piece of one) in
+// the target or in a header Caddy logs.
 func (l *accessLog) takeOver(r *http.Request) bool {
 	if l == nil {
 		return false
 	}
-	if !l.tokens.headerPresent(r) && !l.signed(r) && !l.credentials(r) {
+	if !l.tokens.headerPresent(r) && !l.signed(r) && !l.credentials(r) && !l.headersHold(r.Header) {
 		if _, redact := l.tokens.scanTarget(requestTarget(r)); !redact {
 			return false
 		}
 	}
 	caddyhttp.SetVar(r.Context(), caddyhttp.LogSkipVar, true)
 	return true
+}
+
+// headersHold reports whether a header that Caddy's access log shows (all
+// but the credentials it redacts itself) holds a piece of a hook token.
+func (l *accessLog) headersHold(h http.Header) bool {
+	for name, vs := range h {
+		if !l.logs.ShouldLogCredentials && caddyRedacts(name) {
+			continue
+		}
+		if l.tokens.holds(name) || slices.ContainsFunc(vs, l.tokens.holds) {
+			return true
+		}
+	}
+	return false
+}
+
+// caddyRedacts reports the headers Caddy's access log redacts unless
+// log_credentials is on.
+func caddyRedacts(name string) bool {
+	switch name {
+	case "Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie":
+		return true
+	}
+	return false
 }
 
 // credentials reports an Authorization header that Caddy would log (with
@@ -87,7 +114,14 @@ func (l *accessLog) signed(r *http.Request) bool {
 func (l *accessLog) emit(r *http.Request, status, size int, start time.Time) {
 	clean := *r
 	clean.RequestURI = l.tokens.redactTarget(requestTarget(r))
-	clean.Header = r.Header.Clone()
+	clean.Header = make(http.Header, len(r.Header))
+	for name, vs := range r.Header {
+		out := make([]string, len(vs))
+		for i, v := range vs {
+			out[i] = l.tokens.redact(v)
+		}
+		clean.Header[l.tokens.redact(name)] = out
+	}
 	for _, names := range [][]string{{"Authorization", "Proxy-Authorization", "Cookie"}, l.tokens.headerNames(), l.signatureHeaders} {
 		for _, name := range names {
 			if _, ok := clean.Header[name]; ok {

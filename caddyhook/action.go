@@ -75,6 +75,18 @@ const (
 	keyRequest                   // the request payload, a templated key or a transform
 )
 
+// String names the source as a kept replay records it.
+func (k keySource) String() string {
+	switch k {
+	case keyOperator:
+		return "operator"
+	case keyRequest:
+		return "request"
+	default:
+		return "none"
+	}
+}
+
 // action is one resolved wake or agent action on its way to the gateway.
 type action struct {
 	Kind actionKind

@@ -93,12 +93,15 @@ func serveStatus(w http.ResponseWriter, r *http.Request, _ *liveHandler, _ strin
 	now := time.Now()
 	for _, lh := range all {
 		v := lh.view
-		slots, timeout, perAddr := v.bodies.settings()
+		slots, timeout, perAddr, perPrefix := v.bodies.settings()
 		st := adminapi.HandlerStatus{Path: v.base, Server: lh.server,
 			ActiveLockouts: v.lockout.Active(now), IdempotencyEntries: v.idem.Len(),
 			Settings: adminapi.Settings{UnauthenticatedBodies: slots, UnauthenticatedTimeoutSecond: timeout.Seconds(),
 				UnauthenticatedPerAddress: perAddr,
 				LockoutTableSize:          v.lockout.Capacity(), IdempotencyTTLSeconds: v.idem.TTL().Seconds()}}
+		for _, pc := range perPrefix {
+			st.Settings.UnauthenticatedPerPrefix = append(st.Settings.UnauthenticatedPerPrefix, adminapi.PrefixCap{Bits: pc.Bits, Max: pc.Max})
+		}
 		if v.events != nil {
 			st.Events = v.events.status()
 		}

@@ -47,9 +47,13 @@ func startOpsIngress(t *testing.T, o ingressOpts) (*ingress, *testAdmin) {
 	// runs before startIngress's cleanup: stops the admin endpoint too,
 	// which caddy.Stop leaves running
 	t.Cleanup(func() { _ = caddy.Load([]byte(`{"admin":{"disabled":true,"config":{"persist":false}}}`), true) })
+	// a connection per request: a config load replaces the admin server
+	// and shuts the old one down in the background, so a kept connection
+	// could be closed under a request sent on it (EOF for a replay POSTed
+	// right after a reload)
 	a := &testAdmin{t: t, sock: sock, in: in, c: &http.Client{
 		Timeout: 15 * time.Second,
-		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 		}},
 	}}

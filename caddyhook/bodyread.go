@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"math/bits"
 	"mime"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +64,30 @@ const reasonBodyTimeout = "request body timeout"
 // address cap.
 const reasonTooManyFromAddr = "too many unauthenticated requests in progress from this address"
 
+// reasonTooManyFromNetwork answers an unauthenticated read over the cap of
+// one of the client's wider IPv6 networks (per_prefix).
+const reasonTooManyFromNetwork = "too many unauthenticated requests in progress from this network"
+
+// defaultPerPrefix are the caps of per_prefix: an IPv6 client's /48 (a
+// site's allocation) and /32 (a provider's) each hold at most these many
+// unauthenticated reads, so that many /64s of one attacker (a fresh /64
+// per connection is cheap) share one cap instead of each having
+// per_address reads.
+var defaultPerPrefix = []PrefixCap{{Bits: 48, Max: 32}, {Bits: 32, Max: 64}}
+
+// maxPerPrefix bounds the per_prefix caps of one handler.
+const maxPerPrefix = 8
+
+// PrefixCap caps the unauthenticated reads in progress of all the IPv6
+// clients in one network of a prefix length.
+type PrefixCap struct {
+	// Bits is the IPv6 prefix length (16 to 127), e.g. 48.
+	Bits int `json:"bits"`
+	// Max is how many reads all the clients of one such network may have
+	// at once (1 to 65536, at most unauthenticated_bodies' max).
+	Max int `json:"max"`
+}
+
 // UnauthenticatedBodies bounds the request bodies read before the request
 // is authenticated: on a hook name that a verify mapping answers, a
 // request without the hook token must be read to check its signature.
@@ -76,6 +103,13 @@ type UnauthenticatedBodies struct {
 	// key: an IPv4 address or an ipv6_prefix network) may have at once
 	// (default 8); one more is answered 503 with Retry-After at once.
 	PerAddress int `json:"per_address,omitempty"`
+	// PerPrefix caps the reads of all the IPv6 clients of one wider
+	// network together, for each prefix length given (default: 32 per
+	// /48 and 64 per /32; an entry replaces the default of its length):
+	// a client of many /64s has its /48's and /32's reads, not
+	// per_address reads per /64. One more is answered 503 with
+	// Retry-After at once. Caddyfile `per_prefix /48 32`.
+	PerPrefix []PrefixCap `json:"per_prefix,omitempty"`
 }
 
 // reasonTooManyUnauth answers an unauthenticated read over the shared
@@ -92,7 +126,15 @@ type bodyReads struct {
 	locked        chan struct{}
 	unauthTimeout time.Duration
 	perAddr       addrCounts
-	timeout       time.Duration // body_timeout
+	perPrefix     []prefixCounts // per_prefix, narrowest first
+	timeout       time.Duration  // body_timeout
+}
+
+// prefixCounts counts the reads in progress of the IPv6 networks of one
+// prefix length.
+type prefixCounts struct {
+	bits   int
+	counts addrCounts
 }
 
 // newBodyReads fills the defaults of unauthenticated_bodies (*cfg) and
@@ -119,8 +161,14 @@ func newBodyReads(cfg **UnauthenticatedBodies, bodyTimeout *caddy.Duration) (*bo
 		if c.PerAddress > 0 {
 			u.PerAddress = c.PerAddress
 		}
+		u.PerPrefix = c.PerPrefix
 	}
 	u.PerAddress = min(u.PerAddress, u.Max)
+	perPrefix, err := prefixCaps(u.PerPrefix, u.Max)
+	if err != nil {
+		return nil, err
+	}
+	u.PerPrefix = perPrefix
 	if *bodyTimeout < 0 || time.Duration(*bodyTimeout) > time.Hour {
 		return nil, fmt.Errorf("body_timeout: %s must be between 1ms and 1h", time.Duration(*bodyTimeout))
 	}
@@ -128,27 +176,65 @@ func newBodyReads(cfg **UnauthenticatedBodies, bodyTimeout *caddy.Duration) (*bo
 		*bodyTimeout = caddy.Duration(defaultBodyTimeout)
 	}
 	*cfg = &u
-	return &bodyReads{
+	br := &bodyReads{
 		slots:         make(chan struct{}, u.Max),
 		locked:        make(chan struct{}, u.Max),
 		unauthTimeout: time.Duration(u.Timeout),
 		perAddr:       newAddrCounts(u.PerAddress),
 		timeout:       time.Duration(*bodyTimeout),
-	}, nil
+	}
+	for _, pc := range u.PerPrefix {
+		br.perPrefix = append(br.perPrefix, prefixCounts{bits: pc.Bits, counts: newAddrCounts(pc.Max)})
+	}
+	return br, nil
+}
+
+// prefixCaps checks the configured per_prefix caps and merges them with
+// the defaults (an entry replaces the default of its length), each at
+// most max, narrowest first.
+func prefixCaps(configured []PrefixCap, max int) ([]PrefixCap, error) {
+	if len(configured) > maxPerPrefix {
+		return nil, fmt.Errorf("unauthenticated_bodies: per_prefix: at most %d prefix lengths (have %d)", maxPerPrefix, len(configured))
+	}
+	out := slices.Clone(defaultPerPrefix)
+	for i, pc := range configured {
+		switch {
+		case pc.Bits < 16 || pc.Bits > 127:
+			return nil, fmt.Errorf("unauthenticated_bodies: per_prefix: /%d must be between /16 and /127", pc.Bits)
+		case pc.Max < 1 || pc.Max > 1<<16:
+			return nil, fmt.Errorf("unauthenticated_bodies: per_prefix /%d: %d must be between 1 and 65536", pc.Bits, pc.Max)
+		case slices.ContainsFunc(configured[:i], func(o PrefixCap) bool { return o.Bits == pc.Bits }):
+			return nil, fmt.Errorf("unauthenticated_bodies: per_prefix: /%d given twice", pc.Bits)
+		}
+		if j := slices.IndexFunc(out, func(o PrefixCap) bool { return o.Bits == pc.Bits }); j >= 0 {
+			out[j].Max = pc.Max
+		} else {
+			out = append(out, pc)
+		}
+	}
+	for i := range out {
+		out[i].Max = min(out[i].Max, max)
+	}
+	slices.SortFunc(out, func(a, b PrefixCap) int { return b.Bits - a.Bits })
+	return out, nil
 }
 
 // settings are the allowance's bounds, as the admin API shows them.
-func (u *bodyReads) settings() (slots int, timeout time.Duration, perAddress int) {
-	return cap(u.slots), u.unauthTimeout, int(u.perAddr.max)
+func (u *bodyReads) settings() (slots int, timeout time.Duration, perAddress int, perPrefix []PrefixCap) {
+	for _, pc := range u.perPrefix {
+		perPrefix = append(perPrefix, PrefixCap{Bits: pc.bits, Max: int(pc.counts.max)})
+	}
+	return cap(u.slots), u.unauthTimeout, int(u.perAddr.max), perPrefix
 }
 
 // begin takes what one unauthenticated read of ex's body needs and sets
 // the read deadline of its connection; end gives it back when the read is
-// over. An address may have perAddr reads at once, and all
-// addresses together len(slots). A locked address (one that offered a
-// signature) gets none of those slots: only a declared body of at most
-// lockedBodyMax bytes is read, from a separate allowance, within
-// lockedBodyWait; anything else is its 429 at once.
+// over. An address may have perAddr reads at once, the IPv6 networks it
+// is in their perPrefix reads, and all addresses together len(slots). A
+// locked address (one that offered a signature) gets none of those
+// slots: only a declared body of at most lockedBodyMax bytes is read,
+// from a separate allowance, within lockedBodyWait; anything else is its
+// 429 at once.
 func (u *bodyReads) begin(ex *exchange, key lockout.Key) *hookError {
 	pool, wait := u.pool(ex), u.unauthTimeout
 	if ex.lockedFor > 0 {
@@ -166,10 +252,15 @@ func (u *bodyReads) begin(ex *exchange, key lockout.Key) *hookError {
 	if !u.perAddr.take(key) {
 		return busy(reasonTooManyFromAddr)
 	}
+	if !u.takeNetworks(ex.ip) {
+		u.perAddr.give(key)
+		return busy(reasonTooManyFromNetwork)
+	}
 	select {
 	case pool <- struct{}{}:
 	default:
 		u.perAddr.give(key)
+		u.giveNetworks(ex.ip, len(u.perPrefix))
 		return busy(reasonTooManyUnauth)
 	}
 	if ex.w != nil {
@@ -182,6 +273,42 @@ func (u *bodyReads) begin(ex *exchange, key lockout.Key) *hookError {
 func (u *bodyReads) end(ex *exchange, key lockout.Key) {
 	<-u.pool(ex)
 	u.perAddr.give(key)
+	u.giveNetworks(ex.ip, len(u.perPrefix))
+}
+
+// takeNetworks counts one more read for each of ip's networks of the
+// per_prefix lengths; false (and nothing counted) when one of them has
+// its cap already. An IPv4 client is in no such network.
+func (u *bodyReads) takeNetworks(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if !ip.Is6() {
+		return true
+	}
+	for i := range u.perPrefix {
+		if !u.perPrefix[i].counts.take(networkKey(ip, u.perPrefix[i].bits)) {
+			u.giveNetworks(ip, i)
+			return false
+		}
+	}
+	return true
+}
+
+// giveNetworks counts one read less for ip's networks of the first n
+// per_prefix lengths.
+func (u *bodyReads) giveNetworks(ip netip.Addr, n int) {
+	ip = ip.Unmap()
+	if !ip.Is6() {
+		return
+	}
+	for i := range n {
+		u.perPrefix[i].counts.give(networkKey(ip, u.perPrefix[i].bits))
+	}
+}
+
+// networkKey is the key of ip's network of the prefix length bits.
+func networkKey(ip netip.Addr, bits int) lockout.Key {
+	p, _ := ip.Prefix(bits)
+	return p.Addr().As16()
 }
 
 // pool is the allowance ex's read comes from.
@@ -355,7 +482,7 @@ func (u *bodyReads) read(ex *exchange, limit int64, keys *lockoutGuard) *hookErr
 		setReadDeadline(ex.w, ex.now.Add(u.timeout))
 	}
 	var err error
-	ex.body, err = readBody(ex.r, limit, ex.body)
+	ex.body, err = readBody(ex.r, limit, ex.bodyBuf)
 	switch {
 	case err == nil:
 		ex.bodyDone = true
@@ -388,13 +515,76 @@ func isJSONContentType(ct string) bool {
 	return mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
 }
 
+// Body buffers by size class: class k holds buffers of at least
+// minBodyBuffer<<k bytes, 4 KiB to 16 MiB; a larger one is not kept.
+const (
+	minBodyBuffer = 4 << 10
+	bodyClasses   = 13
+)
+
+// bodyBuffers recycles the buffers request bodies are read into, by size
+// class. A flood of large bodies (unauthenticated ones read in full to
+// check their signature) would otherwise allocate each body afresh, and
+// that churn counts against every transform call running meanwhile (its
+// memory check reads the process's heap growth) and starves it of CPU
+// for the collector.
+type bodyBuffers [bodyClasses]sync.Pool
+
+// bodyBufs are the handlers' body buffers (a pool, as Caddy's own
+// buffers are: they hold no state of a request once given back).
+var bodyBufs bodyBuffers
+
+// get returns a buffer of capacity at least n (by pointer, for put).
+func (b *bodyBuffers) get(n int) *[]byte {
+	k := 0
+	if n > minBodyBuffer {
+		k = bits.Len(uint((n - 1) / minBodyBuffer))
+	}
+	if k < bodyClasses {
+		if p, ok := b[k].Get().(*[]byte); ok {
+			return p
+		}
+	}
+	buf := make([]byte, 0, max(n, minBodyBuffer<<min(k, bodyClasses-1)))
+	return &buf
+}
+
+// put gives a buffer back, to the largest class its capacity fills.
+func (b *bodyBuffers) put(p *[]byte) {
+	c := cap(*p)
+	if c < minBodyBuffer || c >= minBodyBuffer<<bodyClasses {
+		return
+	}
+	*p = (*p)[:0]
+	b[bits.Len(uint(c/minBodyBuffer))-1].Put(p)
+}
+
+// grow replaces the buffer *p, holding n bytes, with one of at least
+// twice its capacity holding the same bytes, and gives the old one back.
+func (b *bodyBuffers) grow(p *[]byte, n int) []byte {
+	np := b.get(2 * max(cap(*p), minBodyBuffer/2))
+	next := append((*np)[:0], (*p)[:n]...)
+	*np = *p // the old buffer goes back in the new one's holder
+	b.put(np)
+	*p = next
+	return next
+}
+
 // errBodyTooLarge reports a body over the limit.
 var errBodyTooLarge = errors.New("payload too large")
 
-// readBody reads at most limit bytes of r's body into buf and fails with
-// errBodyTooLarge past it, whether or not Content-Length was declared: an
-// oversize chunked body is refused, never cut short.
-func readBody(r *http.Request, limit int64, buf []byte) ([]byte, error) {
+// readBody reads at most limit bytes of r's body into the buffer *bufp
+// and fails with errBodyTooLarge past it, whether or not Content-Length
+// was declared: an oversize chunked body is refused, never cut short. It
+// grows the buffer as the body arrives (never ahead of it: a declared
+// length costs nothing until the bytes come) with buffers of bodyBufs,
+// whose larger one it leaves in *bufp, so that a flood of large bodies
+// reuses buffers instead of allocating each one.
+func readBody(r *http.Request, limit int64, bufp *[]byte) ([]byte, error) {
+	if bufp == nil {
+		bufp = new([]byte) // an exchange without one (a test's, a dry run's): a buffer of its own
+	}
+	buf := (*bufp)[:0]
 	if r.ContentLength > limit {
 		return buf, errBodyTooLarge
 	}
@@ -404,7 +594,7 @@ func readBody(r *http.Request, limit int64, buf []byte) ([]byte, error) {
 	lr := io.LimitedReader{R: r.Body, N: limit + 1}
 	for {
 		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
+			buf = bodyBufs.grow(bufp, len(buf))
 		}
 		n, err := lr.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]

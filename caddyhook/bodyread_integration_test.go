@@ -9,8 +9,11 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // The integration tests of issue 20 items 5 and 11: what one address can
@@ -40,15 +43,21 @@ func withheldSigned(from string) string {
 // test ends.
 func holdConns(t *testing.T, addr, req string, n int) <-chan rawAnswer {
 	t.Helper()
+	return holdConnsOf(t, addr, func(int) string { return req }, n)
+}
+
+// holdConnsOf is holdConns with the i-th connection sending reqOf(i).
+func holdConnsOf(t *testing.T, addr string, reqOf func(i int) string, n int) <-chan rawAnswer {
+	t.Helper()
 	answers := make(chan rawAnswer, n)
-	for range n {
+	for i := range n {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
 		_ = c.SetDeadline(time.Now().Add(2 * time.Minute))
-		if _, err := io.WriteString(c, req); err != nil {
+		if _, err := io.WriteString(c, reqOf(i)); err != nil {
 			t.Fatal(err)
 		}
 		go func() { answers <- readAnswer(c, false) }()
@@ -130,6 +139,75 @@ func TestIntegrationUnauthSlotsOneAddress(t *testing.T) {
 			}
 		case <-deadline:
 			t.Fatalf("%d attacking connections answered, want all but %d", refused, defaultUnauthPerAddress)
+		}
+	}
+}
+
+// ipv6Attacks are the attacks of issue 34 B3 on the unauthenticated-body
+// slots from many IPv6 networks: conn(i) is the client address of the
+// attack's i-th connection; cap is what the attack may hold with the
+// default caps (per_prefix: 32 per /48, 64 per /32).
+var ipv6Attacks = []struct {
+	name  string
+	conns int
+	conn  func(i int) string
+	cap   int
+}{
+	{"40 /64s of one /48, 8 bodies each", 320, func(i int) string { i %= 320; return fmt.Sprintf("2001:db8:66:%x::%x", i/8, i%8+1) }, 32},
+	{"a fresh /64 per connection from one /48", 300, func(i int) string { return fmt.Sprintf("2001:db8:77:%x::1", i) }, 32},
+	{"a fresh /48 per connection from one /32", 300, func(i int) string { return fmt.Sprintf("2001:db8:%x::1", 0x100+i) }, 64},
+}
+
+// TestIntegrationUnauthSlotsIPv6Networks (issue 34 B3): many IPv6
+// networks of one attacker withholding signed bodies (40 /64s of one /48
+// with per_address bodies each, a fresh /64 per connection from one /48,
+// a fresh /48 per connection from one /32) hold at most their /48's or
+// /32's per_prefix reads, the rest answered 503 at once, so every valid
+// signed delivery from elsewhere during the attack is served. Before: the
+// attack held all 256 slots (each /64 its own per_address 8) and every
+// valid delivery got 503. The caps apply before the mode and the dispatch
+// path are chosen: the first attack runs in render mode with the sync path
+// and again in forward mode with the spool.
+func TestIntegrationUnauthSlotsIPv6Networks(t *testing.T) {
+	setSigEnv(t)
+	for i, a := range ipv6Attacks {
+		setups := []struct{ name, hooks string }{{"", ""}}
+		if i == 0 {
+			setups = append(setups, struct{ name, hooks string }{", forward mode, spool", "mode forward\n\t\tspool " + t.TempDir() + "\n\t\t"})
+		}
+		for _, st := range setups {
+			t.Run(a.name+st.name, func(t *testing.T) {
+				in := startIngress(t, ingressOpts{global: trustLoopback, hooks: st.hooks + signedSlowHooks("256 1m")})
+				answers := holdConnsOf(t, in.hostPort(), func(i int) string { return withheldSigned(a.conn(i)) }, a.conns)
+				// answers come only from refused connections: at least
+				// conns-256 of them whatever the caps, all 503 at once
+				refused := 0
+				for deadline := time.After(answerWithin); refused < a.conns-defaultUnauthBodies; refused++ {
+					select {
+					case r := <-answers:
+						if r.err != nil || r.status != http.StatusServiceUnavailable {
+							t.Fatalf("attacking connection %d: %+v, want 503", refused+1, r)
+						}
+					case <-deadline:
+						t.Fatalf("only %d of %d attacking connections answered", refused, a.conns)
+					}
+				}
+				got := in.validDeliveries(32)
+				t.Logf("%d withheld signed bodies, then 32 valid deliveries from 32 other addresses: %v", a.conns, got)
+				if got[200] != 32 {
+					t.Fatalf("valid deliveries during the attack: %v, want all 32 answered 200", got)
+				}
+				for deadline := time.After(answerWithin); refused < a.conns-a.cap; refused++ {
+					select {
+					case r := <-answers:
+						if r.status != http.StatusServiceUnavailable {
+							t.Fatalf("attacking connection: %+v, want 503", r)
+						}
+					case <-deadline:
+						t.Fatalf("%d attacking connections answered, want all but the %d of the cap", refused, a.cap)
+					}
+				}
+			})
 		}
 	}
 }
@@ -287,11 +365,50 @@ func TestMeasureUnauthSlotsContinuousAttack(t *testing.T) {
 	}
 	setSigEnv(t)
 	in := startIngress(t, ingressOpts{global: trustLoopback, hooks: signedSlowHooks("256 300ms")})
+	continuousAttack(t, in, 270, func(int) string { return "203.0.113.66" }, func(attacker map[int]int) bool {
+		return attacker[http.StatusTooManyRequests] > 0 // the attacker is locked and still at it
+	})
+}
+
+// TestMeasureUnauthSlotsIPv6ContinuousAttack is the measurement of issue
+// 34 B3, run on demand (CADDYHOOK_MEASURE=1): each attack of ipv6Attacks
+// (many /64s of one /48, a fresh /64 or /48 per connection) keeps its
+// connections withholding signed bodies, each reopened as soon as it is
+// answered (the next connection from the next address of the attack);
+// meanwhile 32 rounds of 32 valid deliveries from 32 other addresses must
+// all be served.
+func TestMeasureUnauthSlotsIPv6ContinuousAttack(t *testing.T) {
+	if os.Getenv("CADDYHOOK_MEASURE") == "" {
+		t.Skip("a measurement: set CADDYHOOK_MEASURE=1 to run it")
+	}
+	setSigEnv(t)
+	for _, a := range ipv6Attacks {
+		t.Run(a.name, func(t *testing.T) {
+			in := startIngress(t, ingressOpts{global: trustLoopback, hooks: signedSlowHooks("256 300ms")})
+			continuousAttack(t, in, a.conns, a.conn, func(attacker map[int]int) bool {
+				n := 0
+				for _, v := range attacker {
+					n += v
+				}
+				return n >= a.conns // every connection answered once: the attack is steady
+			})
+		})
+	}
+}
+
+// continuousAttack keeps conns connections withholding signed bodies,
+// the n-th connection opened (from the start) from the address from(n),
+// each reopened as soon as it is answered; once ready says the attack is
+// under way, it sends 32 rounds of 32 valid deliveries from 32 other
+// addresses, and fails unless all are served.
+func continuousAttack(t *testing.T, in *ingress, conns int, from func(n int) string, ready func(attacker map[int]int) bool) {
+	t.Helper()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
+	var opened atomic.Int64
 	attacker := map[int]int{}
-	for range 270 {
+	for range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -301,24 +418,18 @@ func TestMeasureUnauthSlotsContinuousAttack(t *testing.T) {
 					return
 				default:
 				}
-				a, _ := rawRequestBody(in.hostPort(), withheldSigned("203.0.113.66"))
+				a, _ := rawRequestBody(in.hostPort(), withheldSigned(from(int(opened.Add(1)-1))))
 				mu.Lock()
 				attacker[a.status]++
 				mu.Unlock()
 			}
 		}()
 	}
-	for deadline := time.Now().Add(answerWithin); ; time.Sleep(10 * time.Millisecond) {
+	testkit.WaitForState(t, func() string { return "the attack never got under way" }, func() bool {
 		mu.Lock()
-		n := attacker[http.StatusTooManyRequests]
-		mu.Unlock()
-		if n > 0 { // the attacker is locked and still at it
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the attacking address was never locked")
-		}
-	}
+		defer mu.Unlock()
+		return ready(attacker)
+	})
 	valid := map[int]int{}
 	for range 32 {
 		for k, v := range in.validDeliveries(32) {
@@ -327,7 +438,7 @@ func TestMeasureUnauthSlotsContinuousAttack(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	t.Logf("attacker answers %v; valid deliveries from 32 other addresses during the attack %v", attacker, valid)
+	t.Logf("attacker answers %v (%d connections opened); valid deliveries from 32 other addresses during the attack %v", attacker, opened.Load(), valid)
 	if valid[200] != 32*32 {
 		t.Fatalf("valid deliveries during the attack: %v, want all %d answered 200", valid, 32*32)
 	}

@@ -2,6 +2,8 @@ package caddyhook
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 
 	"github.com/caddyserver/caddy/v2/caddyconfig"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -201,8 +203,8 @@ func unmarshalAuthFailures(d *caddyfile.Dispenser) (*AuthFailures, error) {
 	return &AuthFailures{Count: n, Window: w}, nil
 }
 
-// unmarshalUnauthBodies parses
-// `unauthenticated_bodies [<max> [<timeout>]] [{ per_address <n> }]`.
+// unmarshalUnauthBodies parses `unauthenticated_bodies [<max> [<timeout>]]
+// [{ per_address <n>, per_prefix /<bits> <n>... }]` (per_prefix repeatable).
 func unmarshalUnauthBodies(d *caddyfile.Dispenser) (*UnauthenticatedBodies, error) {
 	u := new(UnauthenticatedBodies)
 	if d.CountRemainingArgs() > 0 {
@@ -212,18 +214,33 @@ func unmarshalUnauthBodies(d *caddyfile.Dispenser) (*UnauthenticatedBodies, erro
 		}
 	}
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
-		if d.Val() != "per_address" {
+		switch d.Val() {
+		case "per_address":
+			if err := intArg(d, &u.PerAddress); err != nil {
+				return nil, err
+			}
+			if u.PerAddress < 1 || u.PerAddress > 1<<16 {
+				return nil, d.Errf("unauthenticated_bodies: per_address %d must be between 1 and 65536", u.PerAddress)
+			}
+		case "per_prefix":
+			var pc PrefixCap
+			args := d.RemainingArgs()
+			if len(args) != 2 {
+				return nil, d.Errf("unauthenticated_bodies: per_prefix: expected /<bits> <max>, e.g. per_prefix /48 32")
+			}
+			bits, err1 := strconv.Atoi(strings.TrimPrefix(args[0], "/"))
+			n, err2 := strconv.Atoi(args[1])
+			if err1 != nil || err2 != nil {
+				return nil, d.Errf("unauthenticated_bodies: per_prefix %s %s: expected /<bits> <max>, e.g. per_prefix /48 32", args[0], args[1])
+			}
+			pc.Bits, pc.Max = bits, n
+			u.PerPrefix = append(u.PerPrefix, pc)
+		default:
 			return nil, d.Errf("unrecognized unauthenticated_bodies subdirective '%s'", d.Val())
 		}
-		if err := intArg(d, &u.PerAddress); err != nil {
-			return nil, err
-		}
-		if u.PerAddress < 1 || u.PerAddress > 1<<16 {
-			return nil, d.Errf("unauthenticated_bodies: per_address %d must be between 1 and 65536", u.PerAddress)
-		}
 	}
-	if u.Max == 0 && u.PerAddress == 0 {
-		return nil, d.Errf("unauthenticated_bodies: expected <max> [<timeout>] or a block with per_address")
+	if u.Max == 0 && u.PerAddress == 0 && len(u.PerPrefix) == 0 {
+		return nil, d.Errf("unauthenticated_bodies: expected <max> [<timeout>] or a block with per_address or per_prefix")
 	}
 	return u, nil
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"path"
@@ -28,21 +29,40 @@ func init() {
 
 // Console is the `hooks_console` handler: the hooks console (the page and
 // its API, the admin API's routes below api/) on a site, for operators
-// that Caddy's own authentication lets in (basic_auth, forward_auth, …).
-// A request no authentication handler authenticated ({http.auth.user.id}
-// empty) is answered 403, unless InsecureNoAuth is set. State-changing
-// requests must carry the page's same-origin token (X-Hooks-Csrf) and,
-// when the browser sends them, a same-origin Origin and Sec-Fetch-Site.
+// that Caddy's own authentication lets in: basic_auth (or any handler
+// that sets {http.auth.user.id}), or forward_auth with UserHeader. A
+// request with no authenticated user is answered 403, unless
+// InsecureNoAuth is set; such a console answers only the site's names
+// (console_host.go: on a site without a host matcher only an IP address
+// or localhost), against DNS rebinding. State-changing requests must
+// carry the page's same-origin token (X-Hooks-Csrf, tied to the user)
+// and, when the browser sends them, a same-origin Origin and
+// Sec-Fetch-Site.
 type Console struct {
 	// InsecureNoAuth serves the console without authentication: only for
-	// a site nothing but the operator can reach.
+	// a site nothing but the operator can reach. It then answers only the
+	// site's names: on a site without a host matcher (e.g. :2020), only
+	// requests for an IP address or localhost (http://127.0.0.1:2020/),
+	// so that a page on another name cannot reach it by DNS rebinding.
 	InsecureNoAuth bool `json:"insecure_no_auth,omitempty"`
+	// UserHeader names the header that carries the user behind
+	// forward_auth, which sets no {http.auth.user.id}: the header of the
+	// auth service's answer that forward_auth's copy_headers copies (the
+	// name before > when copy_headers renames it), e.g. Remote-User. It
+	// is read from that answer ({http.reverse_proxy.header.<name>}),
+	// never from the request, which the client writes: a request that
+	// did not pass forward_auth, or whose auth answer had no such header,
+	// is answered 403.
+	UserHeader string `json:"user_header,omitempty"`
 
 	secret *consoleSecret
-	stop   context.Context // ends the live tails when the server shuts down
-	cancel context.CancelFunc
-	held   poolHold
-	logger *zap.Logger
+	hosts  consoleHosts // the names an insecure_no_auth console answers (console_host.go)
+	// userKey is the placeholder of UserHeader in the auth answer.
+	userKey string
+	stop    context.Context // ends the live tails when the server shuts down
+	cancel  context.CancelFunc
+	held    poolHold
+	logger  *zap.Logger
 }
 
 // CaddyModule returns the Caddy module information.
@@ -61,6 +81,12 @@ func (*consoleSecret) Destruct() error { return nil }
 // shuts down (a stream would otherwise hold a graceful shutdown open).
 func (c *Console) Provision(ctx caddy.Context) error {
 	c.logger = ctx.Logger()
+	if c.UserHeader != "" {
+		if !validHeaderName(c.UserHeader) {
+			return fmt.Errorf("user_header: %q is not a header name", c.UserHeader)
+		}
+		c.userKey = "http.reverse_proxy.header." + http.CanonicalHeaderKey(c.UserHeader)
+	}
 	secret, _, err := hold(&c.held, consoleSecretKey, func() (*consoleSecret, error) {
 		k := make([]byte, 32)
 		if _, err := rand.Read(k); err != nil {
@@ -75,7 +101,9 @@ func (c *Console) Provision(ctx caddy.Context) error {
 	c.stop, c.cancel = context.WithCancel(context.Background())
 	if srv, ok := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); ok && srv != nil {
 		srv.RegisterOnShutdown(c.cancel)
+		c.hosts.server = srv
 	}
+	c.hosts.self = c
 	return nil
 }
 
@@ -99,13 +127,17 @@ func (c *Console) csrfToken(user string) string {
 // .../api/<route> is the admin API's <route>, other paths the page and
 // its files.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.Handler) error {
-	user := ""
-	if repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer); ok {
-		user = repl.ReplaceAll("{http.auth.user.id}", "")
-	}
-	if user == "" && !c.InsecureNoAuth {
+	user := c.user(r)
+	switch {
+	case user == "" && c.UserHeader != "" && !c.InsecureNoAuth:
 		return writeConsoleError(w, apiError(http.StatusForbidden,
-			"the hooks console needs an authenticated user: put basic_auth or forward_auth before hooks_console"))
+			"the hooks console needs an authenticated user: forward_auth's answer carried no %s (user_header; copy_headers %s in forward_auth before hooks_console)",
+			http.CanonicalHeaderKey(c.UserHeader), http.CanonicalHeaderKey(c.UserHeader)))
+	case user == "" && !c.InsecureNoAuth:
+		return writeConsoleError(w, apiError(http.StatusForbidden,
+			"the hooks console needs an authenticated user: put basic_auth, or forward_auth with user_header, before hooks_console"))
+	case user == "" && !c.hosts.allows(r.Host):
+		return writeConsoleError(w, apiError(http.StatusForbidden, reasonConsoleHost))
 	}
 	p := r.URL.Path
 	if _, after, ok := strings.Cut(p, "/api/"); ok {
@@ -127,6 +159,27 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request, _ caddyhttp.
 		}
 	}
 	return writeConsoleError(w, serveConsole(w, r, consoleMount{api: "api/", csrf: c.csrfToken(user)}, asset))
+}
+
+// user is the authenticated user of r: {http.auth.user.id}, set by
+// Caddy's authentication handlers (basic_auth, …), else with user_header
+// the named header of forward_auth's 2xx answer, which Caddy keeps as
+// {http.reverse_proxy.header.<name>} while the handlers after
+// forward_auth run (a client cannot set it; the request header of that
+// name is not read); "" when neither.
+func (c *Console) user(r *http.Request) string {
+	repl, ok := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if !ok {
+		return ""
+	}
+	if user := repl.ReplaceAll("{http.auth.user.id}", ""); user != "" {
+		return user
+	}
+	if c.userKey == "" {
+		return ""
+	}
+	v, _ := repl.GetString(c.userKey)
+	return strings.TrimSpace(v)
 }
 
 // checkCSRF refuses a state-changing request that does not carry the
@@ -169,6 +222,7 @@ func writeConsoleError(w http.ResponseWriter, err error) error {
 //
 //	hooks_console [<matcher>] {
 //	    insecure_no_auth
+//	    user_header <header>   # behind forward_auth: its copy_headers user header
 //	}
 func parseConsoleCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
 	c := new(Console)
@@ -189,6 +243,14 @@ func (c *Console) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 				return d.ArgErr()
 			}
 			c.InsecureNoAuth = true
+		case "user_header":
+			if !d.NextArg() {
+				return d.ArgErr()
+			}
+			c.UserHeader = d.Val()
+			if d.NextArg() {
+				return d.ArgErr()
+			}
 		default:
 			return d.Errf("unrecognized hooks_console subdirective '%s'", d.Val())
 		}

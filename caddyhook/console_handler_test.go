@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -136,6 +137,92 @@ func TestConsoleHandlerAuthAndCSRF(t *testing.T) {
 	} {
 		if st, _, body := consoleReq(t, "DELETE", lift, c.hdr...); st != c.want {
 			t.Errorf("%s: %d %s, want %d", c.name, st, body, c.want)
+		}
+	}
+}
+
+// forwardAuthService is an auth service for forward_auth on 127.0.0.1:0:
+// a request with the cookie session=<user> is answered 200 with
+// Remote-User: <user>, session=anon 200 without it, anything else 401.
+func forwardAuthService(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := r.Cookie("session")
+		switch {
+		case err != nil:
+			w.WriteHeader(http.StatusUnauthorized)
+		case c.Value == "anon":
+			w.WriteHeader(http.StatusOK)
+		default:
+			w.Header().Set("Remote-User", c.Value)
+			w.WriteHeader(http.StatusOK)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// TestConsoleBehindForwardAuth (issue 34 B9): behind forward_auth, which
+// sets no {http.auth.user.id}, the console takes its user from the header
+// named by user_header in forward_auth's answer (copy_headers). The user
+// the auth service names is let in, with a CSRF token of its own; an
+// answer without the header, a request that did not pass forward_auth,
+// and a client's own Remote-User header are refused. Before: the console
+// always answered 403 behind forward_auth, as the docs suggested it, and
+// user_header did not exist.
+func TestConsoleBehindForwardAuth(t *testing.T) {
+	in := startIngress(t, ingressOpts{})
+	auth := forwardAuthService(t)
+	console := func(path, opts string) string {
+		return fmt.Sprintf("\thandle_path %s {\n\t\tforward_auth %s {\n\t\t\turi /auth\n\t\t\tcopy_headers Remote-User\n\t\t}\n\t\thooks_console %s\n\t}\n", path, auth, opts)
+	}
+	site := hooksSite(testSiteAddress, itHookToken, in.sock, "")
+	routes := console("/ops/*", "{\n\t\t\tuser_header Remote-User\n\t\t}") + console("/plain/*", "") +
+		"\thandle_path /direct/* {\n\t\thooks_console {\n\t\t\tuser_header Remote-User\n\t\t}\n\t}\n"
+	in.load(in.caddyfile(strings.Replace(site, "\trespond \"next handler\" 200", routes+"\trespond \"next handler\" 200", 1)))
+	csrf := regexp.MustCompile(`name="hooks-csrf" content="([0-9a-f]{64})"`)
+	page := func(path string, hdr ...string) (int, string) {
+		st, _, body := consoleReq(t, "GET", in.base+path, hdr...)
+		if m := csrf.FindStringSubmatch(body); m != nil {
+			return st, m[1]
+		}
+		return st, body
+	}
+	for _, c := range []struct {
+		name, path string
+		hdr        []string
+		want       int
+	}{
+		{"no session", "/ops/", nil, http.StatusUnauthorized},
+		{"a user without user_header", "/plain/", []string{"Cookie", "session=alice"}, http.StatusForbidden},
+		{"an answer without Remote-User", "/ops/", []string{"Cookie", "session=anon"}, http.StatusForbidden},
+		{"an answer without Remote-User, the client's own", "/ops/", []string{"Cookie", "session=anon", "Remote-User", "alice"}, http.StatusForbidden},
+		{"no forward_auth, the client's own", "/direct/", []string{"Remote-User", "alice"}, http.StatusForbidden},
+		{"alice", "/ops/", []string{"Cookie", "session=alice"}, http.StatusOK},
+	} {
+		if st, body := page(c.path, c.hdr...); st != c.want {
+			t.Errorf("%s: %d %.200s, want %d", c.name, st, body, c.want)
+		}
+	}
+	_, alice := page("/ops/", "Cookie", "session=alice")
+	_, forged := page("/ops/", "Cookie", "session=alice", "Remote-User", "bob")
+	_, bob := page("/ops/", "Cookie", "session=bob")
+	if alice != forged || alice == bob || len(alice) != 64 {
+		t.Fatalf("CSRF tokens: alice %q, alice sending Remote-User: bob %q, bob %q; want alice's twice and bob's apart", alice, forged, bob)
+	}
+	host := strings.TrimPrefix(in.base, "http://")
+	lift := "/ops/api/lockouts/203.0.113.9"
+	for _, c := range []struct {
+		name  string
+		token string
+		want  int
+	}{
+		{"alice's token", alice, http.StatusNotFound}, // no such lockout: the request got through
+		{"bob's token", bob, http.StatusForbidden},
+	} {
+		if st, _, body := consoleReq(t, "DELETE", in.base+lift, "Cookie", "session=alice", "X-Hooks-Csrf", c.token,
+			"Origin", "http://"+host, "Sec-Fetch-Site", "same-origin"); st != c.want {
+			t.Errorf("alice's DELETE with %s: %d %s, want %d", c.name, st, body, c.want)
 		}
 	}
 }

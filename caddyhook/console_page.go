@@ -82,13 +82,18 @@ func serveConsole(w http.ResponseWriter, r *http.Request, m consoleMount, asset 
 }
 
 // consoleDirURL is the page's URL with a trailing slash, as the client
-// asked for it (before any handle_path stripped a prefix).
+// asked for it (before any handle_path stripped a prefix). It is always a
+// path on this site: leading slashes are folded into one, so that a page
+// mounted at the site root, asked for as //evil.example, is not sent to
+// //evil.example/, which a browser reads as another host.
 func consoleDirURL(r *http.Request) string {
 	u := r.URL
 	if orig, ok := r.Context().Value(caddyhttp.OriginalRequestCtxKey).(http.Request); ok && orig.URL != nil {
 		u = orig.URL
 	}
-	// one leading slash: a path the client sent as //host/… must not
-	// become a redirect to another host (a protocol-relative URL)
-	return (&url.URL{Path: "/" + strings.TrimLeft(u.Path, "/") + "/", RawQuery: u.RawQuery}).String()
+	p := "/"
+	if rest := strings.TrimLeft(u.Path, "/"); rest != "" {
+		p += rest + "/"
+	}
+	return (&url.URL{Path: p, RawQuery: u.RawQuery}).String()
 }

@@ -3,6 +3,7 @@ package caddyhook
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -35,20 +36,36 @@ func TestAdminConsolePage(t *testing.T) {
 	}
 }
 
-// TestConsoleRedirectStaysOnTheSite: the page's redirect to its
-// directory keeps one leading slash, so that a path sent as //host/…
-// does not send the browser to another host.
+// TestConsoleRedirectStaysOnTheSite (issue 34 B8): the page asked for without
+// its trailing slash is redirected to a path on the same site, however
+// the path starts: a console mounted at the site root asked for as
+// //evil.example was redirected to //evil.example/, which a browser reads
+// as the host evil.example (an open redirect).
 func TestConsoleRedirectStaysOnTheSite(t *testing.T) {
-	for _, tc := range []struct{ target, want string }{
+	for _, c := range []struct{ target, want string }{
 		{"/ops", "/ops/"},
 		{"/ops?x=1", "/ops/?x=1"},
-		{"//evil.example/ops", "/evil.example/ops/"},
+		{"//evil.example", "/evil.example/"},
 		{"///evil.example", "/evil.example/"},
+		{"//evil.example?x=1", "/evil.example/?x=1"},
+		{"/%2F%2Fevil.example", "/evil.example/"},
+		{"//evil.example/path", "/evil.example/path/"},
+		{"//evil.example/ops", "/evil.example/ops/"},
+		{"/\\evil.example", "/%5Cevil.example/"},
 	} {
-		r := httptest.NewRequest(http.MethodGet, "http://site.example"+tc.target, nil)
-		r.URL.Path = strings.SplitN(tc.target, "?", 2)[0] // as sent, not cleaned
-		if got := consoleDirURL(r); got != tc.want {
-			t.Errorf("%s: redirect to %q, want %q", tc.target, got, tc.want)
+		r := httptest.NewRequest(http.MethodGet, "http://site.example"+c.target, nil)
+		r.URL.RawPath = "" // as the server reads the target
+		w := httptest.NewRecorder()
+		if err := serveConsole(w, r, consoleMount{api: "api/"}, ""); err != nil {
+			t.Fatalf("%s: %v", c.target, err)
+		}
+		loc := w.Header().Get("Location")
+		if w.Code != http.StatusFound || loc != c.want {
+			t.Errorf("%s: %d Location %q, want 302 %q", c.target, w.Code, loc, c.want)
+		}
+		base, _ := url.Parse("http://site.example" + c.target)
+		if to, err := base.Parse(loc); err != nil || to.Host != "site.example" {
+			t.Errorf("%s: Location %q leads to %v (%v), want a path on site.example", c.target, loc, to, err)
 		}
 	}
 }

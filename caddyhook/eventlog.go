@@ -1,7 +1,6 @@
 package caddyhook
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -89,6 +88,7 @@ type eventRecorder struct {
 	lockout *lockoutGuard
 	tokens  *tokenChecker
 	idem    *idempotencyCheck
+	policy  *policy // today's, which a replay goes through
 }
 
 // bounds converts the config to the log's bounds.
@@ -108,6 +108,7 @@ type eventsSetup struct {
 	lockout    *lockoutGuard
 	tokens     *tokenChecker
 	idem       *idempotencyCheck
+	policy     *policy
 }
 
 // newEventRecorder opens (or shares, across a reload) the handler's event
@@ -127,7 +128,8 @@ func newEventRecorder(ec *EventsConfig, s eventsSetup) (*eventRecorder, error) {
 		return nil, err
 	}
 	rec := &eventRecorder{bodies: ec.Bodies, maxBody: eventlog.DefaultMaxBody, allow: map[string]bool{}, dir: ec.Dir,
-		spooled: s.spooled, base: s.base, logger: s.logger, lockout: s.lockout, tokens: s.tokens, idem: s.idem}
+		spooled: s.spooled, base: s.base, logger: s.logger, lockout: s.lockout, tokens: s.tokens, idem: s.idem,
+		policy: s.policy}
 	if ec.MaxBody != 0 {
 		if ec.MaxBody < 0 || ec.MaxBody > eventlog.MaxMaxBody {
 			return nil, fmt.Errorf("events: max_body %d must be between 1 and %d", ec.MaxBody, eventlog.MaxMaxBody)
@@ -211,36 +213,34 @@ func (rec *eventRecorder) status() *adminapi.Events {
 func (rec *eventRecorder) record(ex *exchange, status int, body []byte, herr *hookError) {
 	key := rec.lockout.KeyOf(ex.ip)
 	client, bits := rec.lockout.display(key)
+	reason := ""
+	if herr != nil {
+		reason = rec.tokens.redact(herr.reason) // some reasons echo what was sent
+	}
 	if ex.items == nil && herr != nil {
-		hook := ex.sub
+		hook := rec.tokens.redact(ex.sub)
 		if herr.reason == reasonQueryToken {
-			hook = "" // it may hold the token
+			hook = "" // it held a token
 		}
 		rec.log.Reject(eventlog.Refusal{Time: ex.now, Client: client, Bits: bits, Key: key, Status: status,
-			Reason: herr.reason, Hook: hook, Locked: herr.reason == reasonLockedOut})
+			Reason: reason, Hook: hook, Locked: herr.reason == reasonLockedOut})
 		return
 	}
 	now := time.Now()
 	box := new(eventBox) // the event and its first action in one allocation
 	e := &box.e
-	*e = eventlog.Event{Time: ex.now, Path: rec.base, Hook: ex.sub, Route: ex.route, Mapping: ex.mapping,
-		Client: client, ClientBits: bits, Auth: authOf(ex), Status: status, IdemKey: rec.idem.key(ex),
-		Tracked: rec.spooled && ex.items != nil, Latency: now.Sub(ex.now)}
-	if herr != nil {
-		e.Reason = herr.reason
-	} else if ex.skip != "" {
-		e.Reason = ex.skip // a 204: the mapping and why it dispatched nothing
+	*e = eventlog.Event{Time: ex.now, Path: rec.base, Hook: rec.tokens.redact(ex.sub), Route: ex.route, Mapping: ex.mapping,
+		Client: client, ClientBits: bits, Auth: authOf(ex), Status: status, IdemKey: rec.tokens.redact(rec.idem.key(ex)),
+		Tracked: rec.spooled && ex.items != nil, Latency: now.Sub(ex.now), Reason: reason}
+	if herr == nil && ex.skip != "" {
+		e.Reason = rec.tokens.redact(ex.skip) // a 204: the mapping and why it dispatched nothing
 	}
 	e.Headers = rec.headers(ex.r.Header)
-	e.Dispatch = rec.outcomes(box.d[:0], ex.items, status, body, herr, ex.route == "challenge", now)
+	e.Dispatch = rec.outcomes(box.d[:0], ex.items, status, body, reason, ex.route == "challenge", now)
 	e.ID = e.Dispatch[0].ID
 	if rec.bodies {
-		var token string
-		if ex.tokenOK {
-			token = rec.tokens.presented(ex.r.Header)
-		}
-		rec.keepBody(e, ex.body, token)
-		rec.keepReplay(e, ex.items, ex.ip, token)
+		rec.keepBody(e, ex.body)
+		rec.keepReplay(e, ex.items, ex.ip)
 	}
 	rec.log.Accept(e)
 }
@@ -265,17 +265,14 @@ func authOf(ex *exchange) string {
 }
 
 // headers lists the request's header names, with the values of the
-// allow-listed ones (cut at maxHeaderValue).
+// allow-listed ones (cut at maxHeaderValue); a hook token, or a piece of
+// one, in a name or a value is redacted (before the cut).
 func (rec *eventRecorder) headers(hd http.Header) []eventlog.Header {
 	out := make([]eventlog.Header, 0, len(hd))
 	for name, vs := range hd {
-		h := eventlog.Header{Name: name}
+		h := eventlog.Header{Name: rec.tokens.redact(name)}
 		if rec.allow[name] && len(vs) > 0 {
-			v := vs[0]
-			if len(v) > maxHeaderValue {
-				v = v[:maxHeaderValue]
-			}
-			h.Value, h.Shown = v, true
+			h.Value, h.Shown = rec.tokens.redactCut(vs[0], maxHeaderValue), true
 		}
 		out = append(out, h)
 	}
@@ -287,7 +284,7 @@ func (rec *eventRecorder) headers(hd http.Header) []eventlog.Header {
 // or for a request that dispatched nothing, what it was answered with
 // (duplicate, skipped, challenge). It always returns at least one entry,
 // whose id is the event's.
-func (rec *eventRecorder) outcomes(dst []eventlog.Dispatch, items []prepared, status int, body []byte, herr *hookError, challenge bool, now time.Time) []eventlog.Dispatch {
+func (rec *eventRecorder) outcomes(dst []eventlog.Dispatch, items []prepared, status int, body []byte, failed string, challenge bool, now time.Time) []eventlog.Dispatch {
 	if len(items) == 0 {
 		d := eventlog.Dispatch{ID: uuid.NewString(), State: eventlog.StateDuplicate, Updated: now}
 		switch {
@@ -302,14 +299,14 @@ func (rec *eventRecorder) outcomes(dst []eventlog.Dispatch, items []prepared, st
 	}
 	ds := slices.Grow(dst, len(items))[:len(items)]
 	var ids []string
-	if herr == nil && !rec.spooled && len(items) > 1 {
+	if failed == "" && !rec.spooled && len(items) > 1 {
 		ids = runIDs(body, len(items))
 	}
 	for i := range items {
 		d := eventlog.Dispatch{ID: items[i].eventID, Kind: items[i].kind.String(), Updated: now}
 		switch {
-		case herr != nil:
-			d.State, d.Error = eventlog.StateFailed, herr.reason
+		case failed != "":
+			d.State, d.Error = eventlog.StateFailed, failed
 		case rec.spooled:
 			d.State = eventlog.StateQueued
 		case ids != nil:
@@ -322,23 +319,23 @@ func (rec *eventRecorder) outcomes(dst []eventlog.Dispatch, items []prepared, st
 	return ds
 }
 
-// redacted replaces the hook token in kept text.
-const redacted = "[REDACTED]"
-
-// keepBody keeps the request body, cut at max_body, with the presented
-// hook token (if the sender put it there too) replaced.
-func (rec *eventRecorder) keepBody(e *eventlog.Event, body []byte, token string) {
+// keepBody keeps the request body, cut at max_body, with every hook
+// token, or piece of one, replaced (redacted before the cut: a token
+// across the cut leaves nothing of itself).
+func (rec *eventRecorder) keepBody(e *eventlog.Event, body []byte) {
 	e.BodyBytes = len(body)
-	kept := body[:min(len(body), rec.maxBody)]
-	if len(kept) < len(body) {
-		e.BodyNote = fmt.Sprintf("cut at max_body (%d of %d bytes)", len(kept), len(body))
+	var notes []string
+	text := string(body)
+	if clean := rec.tokens.redact(text); len(clean) != len(text) || clean != text {
+		text = clean
+		notes = append(notes, "the hook token was replaced")
 	}
-	if token != "" && bytes.Contains(body, []byte(token)) {
-		e.Body = bytes.ReplaceAll(kept, []byte(token), []byte(redacted))
-		e.BodyNote = "the hook token was replaced"
-		return
+	if len(text) > rec.maxBody {
+		text = text[:rec.maxBody]
+		notes = append([]string{fmt.Sprintf("cut at max_body (%d of %d bytes)", len(text), len(body))}, notes...)
 	}
-	e.Body = append(make([]byte, 0, len(kept)), kept...)
+	e.BodyNote = strings.Join(notes, "; ")
+	e.Body = []byte(text)
 }
 
 // replayItem is one gateway request of an event, as kept for a replay:
@@ -353,6 +350,11 @@ type replayItem struct {
 	Body     []byte      `json:"body"`
 	Forward  bool        `json:"forward,omitempty"`
 	ClientIP string      `json:"client_ip,omitempty"`
+	// KeySource says who chose the session key the policy resolved:
+	// "request" (the payload, a templated key, a transform), "operator"
+	// (a mapping's static key) or "none" (the default or a generated
+	// key). Events kept before it existed lack it (see keptKeySource).
+	KeySource string `json:"key_source,omitempty"`
 }
 
 // edgeHeaders are the headers a gateway request gets from the edge at
@@ -360,8 +362,9 @@ type replayItem struct {
 var edgeHeaders = []string{"Authorization", "X-Forwarded-For", "Traceparent", "Tracestate", "Idempotency-Key"}
 
 // keepReplay keeps what replaying the event needs, unless it is larger
-// than max_body or carries the hook token.
-func (rec *eventRecorder) keepReplay(e *eventlog.Event, items []prepared, ip netip.Addr, token string) {
+// than max_body or carries a hook token or a piece of one (a replay sends
+// it as it was, so it is not kept redacted).
+func (rec *eventRecorder) keepReplay(e *eventlog.Event, items []prepared, ip netip.Addr) {
 	if len(items) == 0 {
 		e.ReplayNote = "nothing was dispatched"
 		return
@@ -370,7 +373,8 @@ func (rec *eventRecorder) keepReplay(e *eventlog.Event, items []prepared, ip net
 	size := 0
 	for i := range items {
 		it := &items[i]
-		out[i] = replayItem{Kind: it.kind.String(), Mode: it.mode, Path: it.path, Body: it.body, Forward: it.forward}
+		out[i] = replayItem{Kind: it.kind.String(), Mode: it.mode, Path: it.path, Body: it.body, Forward: it.forward,
+			KeySource: it.keySource.String()}
 		if ip.IsValid() {
 			out[i].ClientIP = ip.String()
 		}
@@ -380,7 +384,7 @@ func (rec *eventRecorder) keepReplay(e *eventlog.Event, items []prepared, ip net
 				delete(out[i].Header, n)
 			}
 		}
-		if token != "" && (bytes.Contains(it.body, []byte(token)) || headerHolds(out[i].Header, token)) {
+		if rec.tokens.holds(string(it.body)) || rec.tokens.headerHolds(out[i].Header) {
 			e.ReplayNote = "not kept: it carries the hook token"
 			return
 		}
@@ -396,18 +400,6 @@ func (rec *eventRecorder) keepReplay(e *eventlog.Event, items []prepared, ip net
 		return
 	}
 	e.Replay = b
-}
-
-// headerHolds reports whether a header value contains s.
-func headerHolds(h http.Header, s string) bool {
-	for _, vs := range h {
-		for _, v := range vs {
-			if strings.Contains(v, s) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // replayRefusedError is why an event cannot be replayed, and the admin API's
@@ -442,6 +434,9 @@ func (rec *eventRecorder) replay(ctx context.Context, id string, snk sink) (*adm
 		return nil, replayRefusedError{http.StatusConflict, fmt.Sprintf("event %s cannot be replayed: its kept requests are unreadable", orig.ID)}
 	}
 	now := time.Now()
+	if why := rec.replayRefused(orig.Route, kept, now); why != "" {
+		return nil, replayRefusedError{http.StatusConflict, fmt.Sprintf("event %s cannot be replayed: %s", orig.ID, why)}
+	}
 	items := make([]prepared, len(kept))
 	var ip netip.Addr
 	for i, k := range kept {
@@ -481,7 +476,11 @@ func (rec *eventRecorder) replay(ctx context.Context, id string, snk sink) (*adm
 		e.Reason = herr.reason
 	}
 	e.Latency = time.Since(now)
-	e.Dispatch = rec.outcomes(nil, items, status, body, herr, false, now.Add(e.Latency))
+	failed := ""
+	if herr != nil {
+		failed = herr.reason
+	}
+	e.Dispatch = rec.outcomes(nil, items, status, body, failed, false, now.Add(e.Latency))
 	e.ID = e.Dispatch[0].ID
 	rec.log.Accept(e)
 	rec.logger.Info("event replayed through the admin API", zap.String("event", orig.ID), zap.String("replay", e.ID))
@@ -492,4 +491,64 @@ func (rec *eventRecorder) replay(ctx context.Context, id string, snk sink) (*adm
 		ans.Reply = body
 	}
 	return ans, nil
+}
+
+// replayRefused says why today's lockout or policy refuses a replay of
+// the kept requests of an event answered on route (wake, agent or a
+// mapping's id), or "": the original client address must not be locked
+// out now, and every action the edge's policy resolved then (a render
+// action; in forward mode a /wake or /agent request) must pass the policy
+// in force now, as sent (policy.Recheck). A request forwarded to the
+// gateway's own mappings meets the gateway's policy there.
+func (rec *eventRecorder) replayRefused(route string, kept []replayItem, now time.Time) string {
+	if ip, err := netip.ParseAddr(kept[0].ClientIP); err == nil {
+		if left, locked := rec.lockout.Locked(ip, now); locked {
+			return fmt.Sprintf("its client address %s is locked out for %s more (lift the lockout first)", ip, left.Round(time.Second))
+		}
+	}
+	fromRequest := route == routeWake || route == routeAgent
+	for i := range kept {
+		k := &kept[i]
+		if k.Forward && !fromRequest {
+			continue
+		}
+		var f fields
+		if err := json.Unmarshal(k.Body, &f); err != nil {
+			return "its kept request is not a JSON object"
+		}
+		var a action
+		var err error
+		if k.Kind == kindWake.String() {
+			a, err = decodeWake(f)
+		} else {
+			a, err = rec.policy.decodeAgent(f)
+		}
+		if err == nil {
+			a.fromRequest = fromRequest
+			a.keySource = rec.keptKeySource(k, a.SessionKey)
+			err = rec.policy.Recheck(a)
+		}
+		if err != nil {
+			return "today's policy refuses it: " + err.Error()
+		}
+	}
+	return ""
+}
+
+// keptKeySource is who chose a kept request's session key: as recorded,
+// or, for an event kept before that was recorded, none when key is
+// today's default_session_key or one the edge generates (hook:<uuid>),
+// else the request (the strictest reading).
+func (rec *eventRecorder) keptKeySource(k *replayItem, key string) keySource {
+	switch k.KeySource {
+	case "none":
+		return keyNone
+	case "operator":
+		return keyOperator
+	case "":
+		if key == "" || rec.policy.assigns(key) {
+			return keyNone
+		}
+	}
+	return keyRequest
 }

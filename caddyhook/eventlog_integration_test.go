@@ -513,6 +513,108 @@ func TestEventFanOutAndDuplicate(t *testing.T) {
 	}
 }
 
+// TestEventReplayTodaysPolicyAndLockout (issue 34 B14): a replay goes
+// through the policy in force when it is asked for, not the one of the
+// original request: after a reload that no longer allows what the event
+// was sent with (its agent, explicit or the default, a request's session
+// key or its prefix, its channel, its model), the replay is refused with
+// the policy's reason (409) and the gateway receives nothing, in render
+// and forward mode, for a request and a mapping; what the policy still
+// allows is replayed (a generated or a mapping's static session key, a
+// request forwarded to the gateway's own mappings, which meets the
+// gateway's policy). A replay of a client address locked out now is
+// refused until the lockout is lifted. Before: the replay sent the kept
+// request as it was (after a reload to allowed_agent_ids ops, agentId
+// main reached the gateway) whatever the policy and the lockout.
+func TestEventReplayTodaysPolicyAndLockout(t *testing.T) {
+	const prefixes = "allow_request_session_key\n\t\tallowed_session_key_prefixes hook:"
+	mapping := func(lines ...string) string {
+		return "mapping m {\n\t\t\tmatch_path m\n\t\t\t" + strings.Join(lines, "\n\t\t\t") + "\n\t\t}"
+	}
+	cases := []struct {
+		name, before, after, path, body string
+		refused                         string // "": replayed
+	}{
+		{"an explicit agent no longer allowed", "agents main ops", "agents main ops\n\t\tallowed_agent_ids ops",
+			"/hooks/agent", `{"message":"m","agentId":"main"}`, string(errAgentNotAllowed)},
+		{"the default agent no longer allowed", "", "allowed_agent_ids ops",
+			"/hooks/agent", `{"message":"m"}`, string(errAgentNotAllowed)},
+		{"an agent no longer allowed, forward mode", "mode forward", "mode forward\n\t\tallowed_agent_ids ops",
+			"/hooks/agent", `{"message":"m","agentId":"main"}`, string(errAgentNotAllowed)},
+		{"a wake's agent no longer allowed", "", "allowed_agent_ids ops",
+			"/hooks/wake", `{"text":"t","agentId":"main"}`, string(errAgentNotAllowed)},
+		{"a mapping's agent no longer allowed", "agents main ops\n\t\t" + mapping("agent_id main", "message_template x"),
+			"agents main ops\n\t\tallowed_agent_ids ops\n\t\t" + mapping("agent_id main", "message_template x"),
+			"/hooks/m", `{}`, string(errAgentNotAllowed)},
+		{"an agent no longer known", "agents main ops", "agents ops",
+			"/hooks/agent", `{"message":"m","agentId":"main"}`, `unknown agentId "main"`},
+		{"a request's session key no longer allowed", prefixes, "allowed_session_key_prefixes hook:",
+			"/hooks/agent", `{"message":"m","sessionKey":"hook:x"}`, string(errSessionKeyDisabled)},
+		{"a session key prefix no longer allowed", prefixes, "allow_request_session_key\n\t\tallowed_session_key_prefixes ops:\n\t\tdefault_session_key ops:main",
+			"/hooks/agent", `{"message":"m","sessionKey":"hook:x"}`, "sessionKey must start with one of: ops:"},
+		{"a channel no longer listed", "", "channels last whatsapp",
+			"/hooks/agent", `{"message":"m","channel":"telegram","to":"42"}`, "channel must be last|whatsapp"},
+		{"a model no longer allowed", "allowed_models openai/gpt-5", "allowed_models anthropic/claude-opus-4",
+			"/hooks/agent", `{"message":"m","model":"openai/gpt-5"}`, string(errModelNotAllowed)},
+		{"still allowed: a generated session key", "", "allowed_agent_ids main",
+			"/hooks/agent", `{"message":"m"}`, ""},
+		{"still allowed: a mapping's static key", mapping("session_key hook:static", "message_template x"),
+			"allowed_agent_ids main\n\t\t" + mapping("session_key hook:static", "message_template x"), "/hooks/m", `{}`, ""},
+		{"the gateway's policy: a forward mapping", "agents main ops\n\t\t" + mapping("forward"),
+			"agents main ops\n\t\tallowed_agent_ids ops\n\t\t" + mapping("forward"), "/hooks/m", `{"agentId":"main"}`, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			const events = "\n\t\tevents {\n\t\t\tbodies on\n\t\t}"
+			in, adm := startOpsIngress(t, ingressOpts{hooks: c.before + events})
+			if r := in.post(c.path, c.body); r.status != 200 {
+				t.Fatalf("accept: %d %s", r.status, r.body)
+			}
+			p := adm.listEvents("status=accepted")
+			if len(p.events) != 1 || !p.events[0].Replayable {
+				t.Fatalf("events %+v", p.events)
+			}
+			in.reloadTo(adm.caddyfile(c.after+events), nil)
+			sent := len(in.gw.Received())
+			st, ans := adm.do(http.MethodPost, "/hooks/events/"+p.events[0].ID+"/replay", "")
+			if c.refused == "" {
+				if st != http.StatusOK {
+					t.Fatalf("replay: %d %s, want 200", st, ans)
+				}
+				testkit.WaitForState(t, func() string { return "the replay never reached the gateway" }, func() bool { return len(in.gw.Received()) > sent })
+				return
+			}
+			var refusal struct{ Error string }
+			_ = json.Unmarshal([]byte(ans), &refusal)
+			if st != http.StatusConflict || !strings.Contains(refusal.Error, "today's policy refuses it: "+c.refused) {
+				t.Fatalf("replay after the reload: %d %s, want 409 naming %q", st, ans, c.refused)
+			}
+			if got := in.gw.Received(); len(got) != sent {
+				t.Fatalf("the gateway received the refused replay: %s", got[len(got)-1].Raw)
+			}
+		})
+	}
+	t.Run("a client address locked out now", func(t *testing.T) {
+		in, adm := startOpsIngress(t, ingressOpts{hooks: "auth_failures 2\n\t\tevents {\n\t\t\tbodies on\n\t\t}"})
+		if r := in.post("/hooks/agent", `{"message":"m"}`); r.status != 200 {
+			t.Fatalf("accept: %d %s", r.status, r.body)
+		}
+		id := adm.listEvents("status=accepted").events[0].ID
+		for range 2 {
+			in.do(http.MethodPost, "/hooks/agent", `{"message":"m"}`, "Authorization: Bearer wrong-token-0123456789abcdefghijklmnop")
+		}
+		sent := len(in.gw.Received())
+		if st, ans := adm.do(http.MethodPost, "/hooks/events/"+id+"/replay", ""); st != http.StatusConflict || !strings.Contains(ans, "is locked out") {
+			t.Fatalf("replay from a locked address: %d %s, want 409", st, ans)
+		}
+		if len(in.gw.Received()) != sent {
+			t.Fatal("the gateway received the refused replay")
+		}
+		adm.call(http.MethodDelete, "/hooks/lockouts/127.0.0.1", "", http.StatusOK, nil)
+		adm.call(http.MethodPost, "/hooks/events/"+id+"/replay", "", http.StatusOK, nil)
+	})
+}
+
 // TestOperatorActionsRecorded (issue 32 item 4): every operator's action
 // on the admin API (unlock, retry, drop, pause, resume, replay) is an
 // entry of the event log with who did it: the console's authenticated

@@ -52,3 +52,41 @@ func TestEventsConfigErrors(t *testing.T) {
 		t.Fatalf("a valid events block: %v", err)
 	}
 }
+
+// TestKeptKeySource: who chose a kept request's session key, for a replay
+// (issue 34 B14): as recorded; for an event kept before key_source was
+// recorded, none for the key today's policy assigns itself (its default
+// key, or hook:<uuid> when it generates keys), else the request's.
+func TestKeptKeySource(t *testing.T) {
+	generating, err := newPolicy(policyConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withDefault, err := newPolicy(policyConfig{DefaultSessionKey: "hook:main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const uuidKey = "hook:0c4841af-6b8e-4f4a-9c1d-2e3f4a5b6c7d"
+	for _, c := range []struct {
+		name   string
+		p      *policy
+		source string // the kept key_source
+		key    string
+		want   keySource
+	}{
+		{"recorded: none", generating, "none", "hook:anything", keyNone},
+		{"recorded: operator", generating, "operator", "hook:static", keyOperator},
+		{"recorded: request", generating, "request", uuidKey, keyRequest},
+		{"old, generated", generating, "", uuidKey, keyNone},
+		{"old, no key", generating, "", "", keyNone},
+		{"old, another key", generating, "", "hook:chosen", keyRequest},
+		{"old, today's default", withDefault, "", "hook:main", keyNone},
+		{"old, generated, but a default now", withDefault, "", uuidKey, keyRequest},
+		{"unknown source", generating, "someone", uuidKey, keyRequest},
+	} {
+		rec := &eventRecorder{policy: c.p}
+		if got := rec.keptKeySource(&replayItem{KeySource: c.source}, c.key); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}

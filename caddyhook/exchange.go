@@ -25,6 +25,9 @@ type exchange struct {
 	mapping string // id of the mapping that answered, if any
 	event   string // the event name its provider gave, if any
 	body    []byte
+	// bodyBuf holds the buffer body is read into, from bodyBufs (serveHook
+	// gives it back); nil, the body gets a buffer of its own.
+	bodyBuf *[]byte
 	payload map[string]any
 
 	// verified lists the signing mappings' verifiers the request passed,

@@ -30,6 +30,9 @@ type forwardReq struct {
 	// and timeoutSeconds: the gateway holds the answer until the run ends.
 	wait           bool
 	timeoutSeconds int64
+	// keySource says who chose the session key of the /wake or /agent
+	// request the policy resolved (withSessionKey).
+	keySource keySource
 }
 
 // reasonNotForwardable is the 404 of a hook path the gateway would read
@@ -109,8 +112,10 @@ func (fw *forwarder) plan(ex *exchange, acts []action, lane actionKind) (forward
 // a forwarded /agent request that the policy resolved a to, as the last
 // member: it wins over a sessionKey the policy read as none (null, "",
 // blank), which the gateway would otherwise read last; the gateway
-// resolves every other omitted field itself.
+// resolves every other omitted field itself. It records who chose the
+// key, for a replay.
 func (f *forwardReq) withSessionKey(a *action) {
+	f.keySource = a.keySource
 	if a.Kind == kindAgent && a.keySource == keyNone && a.SessionKey != "" {
 		f.body = withField(f.body, "sessionKey", a.SessionKey)
 	}
@@ -183,7 +188,7 @@ func (fw *forwarder) prepare(ex *exchange, f *forwardReq, eventID string) prepar
 	if f.wait {
 		g.timeout = fw.gateway.waitTimeoutFor(f.timeoutSeconds)
 	}
-	return prepared{gatewayRequest: g, mode: f.mode, eventID: eventID, forward: true, wakeLane: f.lane == kindWake}
+	return prepared{gatewayRequest: g, mode: f.mode, eventID: eventID, forward: true, wakeLane: f.lane == kindWake, keySource: f.keySource}
 }
 
 // headerChunked marks, in a forwarded request's headers, a body the

@@ -95,7 +95,7 @@ type AuthFailures struct {
 //	    max_body                     <size>
 //	    auth_failures                <count> [<window>]
 //	    lockout                      <duration>
-//	    unauthenticated_bodies       [<max> [<timeout>]] [{ per_address <n> }]
+//	    unauthenticated_bodies       [<max> [<timeout>]] [{ per_address <n>, per_prefix /<bits> <n>... }]
 //	    body_timeout                 <duration>
 //	    lockout_table_size           <entries>
 //	    ipv6_prefix                  <bits>
@@ -240,10 +240,12 @@ type Handler struct {
 	Lockout caddy.Duration `json:"lockout,omitempty"`
 	// UnauthenticatedBodies bounds the request bodies read before the
 	// request is authenticated (deliveries a provider signature must
-	// authenticate): how many at once, how many per client address, and
-	// how long each may take (default 256 at once, 8 per address, 10s;
-	// Caddyfile `unauthenticated_bodies [<max> [<timeout>]] { per_address
-	// <n> }`, JSON {"max":256,"timeout":"10s","per_address":8}).
+	// authenticate): how many at once, how many per client address, how
+	// many per wider IPv6 network, and how long each may take (default 256
+	// at once, 8 per address, 32 per /48 and 64 per /32, 10s; Caddyfile
+	// `unauthenticated_bodies [<max> [<timeout>]] { per_address <n>,
+	// per_prefix /<bits> <n> }`, JSON {"max":256,"timeout":"10s",
+	// "per_address":8,"per_prefix":[{"bits":48,"max":32}]}).
 	UnauthenticatedBodies *UnauthenticatedBodies `json:"unauthenticated_bodies,omitempty"`
 	// BodyTimeout is how long an authenticated request's body may take to
 	// arrive (default 60s); a slower one is answered 408, not counted as a
@@ -311,7 +313,10 @@ type Handler struct {
 	// TransformsDir is the transforms directory, inside the root (default
 	// the root itself).
 	TransformsDir string `json:"transforms_dir,omitempty"`
-	// TransformTimeout is the time budget of one transform call (default 100ms).
+	// TransformTimeout is the time budget of one transform call (default
+	// 100ms): the CPU time of its thread (on Linux; elsewhere wall-clock
+	// time), so that a call on a starved CPU is not stopped for time it
+	// waited, and at most ten times that of wall-clock time.
 	TransformTimeout caddy.Duration `json:"transform_timeout,omitempty"`
 	// TransformMaxMemory caps what one transform call may build (default 8 MiB).
 	TransformMaxMemory int64 `json:"transform_max_memory,omitempty"`

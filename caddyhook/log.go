@@ -46,6 +46,7 @@ func (b *logBudget) allow(now time.Time) (ok bool, suppressed uint64) {
 type rejectionLog struct {
 	logger *zap.Logger
 	budget logBudget
+	tokens *tokenChecker // redacts a token a reason echoes
 }
 
 // write writes one line per rejection: status, reason, client address
@@ -71,7 +72,7 @@ func (l *rejectionLog) write(ex *exchange, herr *hookError) {
 	}
 	fields := []zap.Field{
 		zap.Int("status", herr.status),
-		zap.String("reason", herr.reason),
+		zap.String("reason", l.tokens.redact(herr.reason)), // some reasons echo what was sent
 		zap.String("client_ip", ex.ip.String()),
 		zap.String("route", ex.route),
 	}

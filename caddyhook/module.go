@@ -46,7 +46,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.logger == nil { // a dry run brings its own
 		h.logger = ctx.Logger()
 	}
-	h.rejects = &rejectionLog{logger: h.logger}
 	gatewayLogs := new(logBudget) // the gateway failures' and the cluster warnings'
 	h.enabled = h.Enabled == nil || *h.Enabled
 	if !h.enabled {
@@ -63,6 +62,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	if h.tokens, err = newTokenChecker(h.tokenValues(), h.TokenHeaders, repl, gwToken); err != nil {
 		return err
 	}
+	h.rejects = &rejectionLog{logger: h.logger, tokens: h.tokens}
 	h.warnLiteralSecrets(h.logger)
 	addrs, err := checkClientAddressSource(ctx)
 	if err != nil {
@@ -221,7 +221,8 @@ func (h *Handler) provisionEvents(ctx caddy.Context) error {
 		listen = slices.Sorted(slices.Values(srv.Listen))
 	}
 	rec, err := newEventRecorder(h.Events, eventsSetup{listen: listen, base: h.base, sigHeaders: h.router.signatureHeaders(),
-		spooled: h.Spool != nil, held: &h.held, metrics: h.metrics, logger: h.logger, lockout: h.lockout, tokens: h.tokens, idem: h.idem})
+		spooled: h.Spool != nil, held: &h.held, metrics: h.metrics, logger: h.logger, lockout: h.lockout, tokens: h.tokens, idem: h.idem,
+		policy: h.policy})
 	if err != nil || rec == nil {
 		return err
 	}

@@ -112,6 +112,15 @@ func TestProvisionErrors(t *testing.T) {
 		{"auth failures over 255", func(h *Handler) { h.AuthFailures = &AuthFailures{Count: 256} }, "auth_failures: count 256 must be at most 255"},
 		{"unauthenticated bodies negative", func(h *Handler) { h.UnauthenticatedBodies = &UnauthenticatedBodies{Max: -1} }, "unauthenticated_bodies: -1 must be between 1 and 65536"},
 		{"unauthenticated bodies per address negative", func(h *Handler) { h.UnauthenticatedBodies = &UnauthenticatedBodies{PerAddress: -1} }, "unauthenticated_bodies: per_address -1 must be between 1 and 65536"},
+		{"unauthenticated bodies per prefix too wide", func(h *Handler) {
+			h.UnauthenticatedBodies = &UnauthenticatedBodies{PerPrefix: []PrefixCap{{Bits: 8, Max: 4}}}
+		}, "unauthenticated_bodies: per_prefix: /8 must be between /16 and /127"},
+		{"unauthenticated bodies per prefix zero", func(h *Handler) {
+			h.UnauthenticatedBodies = &UnauthenticatedBodies{PerPrefix: []PrefixCap{{Bits: 48}}}
+		}, "unauthenticated_bodies: per_prefix /48: 0 must be between 1 and 65536"},
+		{"unauthenticated bodies per prefix twice", func(h *Handler) {
+			h.UnauthenticatedBodies = &UnauthenticatedBodies{PerPrefix: []PrefixCap{{Bits: 40, Max: 4}, {Bits: 40, Max: 5}}}
+		}, "unauthenticated_bodies: per_prefix: /40 given twice"},
 		{"body_timeout negative", func(h *Handler) { h.BodyTimeout = neg }, "body_timeout: -1s must be between 1ms and 1h"},
 		{"body_timeout over an hour", func(h *Handler) { h.BodyTimeout = caddy.Duration(2 * time.Hour) }, "body_timeout: 2h0m0s must be between 1ms and 1h"},
 		{"short token", func(h *Handler) { h.Token = "0123456789abcdef0123456789abcde" }, "token: too short (31 characters)"},
@@ -207,7 +216,8 @@ func TestProvisionDefaults(t *testing.T) {
 		{"gateway prefix", h.gateway.prefix, "/hooks"},
 		{"gateway auth", h.gateway.auth, "Bearer " + utGatewayToken},
 		{"lockout policy", h.lockout.Policy(), lockout.Policy{MaxFailures: 20, Window: time.Minute, LockFor: time.Minute, V6Bits: 64, Slots: 1 << 21}},
-		{"unauthenticated_bodies", *h.UnauthenticatedBodies, UnauthenticatedBodies{Max: 256, Timeout: caddy.Duration(10 * time.Second), PerAddress: 8}},
+		{"unauthenticated_bodies", fmt.Sprint(*h.UnauthenticatedBodies), fmt.Sprint(UnauthenticatedBodies{Max: 256, Timeout: caddy.Duration(10 * time.Second), PerAddress: 8,
+			PerPrefix: []PrefixCap{{Bits: 48, Max: 32}, {Bits: 32, Max: 64}}})},
 		{"body_timeout", h.BodyTimeout, caddy.Duration(time.Minute)},
 		{"token headers", fmt.Sprint(h.tokens.headers), "[X-Service-Token]"},
 	} {

@@ -423,3 +423,33 @@ func (p *policy) applyDelivery(a *action, f fields) error {
 	}
 	return nil
 }
+
+// Recheck applies today's policy to an action as it was dispatched
+// before (a replay of a kept gateway request): its fields as sent, who
+// chose its session key and whether it came from a /wake or /agent
+// request as recorded. It refuses what Apply refuses today, and an
+// explicit agent that today's policy would resolve to another one (an id
+// no longer in agents): a replay sends what was sent, never a body the
+// policy rewrote.
+func (p *policy) Recheck(a action) error {
+	sent := a.AgentID
+	if err := p.Apply(&a); err != nil {
+		return err
+	}
+	if sent != "" && a.AgentID != normalizeAgentID(sent) {
+		return fieldError(`agentId "` + sent + `" would now be "` + a.AgentID + `"`)
+	}
+	return nil
+}
+
+// generatedKey matches the session keys the edge generates (hook:<uuid>).
+var generatedKey = regexp.MustCompile(`^hook:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+// assigns reports whether key is one the policy assigns itself: the
+// default session key or, without one in render mode, a generated key.
+func (p *policy) assigns(key string) bool {
+	if p.defaultKey != "" {
+		return key == p.defaultKey
+	}
+	return !p.forward && generatedKey.MatchString(key)
+}

@@ -4,7 +4,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 )
@@ -71,8 +70,6 @@ type policyCase struct {
 	agentID string // resolved agentId ("" = not sent)
 	key     string // resolved sessionKey; "generated" = hook:<uuid>
 }
-
-var generatedKey = regexp.MustCompile(`^hook:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 func runPolicyCases(t *testing.T, cases []policyCase) {
 	t.Helper()

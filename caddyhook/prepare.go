@@ -25,6 +25,9 @@ type prepared struct {
 	// wakeLane: spooled in the wake lane (acceptance order) whatever
 	// kind's reply shape (a forward wake mapping's request)
 	wakeLane bool
+	// keySource says who chose the session key the edge's policy
+	// resolved (kept for a replay, which goes through the policy again).
+	keySource keySource
 }
 
 // prepare applies the content boundary (applyBoundary; the external-content
@@ -45,7 +48,7 @@ func prepare(a *action, eventID string, wrapEdge bool, gw *gatewayClient) prepar
 	if a.Wait {
 		g.timeout = gw.waitTimeoutFor(a.TimeoutSeconds)
 	}
-	return prepared{gatewayRequest: g, mode: a.Mode, eventID: eventID}
+	return prepared{gatewayRequest: g, mode: a.Mode, eventID: eventID, keySource: a.keySource}
 }
 
 // applyBoundary returns a as the gateway must see it: an agent message

@@ -73,6 +73,12 @@ type reloadRow struct {
 	refused       string // the reload must fail with this in the error (the option cannot change)
 }
 
+// forwardAuthConsole is the console at /ops/ behind forward_auth (the
+// service of forwardAuthService), with opts after hooks_console.
+func forwardAuthConsole(opts string) string {
+	return "handle_path /ops/* {\n\t\tforward_auth @AUTH@ {\n\t\t\turi /auth\n\t\t\tcopy_headers Remote-User\n\t\t}\n\t\thooks_console" + opts + "\n\t}"
+}
+
 // Test secrets and values of the table.
 const (
 	rtAltHookToken    = "rt-alt-hook-token-8d7c6b5a49382716f5e4d3c2b1a0"
@@ -91,6 +97,7 @@ type reloadEnv struct {
 	gwB, slow  *testGateway
 	transforms string
 	nats       *natstest.Server
+	auth       string // a forward_auth service (forwardAuthService), once a row names @AUTH@
 	n          int
 }
 
@@ -196,8 +203,11 @@ func (e *reloadEnv) expand(s string) string {
 	if e.nats != nil {
 		natsUp = e.nats.URL()
 	}
+	if strings.Contains(s, "@AUTH@") && e.auth == "" {
+		e.auth = forwardAuthService(e.t)
+	}
 	return strings.NewReplacer("@GWA@", e.sock, "@GWB@", e.gwB.sock, "@SLOW@", e.slow.sock, "@DIR@", e.dir,
-		"@TR@", e.transforms, "@NATS@", rtUnreachableNATS, "@NATSUP@", natsUp).Replace(s)
+		"@TR@", e.transforms, "@NATS@", rtUnreachableNATS, "@NATSUP@", natsUp, "@AUTH@", e.auth).Replace(s)
 }
 
 // reloadBaseLines are the hooks lines every row starts from; a row's line
@@ -555,6 +565,9 @@ var reloadRows = []reloadRow{
 	{option: "unauthenticated_bodies.per_address", before: "unauthenticated_bodies {\n\tper_address 8\n}",
 		after:   "unauthenticated_bodies {\n\tper_address 2\n}",
 		observe: adminStatus(func(st adminapi.HandlerStatus) any { return st.Settings.UnauthenticatedPerAddress })},
+	{option: "unauthenticated_bodies.per_prefix", before: "unauthenticated_bodies {\n\tper_prefix /48 32\n}",
+		after:   "unauthenticated_bodies {\n\tper_prefix /48 4\n\tper_prefix /40 16\n}",
+		observe: adminStatus(func(st adminapi.HandlerStatus) any { return st.Settings.UnauthenticatedPerPrefix })},
 	{option: "hooks.body_timeout", before: "body_timeout 10s", after: "body_timeout 100ms", observe: slowBody},
 	{option: "hooks.ipv6_prefix", before: "auth_failures 1\nipv6_prefix 64", after: "auth_failures 1\nipv6_prefix 48",
 		observe: func(e *reloadEnv) string {
@@ -702,6 +715,10 @@ var reloadRows = []reloadRow{
 	{option: "hooks_console.insecure_no_auth", site: true, before: "handle_path /ops/* {\n\t\thooks_console\n\t}",
 		after:   "handle_path /ops/* {\n\t\thooks_console {\n\t\t\tinsecure_no_auth\n\t\t}\n\t}",
 		observe: func(e *reloadEnv) string { return fmt.Sprint(e.do(http.MethodGet, "/ops/", "").status) }},
+	{option: "hooks_console.user_header", site: true, before: forwardAuthConsole(""), after: forwardAuthConsole(" {\n\t\t\tuser_header Remote-User\n\t\t}"),
+		observe: func(e *reloadEnv) string {
+			return fmt.Sprint(e.do(http.MethodGet, "/ops/", "", "Cookie: session=op").status)
+		}},
 
 	// mapping { … }
 	{option: "mapping.match_path", before: "mapping m {\n\tmatch_path a\n\tmessage_template x\n}", after: mappingM("message_template x"),

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -43,15 +42,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	return nil
 }
 
-// bodyPool recycles request body buffers.
-var bodyPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
-
 // serveHook runs the request pipeline for a path under the base path and
 // writes the answer.
 func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) {
 	takeOver := h.access.takeOver(r)
-	bufp := bodyPool.Get().(*[]byte)
-	ex := exchange{r: r, w: w, sub: sub, ip: h.addrs.address(r), now: time.Now(), body: (*bufp)[:0], route: "none"}
+	bufp := bodyBufs.get(0)
+	ex := exchange{r: r, w: w, sub: sub, ip: h.addrs.address(r), now: time.Now(), body: (*bufp)[:0], bodyBuf: bufp, route: "none"}
 	status, body, herr := h.process(&ex)
 	if !ex.bodyDone {
 		settleUnreadBody(w, r)
@@ -87,10 +83,7 @@ func (h *Handler) serveHook(w http.ResponseWriter, r *http.Request, sub string) 
 	if takeOver {
 		h.access.emit(r, answered, written, ex.now)
 	}
-	if cap(ex.body) <= 64<<10 {
-		*bufp = ex.body[:0]
-		bodyPool.Put(bufp)
-	}
+	bodyBufs.put(bufp)
 }
 
 // process is the pipeline of DESIGN.md, cheapest rejection first. It

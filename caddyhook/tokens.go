@@ -40,6 +40,8 @@ type tokenChecker struct {
 	// headers are the canonical names of the headers that carry the
 	// hook token besides Authorization: X-Service-Token and the aliases.
 	headers []string
+	// shapes finds the tokens in text, to redact them (tokens_redact.go).
+	shapes tokenShapes
 }
 
 // tokenDigest is the SHA-256 of a token; comparing digests in constant time
@@ -79,6 +81,7 @@ func newTokenChecker(raws, aliases []string, repl *caddy.Replacer, gwToken strin
 		plain[i] = v
 		t.digests[i] = tokenDigest(sha256Sum(v))
 	}
+	t.shapes = newTokenShapes(plain)
 	t.headers = []string{headerServiceToken}
 	for _, name := range aliases {
 		name = strings.TrimSpace(name)
@@ -219,13 +222,24 @@ func (t *tokenChecker) scanTarget(target string) (refuse, redact bool) {
 			return true, true
 		}
 	}
+	if t.holds(target) {
+		// a whole token anywhere (after Bearer%20, split by a slash, …)
+		// is refused; a piece of one is only kept out of the log
+		return t.holdsToken(target), true
+	}
 	return false, redact
 }
 
 // redactTarget replaces in a request target every path segment or
-// parameter that is a token with REDACTED, and the value of every
-// parameter whose name is or mentions a token.
+// parameter that is a token with REDACTED, the value of every parameter
+// whose name is or mentions a token, and then every other piece of a
+// token (redact).
 func (t *tokenChecker) redactTarget(target string) string {
+	return t.redact(t.redactParts(target))
+}
+
+// redactParts is redactTarget's first step: the segments and parameters.
+func (t *tokenChecker) redactParts(target string) string {
 	path, params := splitTarget(target)
 	var b strings.Builder
 	b.Grow(len(target))
@@ -370,4 +384,42 @@ func sha256Sum(s string) [sha256.Size]byte { return sha256.Sum256([]byte(s)) }
 func constantTimeEqual(a, b string) bool {
 	da, db := sha256Sum(a), sha256Sum(b)
 	return subtle.ConstantTimeCompare(da[:], db[:]) == 1
+}
+
+// redact returns s with every hook token, whole or in pieces of at least
+// redactMin characters, in any encoding (tokens_redact.go), replaced by
+// [REDACTED]: the one function that keeps the tokens out of what the event
+// log, the console and the access log record (hook names, reasons, header
+// names and values, idempotency keys, bodies, request targets). s itself
+// is returned when it holds none (or t is nil: no token configured yet).
+func (t *tokenChecker) redact(s string) string {
+	if t == nil {
+		return s
+	}
+	return t.shapes.redact(s)
+}
+
+// redactCut is redact, then a cut at max bytes (0: none), never inside a
+// UTF-8 sequence.
+func (t *tokenChecker) redactCut(s string, max int) string {
+	return cutText(t.redact(s), max)
+}
+
+// holds reports whether s holds a piece of a hook token (see redact).
+func (t *tokenChecker) holds(s string) bool { return len(t.shapes.find(s)) > 0 }
+
+// holdsToken reports whether s holds a whole hook token, as written or
+// with its escapes decoded, anywhere (not only as a path segment or a
+// parameter: /hooks/Bearer%20<token>, a token split by an encoded slash).
+func (t *tokenChecker) holdsToken(s string) bool { return t.shapes.holdsWhole(s, t.matches) }
+
+// headerHolds reports whether a name or a value of h holds a piece of a
+// hook token.
+func (t *tokenChecker) headerHolds(h http.Header) bool {
+	for name, vs := range h {
+		if t.holds(name) || slices.ContainsFunc(vs, t.holds) {
+			return true
+		}
+	}
+	return false
 }

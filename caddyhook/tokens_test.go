@@ -41,7 +41,11 @@ func TestScanTarget(t *testing.T) {
 		{target: "/hooks/wake?" + tok, refuse: true, redact: true, redacted: "/hooks/wake?REDACTED"},
 		{target: "/hooks/" + tok, refuse: true, redact: true, redacted: "/hooks/REDACTED"},
 		{target: "/hooks/" + tok + "/x?y=1", refuse: true, redact: true, redacted: "/hooks/REDACTED/x?y=1"},
-		{target: "/hooks/x?y=" + tok + "x"},
+		// the token inside a longer value is still the token in the URL
+		// (issue 34 B6), as is a piece of one in the access log
+		{target: "/hooks/x?y=" + tok + "x", refuse: true, redact: true, redacted: "/hooks/x?y=[REDACTED]x"},
+		{target: "/hooks/Bearer%20" + tok, refuse: true, redact: true, redacted: "/hooks/Bearer%20[REDACTED]"},
+		{target: "/hooks/x?y=" + tok[:20], redact: true, redacted: "/hooks/x?y=[REDACTED]"},
 		{target: "/hooks/wake?&&;#", redacted: ""},
 	} {
 		refuse, redact := h.tokens.scanTarget(tc.target)

@@ -56,8 +56,18 @@ type Settings struct {
 	UnauthenticatedBodies        int     `json:"unauthenticated_bodies"`
 	UnauthenticatedTimeoutSecond float64 `json:"unauthenticated_body_timeout_seconds"`
 	UnauthenticatedPerAddress    int     `json:"unauthenticated_bodies_per_address"`
-	LockoutTableSize             int     `json:"lockout_table_size"`
-	IdempotencyTTLSeconds        float64 `json:"idempotency_ttl_seconds"`
+	// UnauthenticatedPerPrefix are the caps of the IPv6 networks
+	// (per_prefix), narrowest first.
+	UnauthenticatedPerPrefix []PrefixCap `json:"unauthenticated_bodies_per_prefix,omitempty"`
+	LockoutTableSize         int         `json:"lockout_table_size"`
+	IdempotencyTTLSeconds    float64     `json:"idempotency_ttl_seconds"`
+}
+
+// PrefixCap is the cap of the unauthenticated reads of all the IPv6
+// clients of one network of a prefix length.
+type PrefixCap struct {
+	Bits int `json:"bits"`
+	Max  int `json:"max"`
 }
 
 // Cluster is the cluster engine of a handler in GET /hooks/: its

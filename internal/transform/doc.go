@@ -23,8 +23,8 @@
 //
 // Each call runs on a pooled, sandboxed runtime: pure ECMAScript only (no
 // require, process, console, timers, fetch, binary buffers, eval or
-// Function constructors), a per-call time budget enforced with the
-// runtime's interrupt, and a memory guard made of size-checked built-ins
+// Function constructors), a per-call time budget of the call thread's CPU
+// time (watchdog.go) enforced with the runtime's interrupt, and a memory guard made of size-checked built-ins
 // (guard.go, textsize.go), bounded BigInt arithmetic (bigint.go), a
 // heap-allocation watchdog (watchdog.go) and a capped result conversion
 // (result.go). Work the interrupt cannot reach is bounded too:
@@ -32,7 +32,7 @@
 // call is stopped, object spread and rest are compiled to script loops,
 // matches of the backtracking regexp engine time out (regexp.go), and
 // patterns compiled at run time are size-checked. Should anything still
-// keep a worker busy, Run returns after twice the time budget and the
+// keep a worker busy, Run returns one time budget after stopping it and the
 // runtime's slot is given back at once (pool.go). Once the module is
 // loaded the realm is frozen (harden.go), so nothing a call does to the
 // built-ins reaches the next call. Error messages are sanitized: no

@@ -102,9 +102,12 @@ func TestStuckNativeCode(t *testing.T) {
 }
 
 // TestRuntimeQueue: with every runtime busy, a caller queues for up to
-// ten budgets: it gets the runtime when a spinning call is stopped, and
-// gives up when the calls holding the slots are stuck and the zombie
-// allowance (one per slot) is used up.
+// twelve budgets: it gets the runtime when a spinning call is stopped
+// (after its budget of CPU time, or after ten budgets of wall-clock time
+// on a starved CPU: with a queue of ten budgets, the queued call gave up
+// first under -race on a loaded machine), and gives up when the calls
+// holding the slots are stuck and the zombie allowance (one per slot) is
+// used up.
 func TestRuntimeQueue(t *testing.T) {
 	const budget = 200 * time.Millisecond
 	p := compileSource(t, "m.js", `export default (ctx) => {

@@ -22,7 +22,7 @@ const (
 
 // Options bounds one compiled program.
 type Options struct {
-	Timeout  time.Duration // per call; 0 → 100ms
+	Timeout  time.Duration // per call, of CPU time where a thread CPU clock exists (watchdog.go); 0 → 100ms
 	MaxBytes int64         // memory guard for strings/arrays built + result size; 0 → 8 MiB
 
 	// Root confines the module and every file it imports; "" → the

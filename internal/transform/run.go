@@ -14,8 +14,12 @@ import (
 )
 
 // queueFactor bounds how long a call waits for a free runtime, in time
-// budgets: a burst queues rather than fails, an overload fails fast.
-const queueFactor = 10
+// budgets: a burst queues rather than fails, an overload fails fast. It
+// outlasts the longest a call that computes holds its runtime (on a
+// starved CPU, wallFactor budgets of wall-clock time, then it is stopped)
+// by two budgets, so that a call queued behind one that spins gets the
+// runtime once that one is stopped, however busy the machine.
+const queueFactor = wallFactor + 2
 
 // errNoRuntime is returned by pool.acquire when no runtime became free.
 var errNoRuntime = errors.New("no runtime free")
@@ -26,10 +30,10 @@ var errNoRuntime = errors.New("no runtime free")
 // and capped by MaxBytes; anything else, undefined included, overrides nothing and returns an empty
 // map. Errors are *Error.
 //
-// The call waits at most ten time budgets (or until ctx is done) for a
+// The call waits at most twelve time budgets (or until ctx is done) for a
 // free runtime, then runs on that runtime's worker goroutine; Run returns
 // when it finishes, when ctx is done, or, should the script be stuck in a
-// native built-in the interrupt cannot reach, after twice the time budget
+// native built-in the interrupt cannot reach, one time budget after it was stopped
 // (the runtime is then discarded once it comes back).
 func (p *Program) Run(ctx context.Context, in Input) (map[string]any, error) {
 	return p.supervise(ctx, in.Payload, func(v *vm) (map[string]any, error) {
@@ -97,7 +101,7 @@ func (p *Program) superviseOnce(ctx context.Context, payload map[string]any, job
 	case o := <-done:
 		return o.out, o.err
 	case <-t.abandoned:
-		return nil, newError(KindTimeout, fmt.Sprintf("exceeded the %v time budget and did not stop within %v", p.opts.Timeout, 2*p.opts.Timeout))
+		return nil, newError(KindTimeout, fmt.Sprintf("exceeded the %v time budget and did not stop within %v more", p.opts.Timeout, p.opts.Timeout))
 	case <-ctx.Done():
 		return nil, newError(KindTimeout, "canceled: "+ctx.Err().Error())
 	}
@@ -105,8 +109,9 @@ func (p *Program) superviseOnce(ctx context.Context, payload map[string]any, job
 
 // newCall returns a call of task t with the given time budget, starting now.
 func (p *Program) newCall(ctx context.Context, t *task, budget time.Duration) *call {
-	now := time.Now()
-	return &call{ctx: ctx, task: t, deadline: now.Add(budget), hard: now.Add(2 * budget), budget: p.opts.allocBudget()}
+	c := &call{ctx: ctx, task: t, budget: p.opts.allocBudget()}
+	c.setBudget(time.Now(), budget)
+	return c
 }
 
 // loadBudget is the time a new runtime may take to run the module's top
@@ -196,7 +201,7 @@ func (p *Program) stopError(c *call, reason int32) *Error {
 		if c.detail != "" {
 			return newError(KindTimeout, c.detail)
 		}
-		return newError(KindTimeout, fmt.Sprintf("exceeded the %v time budget", c.hard.Sub(c.deadline)))
+		return newError(KindTimeout, fmt.Sprintf("exceeded the %v time budget", c.timeBudget))
 	case reasonCanceled:
 		return newError(KindTimeout, "canceled: "+context.Cause(c.ctx).Error())
 	default:

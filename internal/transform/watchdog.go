@@ -26,16 +26,27 @@ const (
 	reasonMemory
 )
 
-// call is one script execution the watchdog supervises.
+// wallFactor bounds the wall-clock time of a call whose time budget is
+// counted in CPU time, in time budgets.
+const wallFactor = 10
+
+// call is one script execution the watchdog supervises. Its time budget
+// counts the CPU time of the thread it runs on (a call keeps its thread,
+// Program.run), so that a call on a starved CPU (a flood, a busy machine)
+// is not stopped for time it spent waiting, within wallFactor budgets of
+// wall-clock time; where no thread CPU clock exists it counts wall-clock
+// time.
 type call struct {
-	rt       *goja.Runtime
-	ctx      context.Context
-	task     *task        // the Run this call belongs to; nil in tests
-	deadline time.Time    // interrupt after this
-	hard     time.Time    // give up waiting for the worker after this
-	budget   uint64       // heap bytes the call may be charged with
-	cpuState atomic.Int32 // cpuPending until the worker set cpuClock (setCPUClock)
-	cpuClock atomic.Int32 // the worker thread's CPU-time clock, when cpuState is cpuKnown
+	rt         *goja.Runtime
+	ctx        context.Context
+	task       *task         // the Run this call belongs to; nil in tests
+	timeBudget time.Duration // the time budget
+	deadline   time.Time     // without a CPU clock, interrupt after this
+	wallLimit  time.Time     // with one, interrupt after this whatever the CPU time
+	hard       time.Time     // give up waiting for the worker after this
+	budget     uint64        // heap bytes the call may be charged with
+	cpuState   atomic.Int32  // cpuPending until the worker set cpuClock (setCPUClock)
+	cpuClock   atomic.Int32  // the worker thread's CPU-time clock, when cpuState is cpuKnown
 
 	reason    atomic.Int32
 	detail    string // guard message for reasonMemory or a regexp timeout, set on the worker goroutine
@@ -46,8 +57,33 @@ type call struct {
 	startCPU    time.Duration // the worker thread's CPU time at the first sample
 	startProc   time.Duration // the process's CPU time then
 	shared      bool          // both were read: the call is charged by its CPU share
+	timed       bool          // startCPU was read: the time budget counts CPU time
 	started     bool
+	stopped     bool // the watchdog saw the call stopped (its hard deadline moved)
 	gaveUp      bool
+}
+
+// setBudget gives c a time budget from now: budget of CPU time within
+// wallFactor budgets of wall-clock time (or budget of wall-clock time
+// without a CPU clock, which the first sample tells).
+func (c *call) setBudget(now time.Time, budget time.Duration) {
+	c.timeBudget, c.deadline, c.wallLimit = budget, now.Add(budget), now.Add(wallFactor*budget)
+	c.hard = c.wallLimit.Add(budget)
+	c.started, c.timed, c.stopped = false, false, false
+}
+
+// overTime reports whether c has used its time budget at now: its
+// thread's CPU time since its first sample, or the wall-clock limit; with
+// no CPU clock, the wall-clock deadline.
+func (c *call) overTime(now time.Time) bool {
+	switch {
+	case c.timed:
+		cpu, ok := cpuTime(c.cpuClock.Load())
+		return now.After(c.wallLimit) || !ok && now.After(c.deadline) || ok && cpu-c.startCPU > c.timeBudget
+	case c.cpuState.Load() == cpuPending:
+		return now.After(c.wallLimit) // the worker has not reached the call yet
+	}
+	return now.After(c.deadline)
 }
 
 // States of a call's CPU-time clock.
@@ -134,8 +170,7 @@ func (w *watchdog) add(c *call) {
 // from now, for the next of several calls made under one registration.
 func (w *watchdog) renew(c *call, budget time.Duration) {
 	w.mu.Lock()
-	now := time.Now()
-	c.deadline, c.hard, c.started = now.Add(budget), now.Add(2*budget), false
+	c.setBudget(time.Now(), budget)
 	w.mu.Unlock()
 }
 
@@ -176,16 +211,19 @@ func (w *watchdog) loop() {
 func (w *watchdog) check(c *call, now time.Time, allocs uint64, procCPU time.Duration, procOK bool) {
 	if state := c.cpuState.Load(); !c.started && state != cpuPending {
 		c.started, c.startAllocs = true, allocs
-		c.shared = false
-		if state == cpuKnown && procOK {
-			c.startCPU, c.shared = cpuTime(c.cpuClock.Load())
-			c.startProc = procCPU
+		c.shared, c.timed = false, false
+		if state == cpuKnown {
+			c.startCPU, c.timed = cpuTime(c.cpuClock.Load())
+			c.shared, c.startProc = c.timed && procOK, procCPU
+		}
+		if !c.timed {
+			c.hard = c.deadline.Add(c.timeBudget)
 		}
 	}
 	switch {
 	case c.ctx.Err() != nil:
 		c.stop(reasonCanceled)
-	case now.After(c.deadline):
+	case c.overTime(now):
 		c.stop(reasonTimeout)
 	case c.started:
 		if stop, charged := c.overBudget(allocs-c.startAllocs, procCPU); stop {
@@ -193,12 +231,25 @@ func (w *watchdog) check(c *call, now time.Time, allocs uint64, procCPU time.Dur
 			c.stop(reasonMemory)
 		}
 	}
+	if !c.stopped && c.reason.Load() != reasonNone {
+		// a stopped call that keeps its worker (native code the interrupt
+		// cannot reach) is given up one time budget later
+		c.stopped, c.hard = true, minTime(c.hard, now.Add(c.timeBudget))
+	}
 	if !c.gaveUp && now.After(c.hard) {
 		c.gaveUp = true
 		if c.task != nil {
 			c.task.abandon()
 		}
 	}
+}
+
+// minTime is the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // overBudget reports whether the call must be stopped: whether it is
