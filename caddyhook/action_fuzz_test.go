@@ -86,7 +86,7 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 
 		ex := exchange{body: body}
-		if herr := decodePayload(&ex); herr != nil {
+		if herr := decodePayload(&ex, false); herr != nil {
 			if herr.status != 400 || herr.reason != reasonInvalidJSON {
 				t.Fatalf("decodePayload: unexpected rejection %d %q", herr.status, herr.reason)
 			}

@@ -275,6 +275,8 @@ func unmarshalSpool(d *caddyfile.Dispenser) (*SpoolConfig, error) {
 			err = intArg(d, &sc.Workers)
 		case "rate":
 			err = rateArg(d, &sc.Rate)
+		case "max_identical_errors":
+			err = intArg(d, &sc.MaxIdenticalErrors)
 		default:
 			err = d.Errf("unrecognized spool subdirective '%s'", d.Val())
 		}

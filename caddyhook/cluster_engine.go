@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	_ "github.com/caddyhook/caddyhook/caddyhook/cluster/natscluster" // the nats engine
@@ -149,6 +150,37 @@ func (cs *clusterState) queueStore() cluster.QueueStore { return cs.backend.Queu
 // spool, or nil).
 func (cs *clusterState) queueSpool(fb *spool.Store) (*cluster.Spool, error) {
 	return cluster.NewSpool(cs.backend, cluster.SpoolOptions{Fallback: fb, Metrics: cs.metrics})
+}
+
+// checkPayload warns when a body as large as limit (the largest body
+// limit of the handler: max_body, a mapping's, the gmail allowance) would
+// not fit in one message of the engine (NATS's max_payload): such a
+// request is refused with 413 (errClusterTooLarge), and the operator
+// should raise the servers' max_payload or lower the limits.
+func (cs *clusterState) checkPayload(limit int64, logger *zap.Logger) {
+	pl, ok := cs.backend.(cluster.PayloadLimit)
+	if !ok {
+		return
+	}
+	if msg := payloadWarning(limit, pl.MaxPayload()); msg != "" {
+		logger.Warn(msg, zap.Int64("body_limit", limit), zap.Int64("max_payload", pl.MaxPayload()))
+	}
+}
+
+// clusterEnvelope is what a queued event adds to its body at most: the
+// forwarded headers (crossingHeaders' bound), the event's fields and the
+// seal.
+const clusterEnvelope = maxForwardHeaderBytes + 4<<10
+
+// payloadWarning is checkPayload's message ("" when limit fits in
+// maxPayload, or maxPayload is not known).
+func payloadWarning(limit, maxPayload int64) string {
+	if maxPayload <= 0 || limit+clusterEnvelope <= maxPayload {
+		return ""
+	}
+	return fmt.Sprintf("spool cluster: a body up to the body limit (max_body, a mapping's max_body or the gmail allowance: %d bytes) "+
+		"does not fit in one message of the NATS servers (max_payload %d bytes, less about %d for the event's headers): such "+
+		"requests are refused with 413; raise max_payload on the servers or lower the limits", limit, maxPayload, clusterEnvelope)
 }
 
 // namespace is the namespace's name (the admin API shows it); poolKey

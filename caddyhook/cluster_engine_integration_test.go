@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -678,4 +679,101 @@ func TestClusterPauseHoldsPastMaxAge(t *testing.T) {
 	if code, body := adminCall(t, http.MethodGet, "/hooks/spool/dead"+sel, ""); code != http.StatusOK || strings.Contains(body, `"id"`) {
 		t.Fatalf("dead letters after the resume: %d %s", code, body)
 	}
+}
+
+// TestClusterBodyOverMaxPayload (D29 of issue 35): a body the handler's
+// limits admit but that does not fit in one NATS message (max_payload,
+// 1 MiB by default) is refused with 413 and a reason naming max_payload,
+// never the 503 "cluster unavailable" a retry could never get past (and
+// not put into a fallback spool, whose drain could never move it); a
+// body that fits is accepted and delivered.
+func TestClusterBodyOverMaxPayload(t *testing.T) {
+	gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
+	for _, fallback := range []string{"reject", t.TempDir()} {
+		c := startClusterNodes(t, 1, func(_ int, url string) string {
+			return "gateway unix/" + gw.sock + "\nmax_body 4MiB\n" + clusterLines(url) + "\nspool cluster {\n fallback " + fallback + "\n}"
+		})
+		big := c.nodes[0].post("/hooks/wake", `{"text":"`+strings.Repeat("a", 1536<<10)+`"}`)
+		if big.status != http.StatusRequestEntityTooLarge || big.json(t)["error"] != reasonClusterTooLarge {
+			t.Fatalf("fallback %s: 1.5 MiB body: %d %s, want 413 %q", fallback, big.status, big.body, reasonClusterTooLarge)
+		}
+		small := c.nodes[0].post("/hooks/wake", `{"text":"`+strings.Repeat("b", 512<<10)+`"}`)
+		if small.status != http.StatusOK {
+			t.Fatalf("fallback %s: 512 KiB body: %d %s", fallback, small.status, small.body)
+		}
+	}
+}
+
+// TestClusterPayloadWarning: provisioning warns, naming both numbers,
+// when the largest body limit does not fit in the servers' max_payload.
+func TestClusterPayloadWarning(t *testing.T) {
+	for _, tc := range []struct {
+		limit, maxPayload int64
+		warn              bool
+	}{
+		{256 << 10, 1 << 20, false},
+		{1 << 20, 1 << 20, true},
+		{6_800_000, 1 << 20, true},
+		{6_800_000, 8 << 20, false},
+		{6_800_000, 0, false}, // not connected yet
+	} {
+		msg := payloadWarning(tc.limit, tc.maxPayload)
+		if (msg != "") != tc.warn || tc.warn && (!strings.Contains(msg, strconv.FormatInt(tc.limit, 10)) ||
+			!strings.Contains(msg, "max_payload "+strconv.FormatInt(tc.maxPayload, 10))) {
+			t.Errorf("limit %d, max_payload %d: %q", tc.limit, tc.maxPayload, msg)
+		}
+	}
+}
+
+// TestSpooledIdenticalAnswersDeadLetter (issue 35 item 9): through a
+// local spool (render and forward mode) and through the cluster queue, an
+// event the gateway answers with the same 500 every time (a transform that
+// always throws) is not retried until max_age: after max_identical_errors
+// answers it is a dead letter carrying the gateway's error, and the event
+// log says so.
+func TestSpooledIdenticalAnswersDeadLetter(t *testing.T) {
+	const spoolOpts = "\n retry_initial 20ms\n retry_max 50ms\n max_identical_errors 3\n"
+	check := func(t *testing.T, sel string, count func() int, post func() result) {
+		t.Helper()
+		if r := post(); r.status != http.StatusOK {
+			t.Fatalf("accept: %d %s", r.status, r.body)
+		}
+		want := `gateway status 500: {\"error\":\"forced status 500\",\"ok\":false} (the same answer 3 times in a row`
+		testkit.WaitForState(t, func() string {
+			_, dead := adminCall(t, http.MethodGet, "/hooks/spool/dead"+sel, "")
+			return "no dead letter with the gateway's repeated error: " + dead
+		}, func() bool {
+			_, dead := adminCall(t, http.MethodGet, "/hooks/spool/dead"+sel, "")
+			return strings.Contains(dead, want)
+		})
+		if n := count(); n != 3 {
+			t.Errorf("the gateway got %d attempts, want 3", n)
+		}
+		testkit.WaitForState(t, func() string {
+			_, ev := adminCall(t, http.MethodGet, "/hooks/events"+sel, "")
+			return "the event log does not say dead: " + ev
+		}, func() bool {
+			_, ev := adminCall(t, http.MethodGet, "/hooks/events"+sel, "")
+			return strings.Contains(ev, `"state":"dead"`) && strings.Contains(ev, "the same answer 3 times in a row")
+		})
+	}
+	failing := func(g *devgw.Gateway) func() int {
+		var n atomic.Int64
+		g.FailWith(func(string) int { n.Add(1); return http.StatusInternalServerError })
+		return func() int { return int(n.Load()) }
+	}
+	for _, mode := range []string{"render", "forward"} {
+		t.Run("spool "+mode, func(t *testing.T) {
+			in := startIngress(t, ingressOpts{hooks: "mode " + mode + "\nspool " + t.TempDir() + " {" + spoolOpts + "}"})
+			check(t, "?path=/hooks", failing(in.gw), func() result { return in.post("/hooks/agent", `{"message":"throws every time"}`) })
+		})
+	}
+	t.Run("cluster", func(t *testing.T) {
+		gw := serveGateway(t, devgw.Config{Token: itGatewayToken, Record: true})
+		count := failing(gw.Gateway)
+		c := startClusterNodes(t, 1, func(_ int, url string) string {
+			return "gateway unix/" + gw.sock + "\n" + clusterLines(url) + "\nspool cluster {\n fallback reject" + spoolOpts + "}"
+		})
+		check(t, "?path=/hooks&server="+c.servers[0], count, func() result { return c.nodes[0].post("/hooks/agent", `{"message":"throws every time"}`) })
+	})
 }

@@ -37,6 +37,8 @@ func (sc *SpoolConfig) checkCluster(engine bool, gateway string) error {
 		return fmt.Errorf("spool: fallback: required with spool cluster: a directory (a local spool while the cluster is unreachable) or reject (503)")
 	case sc.Deliver != nil && *sc.Deliver && gateway == "":
 		return fmt.Errorf("spool: deliver on needs gateway")
+	case sc.MaxIdenticalErrors < 0:
+		return fmt.Errorf("spool: max_identical_errors %d is negative", sc.MaxIdenticalErrors)
 	}
 	return nil
 }
@@ -132,6 +134,14 @@ var (
 	errClusterUnconfirmed = &hookError{status: http.StatusGatewayTimeout, reason: reasonClusterUnconfirmed, retryAfter: clusterRetryAfter}
 )
 
+// errClusterTooLarge: the event is larger than the cluster's servers take
+// in one message (NATS max_payload); nothing was stored, and a retry
+// cannot succeed: 413, not 503.
+var errClusterTooLarge = &hookError{status: http.StatusRequestEntityTooLarge, reason: reasonClusterTooLarge}
+
+// reasonClusterTooLarge is the 413 of errClusterTooLarge.
+const reasonClusterTooLarge = "request too large for the cluster queue: the body exceeds what the NATS servers take in one message (max_payload)"
+
 // reasonClusterUnconfirmed is the 504 of errClusterUnconfirmed.
 const reasonClusterUnconfirmed = "cluster queue timeout: the event may have been accepted; retry with the same Idempotency-Key so that it does not run twice"
 
@@ -143,6 +153,8 @@ func (a clusterAppender) append(ctx context.Context, evs []*spool.Event) error {
 	switch {
 	case errors.Is(err, cluster.ErrFull), errors.Is(err, spool.ErrFull):
 		return errSpoolFull
+	case errors.Is(err, cluster.ErrTooLarge):
+		return errClusterTooLarge
 	case errors.Is(err, cluster.ErrUnconfirmed):
 		return errClusterUnconfirmed
 	case errors.Is(err, cluster.ErrUnavailable):
@@ -182,6 +194,9 @@ func (h heldSender) HeldSince(from time.Time) time.Duration {
 
 // Expired implements spool.Expirer for the node's sender.
 func (h heldSender) Expired(ev *spool.Event) { spool.TellExpired(h.Sender, ev) }
+
+// Buried implements spool.Burier for the sender it holds.
+func (h heldSender) Buried(ev *spool.Event, reason string) { spool.TellBuried(h.Sender, ev, reason) }
 
 // setWorkers sets the delivery goroutines of the next SetSender.
 func (t *queueTarget) setWorkers(n int) {
@@ -280,7 +295,10 @@ func clusterQueueSettings(sc *SpoolConfig) spool.Stats {
 		return def
 	}
 	st := spool.Stats{MaxBytes: sc.MaxBytes, MaxAge: or(sc.MaxAge, spool.DefaultMaxAge),
-		RetryInitial: or(sc.RetryInitial, spool.DefaultRetryInitial), Workers: sc.Workers}
+		RetryInitial: or(sc.RetryInitial, spool.DefaultRetryInitial), Workers: sc.Workers, MaxIdentical: sc.MaxIdenticalErrors}
+	if st.MaxIdentical <= 0 {
+		st.MaxIdentical = spool.DefaultMaxIdentical
+	}
 	st.RetryMax = or(sc.RetryMax, max(st.RetryInitial, spool.DefaultRetryMax))
 	if st.Workers <= 0 {
 		st.Workers = spool.DefaultWorkers

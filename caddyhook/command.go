@@ -65,6 +65,10 @@ func (importEdge) AgentID(raw string) (string, bool) { return strictAgentID(raw)
 // AllowedAgentID implements importcmd.Edge.
 func (importEdge) AllowedAgentID(raw string) string { return allowedAgentEntry(raw) }
 
+// ForwardName is the name a forward mapping's match_path p answers, as
+// the gateway's URL parser leaves it in a request path.
+func (importEdge) ForwardName(p string) string { return gatewayEscape(p) }
+
 // Policy implements importcmd.Edge.
 func (importEdge) Policy(p importcmd.Policy) (importcmd.Checker, error) {
 	pol, err := newPolicy(policyConfig{Agents: p.Agents, AllowedAgentIDs: p.AllowedAgentIDs, AllowedAgentIDsSet: p.AllowedAgentIDsSet,

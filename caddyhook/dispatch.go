@@ -283,6 +283,12 @@ func (s gatewaySender) Expired(ev *spool.Event) {
 	s.d.outcomes.expired(ev.ID, ev.Attempts, ev.LastError)
 }
 
+// Buried implements spool.Burier: the event log says the event is dead,
+// and why (the gateway's answer, repeated).
+func (s gatewaySender) Buried(ev *spool.Event, reason string) {
+	s.d.outcomes.dead(ev.ID, ev.Attempts, safetext.Line(reason))
+}
+
 // eventItem is the gateway request of a spooled event: a rendered
 // action goes to {prefix}/{kind} with its id as Idempotency-Key; a
 // forwarded one to its stored path below d's gateway prefix (or, stored

@@ -540,7 +540,7 @@ func TestEventReplayTodaysPolicyAndLockout(t *testing.T) {
 		{"the default agent no longer allowed", "", "allowed_agent_ids ops",
 			"/hooks/agent", `{"message":"m"}`, string(errAgentNotAllowed)},
 		{"an agent no longer allowed, forward mode", "mode forward", "mode forward\n\t\tallowed_agent_ids ops",
-			"/hooks/agent", `{"message":"m","agentId":"main"}`, string(errAgentNotAllowed)},
+			"/hooks/agent", `{"message":"m","agentId":"main"}`, string(gatewayReasons[errAgentNotAllowed])}, // in the gateway's words (D17 of issue 35)
 		{"a wake's agent no longer allowed", "", "allowed_agent_ids ops",
 			"/hooks/wake", `{"text":"t","agentId":"main"}`, string(errAgentNotAllowed)},
 		{"a mapping's agent no longer allowed", "agents main ops\n\t\t" + mapping("agent_id main", "message_template x"),

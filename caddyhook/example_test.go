@@ -13,6 +13,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // TestXcaddyJSONMatchesCaddyfileExample proves xcaddy.json is the same
@@ -51,6 +52,21 @@ func TestXcaddyJSONMatchesCaddyfileExample(t *testing.T) {
 	}
 	if !reflect.DeepEqual(a, b) {
 		t.Fatalf("xcaddy.json differs from the adapted Caddyfile.example:\nadapted: %s", adapted)
+	}
+	// no silent 200 for a foreign Host (D28 of issue 35): the site names
+	// no host, so every Host on its listener reaches the hooks handler
+	var cfg struct {
+		Apps struct {
+			HTTP caddyhttp.App `json:"http"`
+		} `json:"apps"`
+	}
+	if err := json.Unmarshal(adapted, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for name, srv := range cfg.Apps.HTTP.Servers {
+		if hosts := onlyHosts(srv); hosts != nil {
+			t.Errorf("server %s answers only %q: another Host gets Caddy's empty 200", name, hosts)
+		}
 	}
 }
 

@@ -13,7 +13,10 @@ import (
 // /wake or /agent request in forward mode, or a hook of a forward mapping.
 type forwardReq struct {
 	name string     // the hook name as the edge routed it: wake, agent or the hook path
-	kind actionKind // the spool lane: wake for /wake, agent for the rest
+	kind actionKind // wake for /wake, agent for the rest (the spooled reply's shape)
+	// lane is the spool lane: kind, or a forward mapping's action (a wake
+	// mapping's requests keep acceptance order, as /wake's do)
+	lane actionKind
 	// path is the gateway path and query: the gateway prefix, the
 	// sender's path below the base as the gateway reads it, and the query
 	// as sent (forwarder.target).
@@ -71,11 +74,12 @@ func newForwarder(base string, gw *gatewayClient, signatureHeaders, tokenHeaders
 
 // plan is the forward plan of ex: its gateway path and the headers that
 // cross; acts is the validated /wake or /agent request, if that is what
-// is forwarded (a forward mapping's hook has none).
-func (fw *forwarder) plan(ex *exchange, acts []action) (forwardReq, *hookError) {
+// is forwarded (a forward mapping's hook has none: lane is the mapping's
+// action).
+func (fw *forwarder) plan(ex *exchange, acts []action, lane actionKind) (forwardReq, *hookError) {
 	kind := kindAgent
 	if len(acts) == 1 {
-		kind = acts[0].Kind
+		kind, lane = acts[0].Kind, acts[0].Kind
 	}
 	path, ok := fw.target(ex)
 	if !ok {
@@ -85,7 +89,12 @@ func (fw *forwarder) plan(ex *exchange, acts []action) (forwardReq, *hookError) 
 	if herr != nil {
 		return forwardReq{}, herr
 	}
-	f := forwardReq{name: ex.sub, kind: kind, path: path, header: hdr, body: ex.dispatchBody()}
+	if ex.r.ContentLength < 0 {
+		// sent chunked: so it reaches the gateway (gatewayClient.send
+		// reads the mark; a spool keeps it with the headers)
+		hdr[headerChunked] = []string{"chunked"}
+	}
+	f := forwardReq{name: ex.sub, kind: kind, lane: lane, path: path, header: hdr, body: ex.dispatchBody()}
 	if ex.payloadJSON != nil || !isJSONContentType(ex.r.Header.Get("Content-Type")) {
 		// the gateway takes JSON only: a provider's form (or encrypted,
 		// or array) body crosses as the JSON object it stands for, and
@@ -138,6 +147,12 @@ func (fw *forwarder) target(ex *exchange) (string, bool) {
 		return "", false
 	}
 	q := ex.r.URL.RawQuery
+	if q != "" && strings.Contains(requestTarget(ex.r), "#") {
+		// a '?' after a raw '#' is the fragment's: no query to the gateway
+		if t := requestTarget(ex.r); strings.IndexByte(t, '#') < strings.IndexByte(t, '?') {
+			q = ""
+		}
+	}
 	switch {
 	case q == "" && rest == "/"+routeWake:
 		return fw.gateway.kindPath(kindWake), true // no allocation on the common paths
@@ -173,8 +188,16 @@ func (fw *forwarder) prepare(ex *exchange, f *forwardReq, eventID string) prepar
 	if f.wait {
 		g.timeout = fw.gateway.waitTimeoutFor(f.timeoutSeconds)
 	}
-	return prepared{gatewayRequest: g, mode: f.mode, eventID: eventID, forward: true, keySource: f.keySource}
+	return prepared{gatewayRequest: g, mode: f.mode, eventID: eventID, forward: true, wakeLane: f.lane == kindWake, keySource: f.keySource}
 }
+
+// headerChunked marks, in a forwarded request's headers, a body the
+// sender sent chunked (Transfer-Encoding: chunked, no Content-Length):
+// the gateway client sends it chunked too. The name is the one the
+// transport never writes from a header map, so an earlier release that
+// delivers a spooled event with the mark sends it with Content-Length,
+// as before.
+const headerChunked = "Transfer-Encoding"
 
 // headerOpenClawIdemKey is the gateway's own idempotency header.
 const headerOpenClawIdemKey = "X-Openclaw-Idempotency-Key"

@@ -57,30 +57,40 @@ var transportHeaders = map[string]bool{
 	"Http2-Settings": true,
 }
 
-// Name patterns, matched on the lower-cased name: the fragments anywhere
-// in it (separators removed), the words as whole words (split at '-', '_'
-// and '.'), forwardingPrefixes at its start.
+// The name rule. A header crosses when its name says it carries neither
+// a credential nor what a proxy in front asserts (a client address, an
+// authenticated identity, a rewritten request): classifyName reads the
+// name as words (split at '-', '_' and '.', lower-cased) and lets it
+// cross unless a word, read in its context, marks it. The words are read
+// whole, so that an ordinary vendor header that merely contains a
+// credential's letters crosses (X-Author, X-Payment-Method,
+// X-GitHub-Enterprise-Host, X-Remote-Branch, X-Ip-Country); a word that
+// names a credential stops the header unless the words around it say the
+// value is about the credential, not the credential
+// (I-Twilio-Idempotency-Token, X-Correlation-Key, X-Signature-Timestamp);
+// names written without separators are caught by the compounds
+// (x-arr-clientcert, x-azure-clientip, x-authtoken).
 var (
-	// nameFragments, by the class they mark: credentials, and forwarding
-	// names written without separators ("x-azure-clientip").
-	nameFragments = map[headerClass][]string{
-		headerCredential: {"auth", "token", "secret", "passw", "passphrase", "cookie", "credential", "signature",
-			"apikey", "accesskey", "privatekey", "jwt", "bearer", "csrf", "xsrf", "hmac"},
-		headerForwarding: {"forwarded", "override", "clientip", "socketip", "realip", "remoteip", "peerip", "sourceip",
-			"userip", "connectingip", "originatingip", "remoteaddr", "clientaddr", "originalurl", "originaluri",
-			"rewriteurl", "httpmethod", "originalmethod"},
-	}
-	// nameWords: whole words and what they mark. An address word marks a
-	// client address when an owner word says whose
-	// ("x-envoy-external-address", "x-client-addr").
+	// nameWords: whole words and what they mark.
 	nameWords = func() map[string]wordKind {
 		m := map[string]wordKind{}
 		for kind, words := range map[wordKind][]string{
-			wordCredential: {"sig", "pwd", "pass", "session", "sid"},
-			wordForwarding: {"forwarded", "via", "remote", "principal", "oidc", "ip", "ips", "ipv4", "ipv6", "ipaddr",
-				"ipaddress", "override", "method", "original", "rewrite", "host", "scheme", "https", "ssl", "tls"},
-			wordAddress: {"addr", "address"},
-			wordOwner:   {"client", "external", "real", "originating", "connecting", "peer", "source", "true", "user", "socket"},
+			wordCredential: {"token", "tokens", "secret", "secrets", "password", "passwd", "pwd", "pass", "passphrase",
+				"passcode", "cookie", "cookies", "credential", "credentials", "signature", "sig", "apikey", "accesskey",
+				"secretkey", "privatekey", "jwt", "bearer", "csrf", "xsrf", "hmac", "auth", "authorization", "authenticate",
+				"authentication", "authenticated", "authn", "authz", "oauth", "oauth2", "session", "sid", "otp", "totp",
+				"hotp", "mfa", "2fa", "dpop", "saml", "assertion", "kerberos", "negotiate"},
+			wordIdentity: {"username", "userid", "userinfo", "useremail", "userlogin", "principal", "identity", "oidc",
+				"consumer", "vouch", "webauth", "impersonate", "impersonation", "cert", "certs", "certificate",
+				"clientcert", "groups", "roles", "claim", "claims", "scopes", "mtls", "ssl", "tls"},
+			wordForwarding: {"forwarded", "via", "override", "rewrite", "https", "scheme"},
+			wordUser:       {"user", "users"},
+			wordAddress:    {"addr", "address", "port"},
+			wordIP:         {"ip", "ips", "ipv4", "ipv6", "ipaddr", "ipaddress"},
+			wordOwner:      {"client", "external", "real", "originating", "connecting", "peer", "source", "true", "socket", "remote"},
+			wordHost:       {"host"},
+			wordMethod:     {"method"},
+			wordOriginal:   {"original", "orig"},
 		} {
 			for _, w := range words {
 				m[w] = kind
@@ -88,40 +98,104 @@ var (
 		}
 		return m
 	}()
-	// keyKinds: a name whose last word ends in "key" is a credential
-	// ("x-api-key", "ocp-apim-subscription-key", "x-functions-key") unless
-	// the word before a last word "key" says what kind of key it is
-	// ("idempotency-key", Bitbucket's "x-event-key").
-	keyKinds = map[string]bool{"idempotency": true, "event": true, "dedupe": true, "dedup": true,
-		"deduplication": true, "routing": true, "partition": true, "cache": true}
-	forwardingPrefixes = []string{"x-forwarded", "tailscale-", "cf-access-", "x-envoy-", "x-pomerium-",
-		"x-amzn-oidc-", "x-ms-client-", "x-goog-authenticated-"}
-	// fragmentIndex lists nameFragments by their first byte.
-	fragmentIndex = func() (idx [256][]nameFragment) {
-		for class, fs := range nameFragments {
-			for _, f := range fs {
-				idx[f[0]] = append(idx[f[0]], nameFragment{f, class})
-			}
+	// compounds: parts of a word that mark it (names written without
+	// separators); a word that is one of nameWords is read by its context
+	// instead.
+	compounds = []nameFragment{
+		{"token", headerCredential}, {"secret", headerCredential}, {"passw", headerCredential},
+		{"passphrase", headerCredential}, {"cookie", headerCredential}, {"credential", headerCredential},
+		{"signature", headerCredential}, {"apikey", headerCredential}, {"accesskey", headerCredential},
+		{"privatekey", headerCredential}, {"jwt", headerCredential}, {"bearer", headerCredential},
+		{"csrf", headerCredential}, {"xsrf", headerCredential}, {"hmac", headerCredential},
+		{"authoriz", headerCredential}, {"authentic", headerCredential}, {"oauth", headerCredential},
+		{"sessionid", headerCredential}, {"sessid", headerCredential},
+		{"forwarded", headerForwarding}, {"override", headerForwarding}, {"clientip", headerForwarding},
+		{"socketip", headerForwarding}, {"realip", headerForwarding}, {"remoteip", headerForwarding},
+		{"peerip", headerForwarding}, {"sourceip", headerForwarding}, {"userip", headerForwarding},
+		{"connectingip", headerForwarding}, {"originatingip", headerForwarding}, {"remoteaddr", headerForwarding},
+		{"clientaddr", headerForwarding}, {"originalurl", headerForwarding}, {"originaluri", headerForwarding},
+		{"rewriteurl", headerForwarding}, {"httpmethod", headerForwarding}, {"originalmethod", headerForwarding},
+		{"clientcert", headerForwarding}, {"sslclient", headerForwarding}, {"remoteuser", headerForwarding},
+		{"authuser", headerForwarding}, {"username", headerForwarding}, {"userid", headerForwarding},
+		{"userinfo", headerForwarding}, {"useremail", headerForwarding}, {"principal", headerForwarding},
+		{"oidc", headerForwarding},
+	}
+	// compoundIndex lists compounds by their first byte.
+	compoundIndex = func() (idx [256][]nameFragment) {
+		for _, c := range compounds {
+			idx[c.text[0]] = append(idx[c.text[0]], c)
 		}
 		return idx
 	}()
+	// keyKinds: a name whose last word ends in "key" is a credential
+	// ("x-api-key", "ocp-apim-subscription-key", "x-functions-key") unless
+	// the word before a last word "key" says what kind of key it is
+	// ("idempotency-key", Bitbucket's "x-event-key", "x-correlation-key").
+	keyKinds = wordSet("idempotency", "event", "dedupe", "dedup", "deduplication", "routing", "partition", "cache",
+		"correlation", "request", "message", "job", "resource", "record", "entity", "object", "group", "batch",
+		"shard", "trace", "cursor", "sort", "lookup", "sequence", "topic", "order")
+	// tokenKinds: likewise for a word "token": the word before says
+	// it is no credential ("i-twilio-idempotency-token", a page token).
+	tokenKinds = wordSet("idempotency", "continuation", "page", "pagination", "next", "cursor", "sync", "resume",
+		"delta", "change", "changes", "dedupe", "dedup", "deduplication", "correlation")
+	// aboutWords: a signature word followed by one of these names
+	// something about the signature, not the signature
+	// ("x-signature-timestamp", "signature-input").
+	aboutWords = wordSet("timestamp", "time", "version", "alg", "algorithm", "algorithms", "kid", "keyid", "input", "type")
+	// hostOwners and methodOwners: the words before "host" and "method"
+	// that make them a proxy's assertion ("x-original-host",
+	// "x-http-method"), as a bare "x-host" or "x-method" is; any other host or method
+	// (X-GitHub-Enterprise-Host, X-Payment-Method) is the sender's data.
+	hostOwners   = wordSet("forwarded", "original", "orig", "real", "proxy", "http", "frontend", "front", "backend", "upstream")
+	methodOwners = wordSet("http", "original", "orig", "request", "real")
+	// originalOf: what an "original" word before it makes a proxy's
+	// assertion (X-Original-URL; X-Original-Sender is the sender's).
+	originalOf = wordSet("url", "uri", "host", "method", "path", "for", "ip", "addr", "address", "proto", "scheme", "port", "request", "forwarded")
+	// clientOf: what a "client" word before it makes a TLS client's
+	// identity as a proxy asserts it (X-Client-Verify, X-Client-DN).
+	clientOf = wordSet("verify", "dn", "subject", "issuer", "serial", "fingerprint", "cert", "certificate", "email")
+	// forwardingPrefixes: names a proxy or an identity-aware proxy
+	// writes, whatever follows.
+	forwardingPrefixes = []string{"x-forwarded", "tailscale-", "cf-access-", "x-envoy-", "x-pomerium-",
+		"x-amzn-oidc-", "x-ms-client-", "x-goog-authenticated-", "x-arr-", "x-vouch-", "x-auth-request-",
+		"x-consumer-", "x-credential-", "x-authentik-", "remote-"}
 )
 
-// wordKind is what a whole word of a header name marks.
-type wordKind uint8
-
-const (
-	wordCredential wordKind = iota + 1
-	wordForwarding
-	wordAddress
-	wordOwner
-)
-
-// nameFragment is a fragment and the class it marks.
+// nameFragment is a part of a word and the class it marks.
 type nameFragment struct {
 	text  string
 	class headerClass
 }
+
+// wordSet is a set of words.
+func wordSet(words ...string) map[string]bool {
+	m := make(map[string]bool, len(words))
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}
+
+// wordKind is what a whole word of a header name marks, alone or with
+// the words around it.
+type wordKind uint8
+
+const (
+	wordCredential wordKind = iota + 1 // a credential: stops the header (keyKinds, tokenKinds, aboutWords aside)
+	wordIdentity                       // an authenticated identity a proxy asserts
+	wordForwarding                     // a proxy's assertion
+	wordUser                           // a user's identity, but in User-Agent
+	wordAddress                        // an address or port: a proxy's with an owner word
+	wordIP                             // an IP address, when the name's last word
+	wordOwner                          // whose address (client, real, remote, …)
+	wordHost                           // a host: a proxy's after hostOwners
+	wordMethod                         // a method: a proxy's after methodOwners or before override
+	wordOriginal                       // original: a proxy's before originalOf
+)
+
+// maxNameWords bounds the words classifyName reads; a longer name does
+// not cross.
+const maxNameWords = 16
 
 // commonHeaderClasses holds the class of the headers most requests carry,
 // by canonical name, so that they are classified with one lookup;
@@ -138,7 +212,8 @@ var commonHeaderClasses = func() map[string]headerClass {
 		"Baggage", "Sentry-Trace", "X-Amzn-Trace-Id", "X-Hub-Signature", "X-Github-Hook-Installation-Target-Id",
 		"X-Github-Hook-Installation-Target-Type", "X-Gitlab-Event-Uuid", "X-Gitlab-Instance", "X-Gitlab-Webhook-Uuid",
 		"X-Slack-Retry-Num", "X-Slack-Retry-Reason", "Svix-Id", "Svix-Timestamp", "Svix-Signature", "X-Goog-Channel-Id",
-		"X-Goog-Resource-State", "X-Goog-Message-Number"} {
+		"X-Goog-Resource-State", "X-Goog-Message-Number", "X-Github-Enterprise-Host", "X-Github-Enterprise-Version",
+		"I-Twilio-Idempotency-Token", "X-Signature-Timestamp"} {
 		m[n] = classifyName(n)
 	}
 	return m
@@ -154,13 +229,13 @@ func classifyHeader(name string) headerClass {
 	return classifyName(name)
 }
 
-// classifyName is classifyHeader without the lookup. It does not
-// allocate for names up to 64 bytes.
+// classifyName is classifyHeader without the lookup: the name rule above.
+// It does not allocate for names up to 64 bytes.
 func classifyName(name string) headerClass {
 	if !validHeaderName(name) {
 		return headerInvalid
 	}
-	var buf, jbuf [64]byte
+	var buf [64]byte
 	lower := asciiLower(buf[:0], name)
 	switch string(lower) {
 	case "traceparent", "tracestate":
@@ -174,9 +249,8 @@ func classifyName(name string) headerClass {
 			return headerForwarding
 		}
 	}
-	joined := jbuf[:0] // the name without separators
-	forwarding, address, owner, credential := false, false, false, false
-	var prev, last []byte
+	var words [maxNameWords][]byte
+	n := 0
 	for rest := lower; len(rest) > 0; {
 		i := 0
 		for i < len(rest) && !isNameSeparator(rest[i]) {
@@ -190,28 +264,68 @@ func classifyName(name string) headerClass {
 		if len(w) == 0 {
 			continue
 		}
-		joined = append(joined, w...)
-		switch nameWords[string(w)] {
-		case wordForwarding:
+		if n == maxNameWords {
+			return headerCredential
+		}
+		words[n] = w
+		n++
+	}
+	return classifyWords(words[:n])
+}
+
+// classifyWords applies the name rule to a name's words.
+func classifyWords(words [][]byte) headerClass {
+	n := len(words)
+	word := func(i int) string {
+		if i < 0 || i >= n {
+			return ""
+		}
+		return string(words[i])
+	}
+	credential, forwarding, owner, address := false, false, false, false
+	// bare: the name is one word, or x- and one word (X-Host, X-Method)
+	bare := n == 1 || n == 2 && word(0) == "x"
+	for i, w := range words {
+		kind := nameWords[string(w)]
+		switch kind {
+		case wordCredential:
+			switch {
+			case (string(w) == "token" || string(w) == "tokens") && tokenKinds[word(i-1)]:
+			case (string(w) == "signature" || string(w) == "sig") && aboutWords[word(i+1)]:
+			default:
+				credential = true
+			}
+		case wordIdentity, wordForwarding:
 			forwarding = true
+		case wordUser:
+			forwarding = forwarding || word(i+1) != "agent"
 		case wordAddress:
 			address = true
+		case wordIP:
+			forwarding = forwarding || i == n-1
 		case wordOwner:
 			owner = true
-		case wordCredential:
-			credential = true
+			forwarding = forwarding || string(w) == "client" && clientOf[word(i+1)]
+		case wordHost:
+			forwarding = forwarding || bare || hostOwners[word(i-1)]
+		case wordMethod:
+			forwarding = forwarding || bare || methodOwners[word(i-1)] || word(i+1) == "override"
+		case wordOriginal:
+			forwarding = forwarding || originalOf[word(i+1)]
 		}
-		prev, last = last, w
-	}
-	for i := range joined {
-		for _, f := range fragmentIndex[joined[i]] {
-			if len(joined)-i >= len(f.text) && string(joined[i:i+len(f.text)]) == f.text {
-				credential = credential || f.class == headerCredential
-				forwarding = forwarding || f.class == headerForwarding
+		if kind != 0 || len(w) < 3 {
+			continue // a whole word is read by its context; no compound is shorter
+		}
+		for j := range w {
+			for _, c := range compoundIndex[w[j]] {
+				if len(w)-j >= len(c.text) && string(w[j:j+len(c.text)]) == c.text {
+					credential = credential || c.class == headerCredential
+					forwarding = forwarding || c.class == headerForwarding
+				}
 			}
 		}
 	}
-	if hasSuffixB(last, "key") && !(string(last) == "key" && keyKinds[string(prev)]) {
+	if last := words[max(n-1, 0):]; n > 0 && hasSuffixB(last[0], "key") && !(string(last[0]) == "key" && keyKinds[word(n-2)]) {
 		credential = true
 	}
 	switch {

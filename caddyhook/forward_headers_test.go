@@ -56,13 +56,20 @@ func TestClassifyHeader(t *testing.T) {
 			"X-Github-Hook-Id", "X-Gitlab-Event", "X-Event-Key", "X-Request-Id", "Idempotency-Key", "X-Openclaw-Idempotency-Key",
 			"X-Idempotency-Key", "Webhook-Id", "Webhook-Timestamp", "X-Slack-Request-Timestamp", "X-Slack-Retry-Num",
 			"Stripe-Version", "X-Kind", "X-Custom", "Sentry-Trace", "Baggage", "X-Amzn-Trace-Id", "Content-Language",
-			"X-Shopify-Topic", "X-Goog-Resource-State", "Ce-Id", "Ce-Type", "X-Zip", "X-Tip", "X-Keyboard"},
+			"X-Shopify-Topic", "X-Goog-Resource-State", "Ce-Id", "Ce-Type", "X-Zip", "X-Tip", "X-Keyboard",
+			// D30 of issue 35: ordinary vendor headers the word lists stopped
+			"X-Github-Enterprise-Host", "X-Author", "X-Payment-Method", "I-Twilio-Idempotency-Token",
+			"X-Signature-Timestamp", "X-Correlation-Key", "X-Ip-Country", "X-Remote-Branch", "X-Original-Sender",
+			"X-Github-Enterprise-Version", "X-Page-Token", "Signature-Input", "X-Mailgun-Address", "X-Email"},
 		headerCredential: {"Authorization", "Proxy-Authorization", "X-Openclaw-Token", "X-Service-Token", "Cookie",
 			"Set-Cookie", "X-Api-Key", "Api-Key", "Apikey", "Key", "X-Key", "X-Auth-Token", "X-Gitlab-Token", "X-Hub-Signature-256",
 			"X-Hub-Signature", "Stripe-Signature", "X-Slack-Signature", "Webhook-Signature", "Svix-Signature", "X-Shopify-Hmac-Sha256",
 			"Ocp-Apim-Subscription-Key", "X-Functions-Key", "X-Goog-Api-Key", "X-Access-Key", "X-Client-Secret", "X-Password",
 			"X-Csrf-Token", "X-Xsrf-Token", "X-Amz-Security-Token", "X-Session-Id", "Www-Authenticate", "X-Jwt-Assertion",
-			"Sec-Websocket-Key", "X-Sig", "Private-Key", "x_api_key", "X.Auth.Token"},
+			"Sec-Websocket-Key", "X-Sig", "Private-Key", "x_api_key", "X.Auth.Token",
+			// B13 of issue 34: one-time codes and compounds
+			"X-Otp", "X-Totp", "X-Mfa", "X-2fa", "X-Passcode", "X-Authtoken", "X-Access-Token", "Authentication",
+			"X-Authenticated-Userid", "X-Signature", "X-Token-Type", "X-Verification-Token", "Jsessionid"},
 		headerForwarding: {"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded",
 			"X-Original-Forwarded-For", "X-Real-Ip", "True-Client-Ip", "Cf-Connecting-Ip", "Cf-Connecting-Ipv6", "X-Client-Ip",
 			"Client-Ip", "Fastly-Client-Ip", "X-Cluster-Client-Ip", "X-Envoy-External-Address", "X-Envoy-Internal",
@@ -71,7 +78,13 @@ func TestClassifyHeader(t *testing.T) {
 			"X-Rewrite-Url", "X-Original-Method", "X-Host", "X-Http-Host-Override", "X-Forwarded-Server", "X-Scheme",
 			"Front-End-Https", "X-Ssl-Client-Cert", "Via", "Tailscale-User-Login", "Cf-Access-Authenticated-User-Email",
 			"X-Ms-Client-Principal-Name", "X-Amzn-Oidc-Identity", "X-Pomerium-Claim-Email", "X-Client-Address",
-			"X-Proxyuser-Ip"},
+			"X-Proxyuser-Ip",
+			// B13 of issue 34: identity headers a proxy in front asserts
+			"Client-Cert", "X-Arr-Clientcert", "X-Vouch-User", "X-Consumer-Username", "X-Remote-Groups", "Remote-User",
+			"X-Auth-Request-User", "X-Webauth-User", "X-User", "X-User-Id", "X-Userinfo", "X-Apigateway-Api-Userinfo",
+			"X-Mtls-Client-Cert", "X-Tls-Client-Subject", "X-Client-Cert-Chain", "Ssl-Client-Verify", "X-Client-Verify",
+			"X-Principal", "X-Identity", "Impersonate-User", "X-Roles", "X-Groups", "X-Consumer-Id",
+			"X-Anonymous-Consumer", "X-Credential-Identifier", "X-Real-Port", "X-Original-Host"},
 		headerTransport: {"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 			"Host", "Content-Length", "Expect", "Http2-Settings"},
 		headerTrace:   {"Traceparent", "Tracestate", "traceparent", "TRACESTATE"},
@@ -85,11 +98,11 @@ func TestClassifyHeader(t *testing.T) {
 	}
 }
 
-// crossingMarkers are name fragments that no crossing header may have
-// (credential and forwarding words, in the lower-cased name without
-// separators).
-var crossingMarkers = []string{"auth", "token", "secret", "passw", "cookie", "signature", "apikey", "forwarded",
-	"hmac", "jwt", "bearer", "csrf", "credential", "clientip", "realip", "override"}
+// crossingMarkers are words that no crossing header's name may have
+// (split at separators, lower-cased), unless the word after says it is no
+// credential (a signature's timestamp, an idempotency token: D30).
+var crossingMarkers = []string{"auth", "secret", "password", "cookie", "apikey", "forwarded", "hmac", "jwt",
+	"bearer", "csrf", "credential", "clientip", "realip", "override", "session", "user", "via"}
 
 // TestCrossingHeadersProperty: for arbitrary header sets, what crosses is
 // a subset of what was sent, values as sent; nothing that crosses is a
@@ -171,10 +184,10 @@ func TestCrossingHeadersProperty(t *testing.T) {
 			if !slices.Equal(vs, r.Header[k]) {
 				t.Fatalf("%s: %q crossed as %q", k, r.Header[k], vs)
 			}
-			lower := strings.ToLower(strings.NewReplacer("-", "", "_", "", ".", "").Replace(k))
-			for _, m := range crossingMarkers {
-				if strings.Contains(lower, m) {
-					t.Fatalf("%s crossed (it mentions %q)", k, m)
+			ws := strings.FieldsFunc(strings.ToLower(k), func(r rune) bool { return r == '-' || r == '_' || r == '.' })
+			for i, w := range ws {
+				if slices.Contains(crossingMarkers, w) && !(w == "user" && i+1 < len(ws) && ws[i+1] == "agent") {
+					t.Fatalf("%s crossed (it has the word %q)", k, w)
 				}
 			}
 			if c := classifyHeader(k); c != headerCrosses || h.forwarder.skip[http.CanonicalHeaderKey(k)] || !allValid(vs) || listed[http.CanonicalHeaderKey(k)] {
@@ -237,5 +250,77 @@ func TestForwardDropsTokenHeaders(t *testing.T) {
 	got, herr := crossingHeaders(r, "/hooks/github", h.forwarder.skip)
 	if herr != nil || len(got) != 2 || got.Get("X-Github-Event") != "push" || got.Get("Host") != "example.com" {
 		t.Fatalf("forwarded headers %v (%v)", got, herr)
+	}
+}
+
+// TestHeaderNameRuleProperty: the name rule is right in both directions
+// (D30 of issue 35, B13 of issue 34). Names are generated from a vendor
+// prefix, ordinary words (some of them the letters of a credential:
+// author, payment-method, enterprise-host, idempotency-token, …) and, for
+// half of them, one marker phrase (a credential, an identity or a
+// proxy's assertion, as real proxies and gateways spell them), in any
+// case and with any separator: a name crosses exactly when it has no
+// marker.
+func TestHeaderNameRuleProperty(t *testing.T) {
+	prefixes := []string{"x", "github", "stripe", "twilio", "i-twilio", "x-shopify", "x-gitea", "ce", "x-acme"}
+	ordinary := []string{"event", "delivery", "id", "author", "payment-method", "enterprise-host", "enterprise-version",
+		"idempotency-token", "correlation-key", "signature-timestamp", "ip-country", "remote-branch", "original-sender",
+		"topic", "retry-num", "request-id", "hook", "target-type", "page-token", "event-key", "keyboard", "tip",
+		"zip", "user-agent", "host-name-check", "method-name", "country", "timestamp", "version", "sender", "branch"}
+	// markers: the phrase, and whether it must end the name (a key,
+	// token or address is read from the last word)
+	markers := []struct {
+		phrase string
+		last   bool
+	}{
+		{"auth", false}, {"auth-token", true}, {"authtoken", false}, {"access-token", true}, {"api-key", true},
+		{"apikey", false}, {"secret", false}, {"password", false}, {"cookie", false}, {"signature", true},
+		{"sig", true}, {"hmac-sha256", false}, {"session-id", false}, {"jwt", false}, {"bearer", false},
+		{"otp", false}, {"totp", false}, {"mfa", false}, {"passcode", false}, {"credential", false},
+		{"client-ip", true}, {"clientip", false}, {"real-ip", true}, {"ip", true}, {"remote-addr", true},
+		{"client-address", true}, {"forwarded-for", false}, {"via", false}, {"method-override", false},
+		{"http-method", false}, {"original-url", false}, {"original-host", false}, {"rewrite-url", false},
+		{"remote-user", false}, {"user", false}, {"user-id", false}, {"username", false}, {"userinfo", false},
+		{"client-cert", false}, {"clientcert", false}, {"ssl-client-verify", false}, {"vouch-user", false},
+		{"consumer-username", false}, {"consumer-id", false}, {"principal", false}, {"identity", false},
+		{"groups", false}, {"oidc-data", false}, {"private-key", true}, {"subscription-key", true},
+	}
+	seps := []string{"-", "_", "."}
+	style := func(rnd *rand.Rand, phrase string, sep string) string {
+		p := strings.ReplaceAll(phrase, "-", sep)
+		switch rnd.IntN(3) {
+		case 0:
+			return strings.ToUpper(p)
+		case 1:
+			return http.CanonicalHeaderKey(p)
+		}
+		return p
+	}
+	rnd := rand.New(rand.NewPCG(3, 5))
+	for range 20000 {
+		sep := seps[rnd.IntN(len(seps))]
+		parts := []string{prefixes[rnd.IntN(len(prefixes))]}
+		for range rnd.IntN(3) {
+			parts = append(parts, ordinary[rnd.IntN(len(ordinary))])
+		}
+		if rnd.IntN(3) == 0 || len(parts) == 1 {
+			parts = append(parts, ordinary[rnd.IntN(len(ordinary))])
+		}
+		marked := rnd.IntN(2) == 0
+		if marked {
+			m := markers[rnd.IntN(len(markers))]
+			at := len(parts)
+			if !m.last {
+				at = 1 + rnd.IntN(len(parts))
+			}
+			parts = slices.Insert(parts, at, m.phrase)
+		}
+		for i := range parts {
+			parts[i] = style(rnd, parts[i], sep)
+		}
+		name := strings.Join(parts, sep)
+		if got := classifyName(name); (got == headerCrosses) == marked {
+			t.Fatalf("classifyName(%q) = %d; marked %v", name, got, marked)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -327,5 +328,96 @@ func TestIntegrationForwardWait(t *testing.T) {
 	}
 	if r := in.post("/hooks/agent", `{"message":"m"}`); r.status != 504 || r.json(t)["error"] != reasonGatewayTimeout {
 		t.Fatalf("request without waitForCompletion: %d %s, want 504", r.status, r.body)
+	}
+}
+
+// TestIntegrationForwardFraming: a forwarded body reaches the gateway
+// framed as the sender framed it (D18 of issue 35), sync and through a
+// spool: an empty body sent with Content-Length: 0 arrives with
+// Content-Length: 0 (not chunked), a chunked body arrives chunked (no
+// Content-Length), a body with a length with that length.
+func TestIntegrationForwardFraming(t *testing.T) {
+	t.Setenv(forwardSecretEnv, "forward-secret-5c1e9a7b3d2f4e6a")
+	for _, spooled := range []bool{false, true} {
+		hooks := forwardHooks
+		if spooled {
+			hooks += "\n\t\tspool " + t.TempDir() + " {\n\t\t\tretry_initial 20ms\n\t\t\tretry_max 100ms\n\t\t}"
+		}
+		in := startIngress(t, ingressOpts{hooks: hooks})
+		raw := func(te string, body string) string {
+			return "POST /hooks/github HTTP/1.1\r\nHost: " + in.hostPort() + "\r\nAuthorization: Bearer " + itHookToken +
+				"\r\nContent-Type: application/json\r\nX-GitHub-Event: push\r\n" + te + "Connection: close\r\n\r\n" + body
+		}
+		for _, tc := range []struct {
+			name, req, body string
+			contentLength   string // as the gateway receives it; "" = none (chunked)
+		}{
+			{"Content-Length: 0", raw("Content-Length: 0\r\n", ""), "", "0"},
+			{"chunked", raw("Transfer-Encoding: chunked\r\n", "7\r\n{\"a\":1}\r\n0\r\n\r\n"), `{"a":1}`, ""},
+			{"empty chunked", raw("Transfer-Encoding: chunked\r\n", "0\r\n\r\n"), "", ""},
+			{"with a length", raw("Content-Length: 7\r\n", `{"a":2}`), `{"a":2}`, "7"},
+		} {
+			n := len(in.gw.Received())
+			if a := rawRequest("tcp", in.hostPort(), tc.req); a.err != nil || a.status != 200 {
+				t.Fatalf("spooled=%v %s: %+v", spooled, tc.name, a)
+			}
+			for deadline := time.Now().Add(15 * time.Second); len(in.gw.Received()) == n && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond) // a spool delivers after the answer
+			}
+			rec := lastReceived(t, in.gw, n)
+			if string(rec.Raw) != tc.body || rec.Header.Get("Content-Length") != tc.contentLength {
+				t.Errorf("spooled=%v %s: the gateway got %q with Content-Length %q, want %q with %q",
+					spooled, tc.name, rec.Raw, rec.Header.Get("Content-Length"), tc.body, tc.contentLength)
+			}
+		}
+	}
+}
+
+// TestIntegrationForwardWakeMappingOrder: a wake mapping's requests are
+// spooled in the wake lane, so that they reach the gateway in acceptance
+// order, as /wake's do (D31 of issue 35): a forward mapping with action
+// wake (what `caddy hooks import` writes for the gateway's wake mappings;
+// the sender's answer keeps the forwarded hook's shape) and a rendered
+// one.
+func TestIntegrationForwardWakeMappingOrder(t *testing.T) {
+	for _, tc := range []struct{ mode, mapping string }{
+		{"forward", "forward\n\t\t\taction wake"},
+		{"render", "action wake\n\t\t\ttext_template \"o{{payload.o}}x\""},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			in := startIngress(t, ingressOpts{noGW: true, hooks: `mode ` + tc.mode + `
+		mapping alert {
+			match_path alert
+			` + tc.mapping + `
+		}
+		spool ` + t.TempDir() + ` {
+			retry_initial 20ms
+			retry_max 100ms
+		}`})
+			const n = 12
+			for i := range n {
+				if r := in.post("/hooks/alert", `{"o":`+strconv.Itoa(i)+`}`); r.status != 200 || (tc.mode == "forward") != (r.json(t)["runId"] != nil) {
+					t.Fatalf("accept %d: %d %s", i, r.status, r.body)
+				}
+			}
+			in.startGateway()
+			deadline := time.Now().Add(15 * time.Second)
+			for len(in.gw.Received()) < n && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			var order []string
+			for _, rec := range in.gw.Received() {
+				order = append(order, string(rec.Raw))
+			}
+			for i := range n {
+				want := `{"o":` + strconv.Itoa(i) + `}` // forwarded as sent
+				if i < len(order) && tc.mode == "render" && strings.Contains(order[i], `"o`+strconv.Itoa(i)+`x`) {
+					continue
+				}
+				if i >= len(order) || order[i] != want {
+					t.Fatalf("delivered in the order %q, want acceptance order", order)
+				}
+			}
+		})
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,7 +56,9 @@ func TestForwardMappingProvision(t *testing.T) {
 		{"question mark", fwd(Mapping{MatchPath: "a?b"}), `mapping f: match_path: "a?b" is not a plain hook path`},
 		{"control character", fwd(Mapping{MatchPath: "a\x01b"}), `mapping f: match_path: "a\x01b" is not a plain hook path`},
 		{"template", fwd(Mapping{MatchPath: "x", MessageTemplate: "{{a}}"}), "mapping f: message_template: not allowed with forward"},
-		{"action", fwd(Mapping{MatchPath: "x", Action: "wake"}), "mapping f: action: not allowed with forward"},
+		{"action, the spool lane", fwd(Mapping{MatchPath: "x", Action: "wake"}), ""},
+		{"bad action", fwd(Mapping{MatchPath: "x", Action: "sleep"}), `mapping f: action: "sleep" must be agent or wake`},
+		{"wake mode", fwd(Mapping{MatchPath: "x", WakeMode: "now"}), "mapping f: wake_mode: not allowed with forward"},
 		{"session key", fwd(Mapping{MatchPath: "x", SessionKey: "hook:x"}), "mapping f: session_key: not allowed with forward"},
 		{"deliver", fwd(Mapping{MatchPath: "x", Deliver: &deliver}), "mapping f: deliver: not allowed with forward"},
 		{"for_each", fwd(Mapping{MatchPath: "x", ForEach: "items"}), "mapping f: for_each: not allowed with forward"},
@@ -310,17 +311,9 @@ func TestForwardNoContent(t *testing.T) {
 // runs for every name; names the gateway would read as another (dot
 // segments) get 404.
 func TestForwardAnyName(t *testing.T) {
-	var mu sync.Mutex
-	var paths []string
-	sock := startStubGateway(t, func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		paths = append(paths, r.RequestURI)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"ok":true,"runId":"r"}`))
-	})
+	rec := recordTargets(t)
 	h := newTestHandler(t, nil, func(h *Handler) {
-		h.Gateway, h.Mode = "unix/"+sock, modeForward
+		h.Gateway, h.Mode = "unix/"+rec.sock, modeForward
 		h.Mappings = []Mapping{{ID: "beta", MatchSource: "beta", Forward: true}}
 	})
 	for _, tc := range []struct {
@@ -340,10 +333,8 @@ func TestForwardAnyName(t *testing.T) {
 			t.Errorf("%s %s: %d %s, want %d", tc.target, tc.body, w.Code, w.Body, tc.status)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if want := []string{"/hooks/anything-goes", "/hooks/a/b", "/hooks/a%20b", "/hooks/%E2%9C%93"}; !slices.Equal(paths, want) {
-		t.Errorf("forwarded to %q, want %q", paths, want)
+	if got, want := rec.take(), []string{"/hooks/anything-goes", "/hooks/a/b", "/hooks/a%20b", "/hooks/%E2%9C%93"}; !slices.Equal(got, want) {
+		t.Errorf("forwarded to %q, want %q", got, want)
 	}
 }
 

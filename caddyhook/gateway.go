@@ -186,7 +186,14 @@ func (c *gatewayClient) send(ctx context.Context, g *gatewayRequest, clientIP st
 	defer cancel()
 	body := g.body
 	hdr, host := g.header, "gateway"
+	chunked := false
 	if hdr != nil {
+		// framed as the sender framed it (D18 of issue 35): a chunked
+		// body chunked (the forwarder's mark, which the transport would
+		// not write anyway), an empty one with Content-Length: 0
+		if _, chunked = hdr[headerChunked]; chunked {
+			delete(hdr, headerChunked)
+		}
 		if h := hdr["Host"]; len(h) == 1 && h[0] != "" {
 			host = h[0] // the transport writes it from req.Host, never from the map
 		}
@@ -214,6 +221,13 @@ func (c *gatewayClient) send(ctx context.Context, g *gatewayRequest, clientIP st
 		// gateway closed meanwhile (it carries an Idempotency-Key)
 		GetBody: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil },
 	}).WithContext(ctx)
+	switch {
+	case chunked:
+		req.ContentLength, req.TransferEncoding = -1, []string{"chunked"}
+	case len(body) == 0:
+		// a non-nil body of length 0 would be sent chunked
+		req.Body, req.GetBody = http.NoBody, func() (io.ReadCloser, error) { return http.NoBody, nil }
+	}
 	if c.authValue != nil {
 		req.Header["Authorization"] = c.authValue
 	}

@@ -146,11 +146,12 @@ type AuthFailures struct {
 //	        retry_max     <duration>
 //	        workers       <n>
 //	        rate          <n>/<interval>
+//	        max_identical_errors <n>
 //	    }
 //	    spool cluster {              # the cluster engine's replicated queue
 //	        deliver       on|off
 //	        fallback      <dir>|reject
-//	        max_bytes, max_age, retry_initial, retry_max, workers, rate
+//	        max_bytes, max_age, retry_initial, retry_max, workers, rate, max_identical_errors
 //	    }
 //	    cluster <engine> [<url>...] {  # e.g. cluster nats: see the engine's options
 //	    }

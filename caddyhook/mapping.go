@@ -19,13 +19,21 @@ type Mapping struct {
 	// ID names the mapping in errors and logs (default mapping-<n>).
 	ID string `json:"id,omitempty"`
 	// MatchPath is the hook name it answers (slashes trimmed); empty = any.
+	// A render mapping compares it with the decoded name; a forward
+	// mapping, as the gateway compares its match.path, with the name as
+	// the gateway's URL parser leaves it (café and caf%C3%A9 both answer
+	// /hooks/caf%C3%A9; a%2Fb answers /hooks/a%2Fb, not /hooks/a/b).
 	MatchPath string `json:"match_path,omitempty"`
 	// MatchSource requires the payload's top-level "source" to equal it.
 	MatchSource string `json:"match_source,omitempty"`
 	// MatchExpr is a boolean CEL expression over payload, headers, query,
 	// path and now.
 	MatchExpr string `json:"match_expr,omitempty"`
-	// Action is "agent" (default) or "wake".
+	// Action is "agent" (default) or "wake". On a forward mapping it is
+	// only the spool lane: a wake mapping's requests are delivered in
+	// acceptance order, as /wake's are (the gateway's mapping decides what
+	// they do; `caddy hooks import` writes it for the gateway's wake
+	// mappings).
 	Action string `json:"action,omitempty"`
 	// WakeMode is now (default) or next-heartbeat.
 	WakeMode string `json:"wake_mode,omitempty"`

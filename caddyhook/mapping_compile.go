@@ -2,7 +2,6 @@ package caddyhook
 
 import (
 	"fmt"
-	"net/url"
 	"slices"
 	"strings"
 	"unicode"
@@ -133,9 +132,6 @@ func (rt *router) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMap
 		c.id = fmt.Sprintf("mapping-%d", n)
 	}
 	fail := func(field string, err error) error { return fmt.Errorf("mapping %s: %s: %w", c.id, field, err) }
-	if m.Forward {
-		return c, compileForward(c, m, env, fail)
-	}
 	switch strings.TrimSpace(m.Action) {
 	case "", "agent":
 		c.kind = kindAgent
@@ -143,6 +139,9 @@ func (rt *router) compileMapping(m *Mapping, n int, env *tmpl.Env) (*compiledMap
 		c.kind = kindWake
 	default:
 		return nil, fail("action", fmt.Errorf("%q must be agent or wake", m.Action))
+	}
+	if m.Forward {
+		return c, compileForward(c, m, env, fail)
 	}
 	switch wm := strings.TrimSpace(m.WakeMode); wm {
 	case "", modeNow, modeNextHeartbeat:
@@ -252,14 +251,16 @@ func (c *compiledMapping) providerTemplate(m *Mapping, env *tmpl.Env) (string, e
 
 // compileForward checks and compiles a forward mapping: its match
 // conditions and limits; every field that would shape an action is
-// refused (the gateway's own mapping shapes it).
+// refused (the gateway's own mapping shapes it). Its action (c.kind) is
+// only the spool lane: a wake mapping's requests are delivered in
+// acceptance order, as /wake's are.
 func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(string, error) error) error {
 	c.forward = true
 	for _, f := range []struct {
 		field string
 		set   bool
 	}{
-		{"action", m.Action != ""}, {"wake_mode", m.WakeMode != ""}, {"name", m.Name != ""},
+		{"wake_mode", m.WakeMode != ""}, {"name", m.Name != ""},
 		{"agent_id", m.AgentID != ""}, {"session_key", m.SessionKey != ""},
 		{"message_template", m.MessageTemplate != ""}, {"text_template", m.TextTemplate != ""},
 		{"channel", m.Channel != ""}, {"to", m.To != ""}, {"model", m.Model != ""}, {"thinking", m.Thinking != ""},
@@ -268,7 +269,7 @@ func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(str
 		{"transform", m.Transform != nil},
 	} {
 		if f.set {
-			return fail(f.field, fmt.Errorf("not allowed with forward (the gateway's own mapping shapes the forwarded hook); use match_path, match_source, match_expr, max_body, verify or require_token"))
+			return fail(f.field, fmt.Errorf("not allowed with forward (the gateway's own mapping shapes the forwarded hook); use match_path, match_source, match_expr, max_body, verify, require_token or action"))
 		}
 	}
 	switch {
@@ -282,7 +283,10 @@ func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(str
 	case m.MaxBody < 0 || m.MaxBody > 64<<20:
 		return fail("max_body", fmt.Errorf("must be between 1 byte and 64 MiB"))
 	}
-	c.gwPath = strings.TrimPrefix((&url.URL{Path: "/" + c.path}).EscapedPath(), "/")
+	// the name the gateway compares its match.path with: match_path as
+	// the gateway's URL parser would leave it in a request path (café is
+	// caf%C3%A9, a%2Fb stays as written, a|b is not escaped)
+	c.gwPath = gatewayEscape(c.path)
 	if m.MatchExpr != "" {
 		x, err := env.CompileBool(m.MatchExpr)
 		if err != nil {
@@ -296,9 +300,10 @@ func compileForward(c *compiledMapping, m *Mapping, env *tmpl.Env, fail func(str
 }
 
 // forwardableMatchPath reports whether a forward mapping can answer the
-// hook name p. Names are compared decoded (as the request path is) and
-// escaped again on the way to the gateway, so p may hold any printable
-// character but ? and #, in segments that are not empty, . or ..
+// hook name p. It is compared as the gateway's URL parser leaves it
+// (gatewayEscape) with the name the gateway reads, so p may hold any
+// printable character but ? and #, in segments that are not empty, . or
+// ..
 func forwardableMatchPath(p string) bool {
 	if !utf8.ValidString(p) || strings.ContainsAny(p, "?#") || strings.ContainsFunc(p, unicode.IsControl) {
 		return false
@@ -503,6 +508,15 @@ func (rt *router) bodyLimit(sub string) int64 {
 		return max(l, rt.anyPathLimit)
 	}
 	return rt.anyPathLimit
+}
+
+// largestBodyLimit is the largest body any hook name may have.
+func (rt *router) largestBodyLimit() int64 {
+	l := max(rt.maxBody, rt.anyPathLimit)
+	for _, p := range rt.pathLimits {
+		l = max(l, p)
+	}
+	return l
 }
 
 // signatureHeaders lists the headers of every verify block, once each.

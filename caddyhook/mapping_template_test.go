@@ -85,7 +85,7 @@ func TestMappingTemplateGrammar(t *testing.T) {
 			MessageTemplate: "v=" + tc.tmpl, AllowUnsafeExternalContent: true}
 	}
 	h, gw := mappedHandler(t, nil, ms...)
-	hdr := []string{"X-Request-Tag", "blue", "X-Multi", "one", "X-Multi", "two", "X-Service-Token", "not-the-token-but-secret-looking"}
+	hdr := []string{"X-Request-Tag", "blue", "X-Multi", "one", "X-Multi", "two", "X-Service-Token", utHookToken}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := len(gw.Received())

@@ -142,6 +142,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	case h.Spool == nil:
 	case h.Spool.Cluster:
 		h.spooling, err = openClusterSpool(ctx, &h.held, h.Spool, h.cluster, gatewaySender{h.dispatcher}, addr.network != "", h.gateway, h.metrics, h.logger)
+		h.cluster.checkPayload(h.router.largestBodyLimit(), h.logger)
 	default:
 		h.spooling, err = openLocalSpool(ctx, &h.held, h.Spool, gatewaySender{h.dispatcher}, h.gateway, h.metrics, h.logger)
 	}
@@ -161,6 +162,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	if hosts := onlyHosts(srv); hosts != nil {
+		h.logger.Warn("the site answers only the host names it names: a request for another Host on its listener "+
+			"(a tunnel or a load balancer that rewrites Host) gets Caddy's empty 200 and is never dispatched; "+
+			"the gateway answers every Host: give the site a host-less address (http://:PORT) or add a site for the other hosts",
+			zap.Strings("hosts", hosts), zap.Strings("listen", srv.Listen))
+	}
 	registerAdmin(&h.held, &adminView{base: h.base, server: srv, lockout: h.lockout, idem: h.idem, bodies: h.bodies,
 		cluster: h.cluster, spool: h.spooling.ops, spoolDir: h.spooling.dir, events: h.events, outcomes: h.outcomes,
 		sink: h.sink, view: h.view, logger: h.logger})
@@ -183,7 +190,7 @@ func (h *Handler) provisionCluster(ctx caddy.Context) error {
 	}
 	if sc := h.Spool; sc != nil && sc.Cluster {
 		p.Queue = &cluster.QueueParams{MaxBytes: sc.MaxBytes, MaxAge: time.Duration(sc.MaxAge),
-			RetryInitial: time.Duration(sc.RetryInitial), RetryMax: time.Duration(sc.RetryMax)}
+			RetryInitial: time.Duration(sc.RetryInitial), RetryMax: time.Duration(sc.RetryMax), MaxIdentical: sc.MaxIdenticalErrors}
 	}
 	key, err := engineKey(h.ClusterRaw, p) // before LoadModule clears ClusterRaw
 	if err != nil {
@@ -494,3 +501,30 @@ var (
 	_ caddy.CleanerUpper          = (*Handler)(nil)
 	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
 )
+
+// onlyHosts returns the host names srv's routes are limited to when
+// srv is plain HTTP and every one of its top-level routes matches on the
+// host (nil otherwise): there, a request for another host falls through
+// every route to Caddy's empty 200. Over TLS another name fails the
+// handshake, and Caddy redirects plain HTTP.
+func onlyHosts(srv *caddyhttp.Server) []string {
+	if srv == nil || len(srv.TLSConnPolicies) > 0 || len(srv.Routes) == 0 {
+		return nil
+	}
+	var hosts []string
+	for _, r := range srv.Routes {
+		if len(r.MatcherSetsRaw) == 0 {
+			return nil
+		}
+		for _, set := range r.MatcherSetsRaw {
+			raw, ok := set["host"]
+			if !ok {
+				return nil
+			}
+			var hs []string
+			_ = json.Unmarshal(raw, &hs)
+			hosts = append(hosts, hs...)
+		}
+	}
+	return hosts
+}

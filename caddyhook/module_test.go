@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/caddyserver/caddy/v2/modules/caddytls"
 
 	"github.com/caddyhook/caddyhook/internal/lockout"
 	"github.com/caddyhook/caddyhook/internal/verify"
@@ -407,6 +409,34 @@ func TestCleanupReleasesThePool(t *testing.T) {
 		}
 		if _, ok := sharedPool.References(k); ok {
 			t.Errorf("%s is still in the pool after Cleanup", k)
+		}
+	}
+}
+
+// TestOnlyHosts: provisioning warns of a plain-HTTP server whose every
+// route matches on the host (a request for another host gets Caddy's
+// empty 200: D28 of issue 35), and only of such a server.
+func TestOnlyHosts(t *testing.T) {
+	route := func(sets ...caddy.ModuleMap) caddyhttp.Route { return caddyhttp.Route{MatcherSetsRaw: sets} }
+	host := func(h ...string) caddy.ModuleMap {
+		b, _ := json.Marshal(h)
+		return caddy.ModuleMap{"host": b}
+	}
+	path := caddy.ModuleMap{"path": json.RawMessage(`["/x"]`)}
+	for _, tc := range []struct {
+		name string
+		srv  *caddyhttp.Server
+		want []string
+	}{
+		{"host-matched site", &caddyhttp.Server{Routes: caddyhttp.RouteList{route(host("localhost"))}}, []string{"localhost"}},
+		{"two host-matched sites", &caddyhttp.Server{Routes: caddyhttp.RouteList{route(host("a")), route(host("b", "c"))}}, []string{"a", "b", "c"}},
+		{"host-less site", &caddyhttp.Server{Routes: caddyhttp.RouteList{route()}}, nil},
+		{"a catch-all after a host", &caddyhttp.Server{Routes: caddyhttp.RouteList{route(host("a")), route(path)}}, nil},
+		{"TLS", &caddyhttp.Server{Routes: caddyhttp.RouteList{route(host("a"))}, TLSConnPolicies: caddytls.ConnectionPolicies{{}}}, nil},
+		{"no server", nil, nil},
+	} {
+		if got := onlyHosts(tc.srv); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -92,6 +92,12 @@ func (r *outcomeRelay) expired(id string, attempts int, reason string) {
 	if !spool.IsExpired(reason) {
 		reason = spool.ReasonExpired
 	}
+	r.dead(id, attempts, reason)
+}
+
+// dead notes that the spooled event id went to the dead letters after
+// attempts attempts, for reason.
+func (r *outcomeRelay) dead(id string, attempts int, reason string) {
 	r.note([]cluster.Outcome{{ID: id, Attempts: attempts, State: eventlog.StateDead, Error: reason}})
 }
 

@@ -26,6 +26,17 @@ const (
 	errPersistentNeedsPrefs fieldError = "allowed_session_key_prefixes is required when direct hook sessionMode is persistent"
 )
 
+// gatewayReasons are the gateway's own texts of the policy reasons that
+// name a config key: in forward mode the edge refuses for the gateway
+// (with the policy `caddy hooks import` copied from the gateway's
+// config), so the sender reads what the gateway would have answered
+// (D17 of issue 35); in render mode the edge's options are the keys.
+var gatewayReasons = map[fieldError]fieldError{
+	errAgentNotAllowed:      "agentId is not allowed by hooks.allowedAgentIds",
+	errSessionKeyDisabled:   "sessionKey is disabled for externally supplied hook payload values; set hooks.allowRequestSessionKey=true to enable",
+	errPersistentNeedsPrefs: "hooks.allowedSessionKeyPrefixes is required when direct hook sessionMode is persistent",
+}
+
 // policy is the compiled routing policy: which agents, session keys,
 // models and channels an action may use. It is immutable after
 // newPolicy and shared by all requests.
@@ -195,6 +206,17 @@ func (p *policy) defaultAgent() string {
 // in the gateway's order. It returns a precise reason on the first
 // violation.
 func (p *policy) Apply(a *action) error {
+	err := p.apply(a)
+	if fe, ok := err.(fieldError); ok && p.forward {
+		if g, ok := gatewayReasons[fe]; ok {
+			return g
+		}
+	}
+	return err
+}
+
+// apply is Apply with the edge's own reasons.
+func (p *policy) apply(a *action) error {
 	if err := p.resolveAgent(a); err != nil {
 		return err
 	}

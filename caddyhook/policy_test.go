@@ -390,3 +390,18 @@ func TestDecodeAgentNonJSONNumbers(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyGatewayReasons: in forward mode a refusal that names a config
+// key names the gateway's (the sender reads what the gateway would have
+// answered: D17 of issue 35); in render mode the edge's option.
+func TestPolicyGatewayReasons(t *testing.T) {
+	fwd := func(pc policyConfig) policyConfig { pc.Forward = true; return pc }
+	runPolicyCases(t, []policyCase{
+		{name: "agent, forward", pc: fwd(allowed("ops")), in: `{"message":"m","agentId":"main"}`, wantErr: "agentId is not allowed by hooks.allowedAgentIds"},
+		{name: "agent, render", pc: allowed("ops"), in: `{"message":"m","agentId":"main"}`, wantErr: "agentId is not allowed by allowed_agent_ids"},
+		{name: "session key, forward", pc: fwd(policyConfig{}), in: `{"message":"m","sessionKey":"hook:x"}`,
+			wantErr: "sessionKey is disabled for externally supplied hook payload values; set hooks.allowRequestSessionKey=true to enable"},
+		{name: "session key, render", pc: policyConfig{}, in: `{"message":"m","sessionKey":"hook:x"}`,
+			wantErr: "sessionKey is disabled for externally supplied hook payload values; set allow_request_session_key to enable"},
+	})
+}

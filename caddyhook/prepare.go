@@ -22,6 +22,9 @@ type prepared struct {
 	eventID string
 	// forward: the gateway's answer is the sender's (see answer).
 	forward bool
+	// wakeLane: spooled in the wake lane (acceptance order) whatever
+	// kind's reply shape (a forward wake mapping's request)
+	wakeLane bool
 	// keySource says who chose the session key the edge's policy
 	// resolved (kept for a replay, which goes through the policy again).
 	keySource keySource

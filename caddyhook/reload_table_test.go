@@ -648,6 +648,8 @@ var reloadRows = []reloadRow{
 		observe: spoolSetting(func(s *adminapi.Spool) any { return s.RetryMaxSeconds })},
 	{option: "spool.workers", before: spoolBlock("workers 4"), after: spoolBlock("workers 6"),
 		observe: spoolSetting(func(s *adminapi.Spool) any { return s.Workers })},
+	{option: "spool.max_identical_errors", before: spoolBlock("max_identical_errors 10"), after: spoolBlock("max_identical_errors 3"),
+		observe: spoolSetting(func(s *adminapi.Spool) any { return s.MaxIdenticalErrors })},
 	{option: "spool.rate", before: spoolBlock("workers 4"), after: spoolBlock("rate 5/s"),
 		observe: spoolSetting(func(s *adminapi.Spool) any { return s.Rate })},
 	{option: "spool.deliver", before: natsBlockAt("@NATSUP@") + "\nspool cluster {\n\tdeliver on\n\tfallback reject\n}",

@@ -28,7 +28,9 @@ type plan struct {
 	dropped   int
 	skip      bool
 	forwarded bool
-	fwd       forwardReq
+	// lane is a forward mapping's action: the spool lane of its request
+	lane actionKind
+	fwd  forwardReq
 }
 
 // waits reports whether p asks the gateway to answer when the run ends.
@@ -132,7 +134,7 @@ func (rt *router) planMapped(ex *exchange) (plan, *hookError) {
 // work follows the list, not the size of the rest of the payload.
 func (rt *router) planFor(c *compiledMapping, ex *exchange, vars *tmpl.Vars) (plan, *hookError) {
 	if c.forward {
-		return plan{forwarded: true}, nil
+		return plan{forwarded: true, lane: c.kind}, nil
 	}
 	if c.forEach == "" {
 		a, skip, herr := rt.buildAction(c, ex, vars, func() (map[string]any, error) { return c.transform.run(ex, vars) })

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/caddyhook/caddyhook/internal/jsjson"
 )
 
 // The request path of one hook request, in order: the Handler runs each
@@ -27,6 +29,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return next.ServeHTTP(w, r)
 	}
 	sub, ok := subPath(r.URL.Path, h.base)
+	if h.forward {
+		// a fragment or a backslash: route the name the gateway reads
+		if s, gw := gatewaySub(requestTarget(r), h.base); gw {
+			sub, ok = s, true
+		}
+	}
 	if !ok {
 		return next.ServeHTTP(w, r)
 	}
@@ -138,12 +146,12 @@ func (h *Handler) steps(ex *exchange) (int, []byte, *hookError) {
 		// a form only a provider's verifier reads (as JSON)
 		return 0, nil, reject(http.StatusUnsupportedMediaType, reasonContentType)
 	}
-	if herr := decodePayload(ex); herr != nil {
+	if herr := decodePayload(ex, h.forward); herr != nil {
 		return 0, nil, herr
 	}
 	p, herr := h.router.plan(ex)
 	if herr == nil && p.forwarded {
-		p.fwd, herr = h.forwarder.plan(ex, p.actions)
+		p.fwd, herr = h.forwarder.plan(ex, p.actions, p.lane)
 	}
 	if herr != nil || p.skip {
 		return http.StatusNoContent, nil, herr
@@ -186,7 +194,7 @@ func (h *Handler) authenticate(ex *exchange) *hookError {
 		return nil // a handshake's GET or HEAD: the handshake authenticates it
 	}
 	if ex.lockedFor == 0 {
-		ex.tokenOK = h.tokens.matches(h.tokens.presented(ex.r.Header))
+		ex.tokenOK = h.tokens.authorized(ex.r.Header)
 	}
 	switch {
 	case ex.tokenOK:
@@ -203,15 +211,25 @@ func (h *Handler) authenticate(ex *exchange) *hookError {
 // for: a form's fields, a decrypted body) as the gateway does: surrounding white
 // space (and a UTF-8 byte order mark) is ignored, invalid JSON is 400, an
 // empty body is {}, and so is any JSON value but an object (its fields,
-// such as text or message, are then missing).
-func decodePayload(ex *exchange) *hookError {
+// such as text or message, are then missing). In forward mode the
+// gateway's own JSON.parse reads the body after the edge: internal/jsjson
+// reads it alike (any depth, numbers beyond float64 as ±Inf), so that the
+// edge refuses exactly what the gateway refuses. In render mode the edge
+// is the body's only reader and encoding/json's limits stand.
+func decodePayload(ex *exchange, forward bool) *hookError {
 	body := trimJSSpace(ex.dispatchBody())
 	if len(body) == 0 {
 		ex.payload = map[string]any{}
 		return nil
 	}
 	var v any
-	if err := json.Unmarshal(body, &v); err != nil {
+	var err error
+	if forward {
+		v, err = jsjson.Decode(body)
+	} else {
+		err = json.Unmarshal(body, &v)
+	}
+	if err != nil {
 		return reject(http.StatusBadRequest, reasonInvalidJSON)
 	}
 	m, ok := v.(map[string]any)

@@ -167,7 +167,7 @@ func BenchmarkDecodePayload(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				ex := exchange{body: []byte(bc.body)}
-				if herr := decodePayload(&ex); herr != nil {
+				if herr := decodePayload(&ex, false); herr != nil {
 					b.Fatal(herr)
 				}
 			}

@@ -393,6 +393,51 @@ func startStubGateway(t *testing.T, handler http.HandlerFunc) string {
 	return sock
 }
 
+// TestDecodePayloadForward: in forward mode the body is read as the
+// gateway's JSON.parse reads it (D24 of issue 35): numbers beyond float64
+// and nesting past encoding/json's 10,000 levels are accepted; what
+// JSON.parse refuses is refused. Render mode keeps encoding/json's limits.
+func TestDecodePayloadForward(t *testing.T) {
+	deep := strings.Repeat("[", 20000) + strings.Repeat("]", 20000)
+	for _, tc := range []struct {
+		body            string
+		forward, render bool // accepted
+	}{
+		{`{"text":"x"}`, true, true},
+		{" \ufeff{\"text\":\"x\"} ", true, true},
+		{``, true, true},
+		{`{"message":"m","timeoutSeconds":1e400}`, true, false},
+		{`{"n":-1e400}`, true, false},
+		{`{"text":"x","deep":` + deep + `}`, true, false},
+		{`{"text":"x","deep":` + deep[:len(deep)-1] + `}`, false, false},
+		{`{"text":`, false, false},
+		{`{"text":"x",}`, false, false},
+		{`{"text":"a` + "\x01" + `"}`, false, false},
+		{`01`, false, false},
+		{`[1e400]`, true, false},
+	} {
+		for _, forward := range []bool{true, false} {
+			ex := exchange{body: []byte(tc.body)}
+			herr := decodePayload(&ex, forward)
+			want := tc.render
+			if forward {
+				want = tc.forward
+			}
+			if (herr == nil) != want {
+				t.Errorf("forward=%v %.60q: %v, want accepted %v", forward, tc.body, herr, want)
+			}
+		}
+	}
+	ex := exchange{body: []byte(`{"message":"m","timeoutSeconds":1e400}`)}
+	if herr := decodePayload(&ex, true); herr != nil {
+		t.Fatal(herr)
+	}
+	a, err := decodeAgent(ex.payload)
+	if err != nil || a.TimeoutSeconds != 0 {
+		t.Fatalf("timeoutSeconds 1e400: %+v %v (the gateway ignores a timeout that is not finite)", a, err)
+	}
+}
+
 // TestRefusalsBypassHandleErrors: the handler answers its refusals itself
 // (the Handler doc's "Refusals and handle_errors"): a site's handle_errors
 // route, live for the site's other errors, never answers a request under

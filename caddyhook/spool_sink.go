@@ -46,6 +46,14 @@ type SpoolConfig struct {
 	// Rate, when set, caps deliveries to the gateway: at most Count send
 	// attempts in any window of Interval; a burst waits in the spool.
 	Rate *SpoolRate `json:"rate,omitempty"`
+	// MaxIdenticalErrors is how many times in a row an event may get the
+	// same gateway answer that a retry does not change (a 5xx but 502,
+	// 503 and 504, such as the 500 of a transform that always throws)
+	// before it goes to the dead letters with that answer, instead of
+	// being retried until max_age (default 10). The sender's 200 stays:
+	// the event was accepted. In a cluster each delivery node counts its
+	// own attempts.
+	MaxIdenticalErrors int `json:"max_identical_errors,omitempty"`
 }
 
 // SpoolRate is a delivery rate limit (Caddyfile `rate <count>/<interval>`).
@@ -89,7 +97,8 @@ func (c *SpoolConfig) config() (spool.Config, error) {
 		return spool.Config{}, fmt.Errorf("spool: dir is required")
 	}
 	sc := spool.Config{Dir: dir, MaxBytes: c.MaxBytes, MaxAge: time.Duration(c.MaxAge),
-		RetryInitial: time.Duration(c.RetryInitial), RetryMax: time.Duration(c.RetryMax), Workers: c.Workers}
+		RetryInitial: time.Duration(c.RetryInitial), RetryMax: time.Duration(c.RetryMax), Workers: c.Workers,
+		MaxIdentical: c.MaxIdenticalErrors}
 	return sc, sc.Validate()
 }
 
@@ -270,8 +279,8 @@ func (s spoolSink) deliver(ctx context.Context, items []prepared, dropped int, i
 	tc := traceFrom(ctx)
 	for i := range items {
 		kind := spool.KindAgent
-		if items[i].kind == kindWake {
-			kind = spool.KindWake
+		if items[i].kind == kindWake || items[i].wakeLane {
+			kind = spool.KindWake // delivered in acceptance order
 		}
 		evs[i] = &spool.Event{ID: items[i].eventID, Kind: kind, Path: s.gateway.prefixed("/" + items[i].kind.String()),
 			Body: items[i].body, ClientIP: clientIP, FirstSeen: now, TraceParent: tc.parent, TraceState: tc.state}

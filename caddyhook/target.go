@@ -2,6 +2,7 @@ package caddyhook
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -89,21 +90,7 @@ func gatewayRest(target, base string) (string, bool) {
 			p = "/"
 		}
 	}
-	if strings.IndexFunc(p, needsGatewayEscape) >= 0 {
-		const hex = "0123456789ABCDEF"
-		var b strings.Builder
-		for i := 0; i < len(p); i++ {
-			switch c := p[i]; {
-			case c == '\\':
-				b.WriteByte('/')
-			case needsGatewayEscape(rune(c)):
-				b.Write([]byte{'%', hex[c>>4], hex[c&15]})
-			default:
-				b.WriteByte(c)
-			}
-		}
-		p = b.String()
-	}
+	p = gatewayEscape(p)
 	rest, found := strings.CutPrefix(p, base)
 	if !found || rest != "" && rest[0] != '/' {
 		return "", false
@@ -117,6 +104,28 @@ func gatewayRest(target, base string) (string, bool) {
 	return rest, true
 }
 
+// gatewayEscape is path p as the gateway's URL parser leaves it: the
+// bytes of the WHATWG path percent-encode set encoded, backslashes read
+// as slashes, everything else (escapes included) as it is.
+func gatewayEscape(p string) string {
+	if strings.IndexFunc(p, needsGatewayEscape) < 0 {
+		return p
+	}
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '\\':
+			b.WriteByte('/')
+		case needsGatewayEscape(rune(c)):
+			b.Write([]byte{'%', hex[c>>4], hex[c&15]})
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
 // needsGatewayEscape reports the bytes the gateway's URL parser
 // percent-encodes in a path (the WHATWG path percent-encode set), and the
 // backslash, which it reads as a slash.
@@ -126,4 +135,27 @@ func needsGatewayEscape(r rune) bool {
 		return true
 	}
 	return strings.ContainsRune("\"#<>?`{}\\", r)
+}
+
+// gatewaySub is the hook name below base as the gateway's URL parser
+// reads a request target whose path Go's reads otherwise: a raw '#'
+// (the gateway reads a fragment; Go keeps it in the path) or a backslash
+// (a slash to the gateway). The name is decoded, as Go's path is, with
+// the slashes around it trimmed. ok is false when the target has neither
+// or the gateway does not read it under base (the caller keeps Go's
+// reading).
+func gatewaySub(target, base string) (string, bool) {
+	p, _, _ := strings.Cut(target, "?")
+	if !strings.ContainsAny(p, "#\\") {
+		return "", false
+	}
+	rest, ok := gatewayRest(target, base)
+	if !ok {
+		return "", false
+	}
+	sub, err := url.PathUnescape(rest)
+	if err != nil {
+		return "", false
+	}
+	return strings.Trim(sub, "/"), true
 }

@@ -312,6 +312,49 @@ func (t *tokenChecker) presented(h http.Header) string {
 	return ""
 }
 
+// authorized reports whether the request's token headers carry the hook
+// token and nothing else: at least one token value, and every value it
+// presents is one of the configured tokens. The values are read as the
+// gateway's HTTP parser (Node) reads them: a token header sent several
+// times is one value, its copies joined with ", " (two copies, even two
+// valid ones, are one wrong value: the gateway refuses them); each
+// Authorization: Bearer value is one (Node keeps only the first
+// Authorization header; the edge checks every copy, an empty copy among
+// several being a wrong one). Values are trimmed; an empty one is none.
+// A request that carries a wrong value beside a right one is refused:
+// the edge must never let through what the gateway refuses. It is
+// stricter than the gateway where the gateway reads only the first
+// header it finds (a valid X-OpenClaw-Token beside a wrong
+// x-service-token); docs/openclaw.md lists that difference. Each value is
+// compared with every token in constant time; the request's headers are
+// bounded by the server.
+func (t *tokenChecker) authorized(h http.Header) bool {
+	seen, ok := 0, true
+	// check checks one value; of a header sent more than once an empty
+	// copy is a wrong value too
+	check := func(s string, copies int) {
+		if s = strings.TrimSpace(s); s != "" || copies > 1 {
+			seen++
+			ok = s != "" && t.index(s) >= 0 && ok
+		}
+	}
+	auth := h["Authorization"]
+	for _, v := range auth {
+		switch {
+		case len(v) > 7 && strings.EqualFold(v[:7], "bearer "):
+			check(v[7:], len(auth))
+		case strings.TrimSpace(v) == "" && len(auth) > 1:
+			check("", len(auth))
+		}
+	}
+	for _, name := range t.headers {
+		if vs := h[name]; len(vs) > 0 {
+			check(strings.Join(vs, ", "), len(vs))
+		}
+	}
+	return seen > 0 && ok
+}
+
 // matches compares the presented token with every configured token in
 // constant time: all are compared, so the time taken does not tell which
 // one matched, or how many there are to try.

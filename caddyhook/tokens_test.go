@@ -204,3 +204,49 @@ func TestTokenIndex(t *testing.T) {
 		t.Error("an empty presented token matched the digest of the empty string")
 	}
 }
+
+// TestTokenAuthorized: a request is authorized when it presents the
+// token and no wrong value beside it, in any of the token headers (the
+// gateway refuses two X-OpenClaw-Token headers, valid and wrong: the
+// edge must not be more permissive; D32/D33 of issue 35).
+func TestTokenAuthorized(t *testing.T) {
+	const a, b = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
+	tc := &tokenChecker{digests: []tokenDigest{sha256.Sum256([]byte(a)), sha256.Sum256([]byte(b))},
+		headers: []string{"X-Service-Token", "X-Openclaw-Token"}}
+	for _, c := range []struct {
+		name string
+		hdr  [][2]string
+		want bool
+	}{
+		{"bearer", [][2]string{{"Authorization", "Bearer " + a}}, true},
+		{"bearer, scheme in any case", [][2]string{{"Authorization", "bEaReR  " + b + " "}}, true},
+		{"service token", [][2]string{{"X-Service-Token", a}}, true},
+		{"alias", [][2]string{{"X-Openclaw-Token", b}}, true},
+		{"both tokens of a rotation", [][2]string{{"Authorization", "Bearer " + a}, {"X-Openclaw-Token", b}}, true},
+		{"the same token twice (the gateway joins the copies: a wrong value)", [][2]string{{"X-Openclaw-Token", a}, {"X-Openclaw-Token", a}}, false},
+		{"the same bearer token twice", [][2]string{{"Authorization", "Bearer " + a}, {"Authorization", "Bearer " + a}}, true},
+		{"an empty bearer copy beside the token", [][2]string{{"Authorization", "Bearer " + a}, {"Authorization", ""}}, false},
+		{"an empty header beside the token", [][2]string{{"X-Service-Token", " "}, {"X-Openclaw-Token", a}}, true},
+		{"an empty copy beside the token", [][2]string{{"X-Openclaw-Token", a}, {"X-Openclaw-Token", " "}}, false},
+		{"an empty copy before the token", [][2]string{{"X-Service-Token", ""}, {"X-Service-Token", a}}, false},
+		{"basic beside the token", [][2]string{{"Authorization", "Basic dXNlcjpwYXNz"}, {"X-Service-Token", a}}, true},
+		{"nothing", nil, false},
+		{"basic only", [][2]string{{"Authorization", "Basic dXNlcjpwYXNz"}}, false},
+		{"wrong", [][2]string{{"Authorization", "Bearer wrong"}}, false},
+		{"two alias copies, valid and wrong (D33)", [][2]string{{"X-Openclaw-Token", a}, {"X-Openclaw-Token", "wrong"}}, false},
+		{"two alias copies, wrong and valid", [][2]string{{"X-Openclaw-Token", "wrong"}, {"X-Openclaw-Token", a}}, false},
+		{"valid alias, wrong service token (D32)", [][2]string{{"X-Openclaw-Token", a}, {"X-Service-Token", "wrong"}}, false},
+		{"valid bearer, wrong alias", [][2]string{{"Authorization", "Bearer " + a}, {"X-Openclaw-Token", "wrong"}}, false},
+		{"wrong bearer, valid alias", [][2]string{{"Authorization", "Bearer wrong"}, {"X-Openclaw-Token", a}}, false},
+		{"two bearer values, second wrong", [][2]string{{"Authorization", "Bearer " + a}, {"Authorization", "Bearer wrong"}}, false},
+		{"one value listing two tokens", [][2]string{{"X-Openclaw-Token", a + ", " + a}}, false},
+	} {
+		h := http.Header{}
+		for _, kv := range c.hdr {
+			h.Add(kv[0], kv[1])
+		}
+		if got := tc.authorized(h); got != c.want {
+			t.Errorf("%s: authorized = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -12,12 +12,43 @@ import (
 // a coalesced wake, and every prompt can be traced back to its send.
 const nonceMark = "@N@"
 
-// Credentials a send presents.
+// Credentials a send presents: names of credHeaders.
 const (
 	credBearer   = ""           // Authorization: Bearer <the target's token>
 	credNone     = "none"       // no credentials
 	credWrong    = "wrong"      // Authorization: Bearer <a wrong token>
 	credOpenclaw = "x-openclaw" // x-openclaw-token: <the target's token>
+	// x-openclaw-token: <the target's token> and x-service-token: <a wrong one>
+	credOpenclawWrongService = "x-openclaw+wrong-service"
+	// x-openclaw-token twice: <the target's token>, then <a wrong one>
+	credOpenclawTwice = "x-openclaw-twice"
+)
+
+// credHeaders are the token headers of each credential, in the order
+// sent: credValid stands for the target's token, credBad for a wrong one.
+// The token header table of issue 35 (Build 5) is every entry sent to
+// the gateway and to the edge.
+var credHeaders = map[string][][2]string{
+	credBearer:                          {{"Authorization", "Bearer " + credValid}},
+	credNone:                            nil,
+	credWrong:                           {{"Authorization", "Bearer " + credBad}},
+	credOpenclaw:                        {{"X-OpenClaw-Token", credValid}},
+	credOpenclawWrongService:            {{"X-OpenClaw-Token", credValid}, {"X-Service-Token", credBad}},
+	credOpenclawTwice:                   {{"X-OpenClaw-Token", credValid}, {"X-OpenClaw-Token", credBad}},
+	"x-openclaw twice, wrong first":     {{"X-OpenClaw-Token", credBad}, {"X-OpenClaw-Token", credValid}},
+	"x-openclaw twice, both valid":      {{"X-OpenClaw-Token", credValid}, {"X-OpenClaw-Token", credValid}},
+	"bearer and x-openclaw, both valid": {{"Authorization", "Bearer " + credValid}, {"X-OpenClaw-Token", credValid}},
+	"valid bearer, wrong x-openclaw":    {{"Authorization", "Bearer " + credValid}, {"X-OpenClaw-Token", credBad}},
+	"wrong bearer, valid x-openclaw":    {{"Authorization", "Bearer " + credBad}, {"X-OpenClaw-Token", credValid}},
+	"bearer twice, valid and wrong":     {{"Authorization", "Bearer " + credValid}, {"Authorization", "Bearer " + credBad}},
+	"bearer twice, wrong and valid":     {{"Authorization", "Bearer " + credBad}, {"Authorization", "Bearer " + credValid}},
+	"empty bearer, valid x-openclaw":    {{"Authorization", "Bearer "}, {"X-OpenClaw-Token", credValid}},
+}
+
+// Placeholders of credHeaders' values.
+const (
+	credValid = "@TOKEN@"
+	credBad   = "@WRONG@"
 )
 
 // diffSend is one request of a case, sent alike to the gateway and to
@@ -31,13 +62,26 @@ type diffSend struct {
 	cred        string            // one of the cred* values
 	source      string            // client address (default 127.0.0.1)
 	repeat      int               // send it this many times (default 1)
-	raw         bool              // send the path's bytes as they are (no percent-encoding)
+	raw         bool              // send the path's bytes as they are (no percent-encoding, a '#' included)
+	host        string            // the Host header (default the target's address)
+	chunked     bool              // send the body chunked (no Content-Length)
 }
 
 // diffCase is one differential case: its sends and what it covers.
 type diffCase struct {
 	name  string
 	sends []diffSend
+	// allPaths: sent through every dispatch path of the edge (sync, a
+	// local spool, spool cluster), not only the sync one (issue 35)
+	allPaths bool
+}
+
+// allPaths marks cases to send through every dispatch path.
+func allPaths(cs ...diffCase) []diffCase {
+	for i := range cs {
+		cs[i].allPaths = true
+	}
+	return cs
 }
 
 // one is a case of a single POST with a JSON body.
@@ -69,6 +113,8 @@ func withType(ct string) func(*diffSend)     { return func(s *diffSend) { s.cont
 func withMethod(m string) func(*diffSend)    { return func(s *diffSend) { s.method = m } }
 func withSource(addr string) func(*diffSend) { return func(s *diffSend) { s.source = addr } }
 func withRawPath() func(*diffSend)           { return func(s *diffSend) { s.raw = true } }
+func withHost(h string) func(*diffSend)      { return func(s *diffSend) { s.host = h } }
+func withChunked() func(*diffSend)           { return func(s *diffSend) { s.chunked = true } }
 
 // withHeaders sets several headers, "Name: value" each.
 func withHeaders(hdr ...string) func(*diffSend) {
@@ -109,7 +155,7 @@ func differentialCases() []diffCase {
 	lockedGET.sends = append(lockedGET.sends, diffSend{method: http.MethodGet, sub: "/wake", source: "127.0.0.6"})
 	dump := `{"nonce":"@N@"}`
 
-	return []diffCase{
+	return append([]diffCase{
 		// /wake
 		one("wake", "/wake", `{"text":"Hello from a wake @N@"}`),
 		one("wake next-heartbeat", "/wake", `{"text":"Later @N@","mode":"next-heartbeat"}`),
@@ -227,5 +273,65 @@ func differentialCases() []diffCase {
 		one("agent sessionKey null", "/agent", `{"message":"Null key @N@","sessionKey":null,"deliver":false}`),
 		one("agent sessionKey blank", "/agent", `{"message":"Blank key @N@","sessionKey":"  ","deliver":false}`),
 		lockedGET,
-	}
+	}, issue35Cases()...)
+}
+
+// deepJSON is a JSON array nested n deep.
+func deepJSON(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+
+// issue35Cases are the differences of issue 35's run (D17-D33, B13 of
+// issue 34), each sent through every dispatch path of the edge.
+func issue35Cases() []diffCase {
+	dump := `{"nonce":"@N@"}`
+	hugeGmail := `{"messages":[{"id":"@N@-huge","from":"a@example.com","subject":"huge @N@","snippet":"s","body":"` +
+		strings.Repeat("h", 1536<<10) + `"}]}`
+	return allPaths(
+		// D28: a Host the site does not name (a tunnel, a load balancer)
+		one("D28 foreign Host", "/agent", `{"message":"Foreign host @N@","deliver":false}`, withHost("tunnel-@N@.example.net")),
+		// D24: valid JSON beyond encoding/json's limits
+		one("D24 number beyond float64", "/agent", `{"message":"Big number @N@","deliver":false,"n":1e400}`),
+		one("D24 timeoutSeconds beyond float64", "/agent", `{"message":"Big timeout @N@","deliver":false,"timeoutSeconds":1e400}`),
+		one("D24 nesting deeper than 10,000", "/agent", `{"message":"Deep @N@","deliver":false,"deep":`+deepJSON(12000)+`}`),
+		one("D24 unclosed deep nesting", "/agent", `{"message":"x @N@","deep":`+deepJSON(12000)[:24000-1]+`}`),
+		// D29: a body over NATS's max_payload (1 MiB), within the gmail allowance
+		one("D29 gmail body over 1 MiB", "/gmail", hugeGmail),
+		// D32/D33: several token headers
+		one("D32 valid x-openclaw-token, wrong x-service-token", "/agent", `{"message":"Two headers @N@","deliver":false}`,
+			withCred(credOpenclawWrongService), withSource("127.0.0.7")),
+		one("D33 two x-openclaw-token headers, valid and wrong", "/agent", `{"message":"Two tokens @N@","deliver":false}`,
+			withCred(credOpenclawTwice), withSource("127.0.0.8")),
+		// the rest of the token header table (Build 5), from one address
+		// of its own (five refusals, under the gateway's lockout)
+		tokenCase("x-openclaw twice, wrong first"),
+		tokenCase("x-openclaw twice, both valid"),
+		tokenCase("bearer and x-openclaw, both valid"),
+		tokenCase("valid bearer, wrong x-openclaw"),
+		tokenCase("wrong bearer, valid x-openclaw"),
+		tokenCase("bearer twice, valid and wrong"),
+		tokenCase("bearer twice, wrong and valid"),
+		tokenCase("empty bearer, valid x-openclaw"),
+		// D30 and B13: the forward header rule, both ways
+		one("D30 ordinary vendor headers", "/dump", dump, withHeaders("X-GitHub-Enterprise-Host: ghe.example.com",
+			"X-Author: mona", "X-Payment-Method: card", "I-Twilio-Idempotency-Token: tw-@N@", "X-Signature-Timestamp: 1700000000",
+			"X-Correlation-Key: corr-@N@", "X-Ip-Country: NL", "X-Remote-Branch: main", "X-Original-Sender: alerts@example.com")),
+		one("B13 identity headers", "/dump", dump, withHeaders("Client-Cert: :MIIB:", "X-Arr-Clientcert: MIIC",
+			"X-Vouch-User: mallory@example.com", "X-Consumer-Username: admin", "X-Otp: 123456", "X-Remote-User: admin")),
+		// D25/D26/D27: names the gateway's URL parser reads otherwise than Go's
+		one("D25 raw #fragment", "/wake#frag", `{"text":"Fragment @N@"}`, withRawPath()),
+		one("D26 backslash", `\agent`, `{"message":"Backslash @N@","deliver":false}`, withRawPath()),
+		one("D27 match.path a%2Fb", "/a%2Fb", `{"nonce":"@N@"}`),
+		// D18: bodies framed as the sender framed them
+		one("D18 empty body, Content-Length: 0", "/dump", ``),
+		one("D18 chunked body", "/dump", dump, withChunked()),
+		// D17: an edge-decided refusal in the gateway's words (extra is an
+		// agent of the gateway's that hooks.allowedAgentIds leaves out)
+		one("D17 agentId outside allowedAgentIds", "/agent", `{"message":"x @N@","agentId":"extra"}`),
+		one("D17 wake agentId outside allowedAgentIds", "/wake", `{"text":"x @N@","agentId":"extra"}`),
+	)
+}
+
+// tokenCase is a case of the token header table: an agent run presenting
+// the credential cred (a name of credHeaders), named "tokens: <cred>".
+func tokenCase(cred string) diffCase {
+	return one("tokens: "+cred, "/agent", `{"message":"Tokens @N@","deliver":false}`, withCred(cred), withSource("127.0.0.9"))
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyhook/caddyhook/internal/natstest"
 	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
@@ -87,6 +89,26 @@ var differentialAllow = map[string]struct {
 		fields: []string{"send1.runs[0].prompt"},
 		reason: "trace context crosses only when well formed: a malformed traceparent is dropped with its tracestate",
 	},
+	"D24 unclosed deep nesting": {
+		fields: []string{"send1.reply"},
+		reason: "both refuse with 400; the gateway's error is Node's JSON.parse message, the edge says invalid JSON body",
+	},
+	"D32 valid x-openclaw-token, wrong x-service-token": {
+		fields: []string{"send1."},
+		reason: "the edge refuses a request that carries any wrong token value, in any token header (the gateway reads the first header it finds and lets a valid X-OpenClaw-Token through beside a wrong x-service-token): never more permissive than the gateway",
+	},
+	"tokens: valid bearer, wrong x-openclaw": {
+		fields: []string{"send1."},
+		reason: "the edge refuses a request that carries any wrong token value (the gateway reads Authorization first and lets a valid one through beside a wrong X-OpenClaw-Token): never more permissive than the gateway",
+	},
+	"tokens: bearer twice, valid and wrong": {
+		fields: []string{"send1."},
+		reason: "the edge checks every Authorization header (the gateway's HTTP parser keeps only the first, and lets a valid one through before a wrong one): never more permissive than the gateway",
+	},
+	"B13 identity headers": {
+		fields: []string{"send1.runs[0].prompt"},
+		reason: "identity headers a proxy in front asserts (Client-Cert, X-Arr-Clientcert, X-Vouch-User, X-Consumer-Username, X-Remote-User) and one-time codes (X-Otp) do not cross",
+	},
 	"dump: over-long tracestate": {
 		fields: []string{"send1.runs[0].prompt"},
 		reason: "a tracestate over 512 characters is dropped (the traceparent crosses)",
@@ -109,6 +131,10 @@ func TestDifferential(t *testing.T) {
 	bin := testkit.CaddyBinary(t)
 	caddyfile, notes := importEdgeConfig(t, bin, gw.configPath())
 	edge := startImportedEdge(t, bin, caddyfile, gw.hooksToken)
+	// the same edge with a local spool and with spool cluster (issue 35)
+	nats := natstest.Run(t, natstest.Options{})
+	spoolEdge := startImportedEdge(t, bin, withHooksLines(t, caddyfile, spoolLines(t.TempDir())), gw.hooksToken)
+	clusterEdge := startImportedEdge(t, bin, withHooksLines(t, caddyfile, clusterLines(nats.URL())), gw.hooksToken)
 
 	cases := differentialCases()
 	sends := 0
@@ -142,6 +168,52 @@ func TestDifferential(t *testing.T) {
 	}
 	gotDirect := phase(direct)
 	gotEdge := phase(viaEdge)
+
+	// the allPaths cases through the spooled edges, and the checks of
+	// what only a spool shows (acceptance order, a bounded retry)
+	var pathsReport strings.Builder
+	pathsUnexpected := 0
+	directViews := make([][]agentView, len(cases))
+	for i, c := range cases {
+		if c.allPaths {
+			directViews[i] = viewOf(gw, stub, gotDirect[i])
+		}
+	}
+	spooledEdges := []struct {
+		name string
+		edge importedEdge
+	}{{"spool", spoolEdge}, {"cluster", clusterEdge}}
+	for _, p := range spooledEdges {
+		tg := diffTarget{name: p.name, base: p.edge.base, token: p.edge.token}
+		views := spooledPhase(t, p.name, tg, gw, stub, cases, directViews)
+		pathsUnexpected += compareSpooled(p.name, cases, directViews, views, &pathsReport)
+	}
+	for _, p := range append([]struct {
+		name string
+		edge importedEdge
+	}{{"sync", edge}}, spooledEdges...) {
+		admin := p.edge.admin
+		if p.name == "sync" {
+			admin = "" // nothing to pause
+		}
+		tg := diffTarget{name: p.name, base: p.edge.base, token: p.edge.token}
+		if msg := checkWakeOrder(t, tg, admin, gw, stub); msg != "" {
+			pathsUnexpected++
+			fmt.Fprintf(&pathsReport, "- [UNEXPECTED] %s D31 wake mapping order: %s\n", p.name, msg)
+		} else {
+			fmt.Fprintf(&pathsReport, "- [equal] %s D31 wake mapping order: %d wakes reached the agent in acceptance order\n", p.name, wakeOrderSends)
+		}
+		if p.name == "sync" {
+			continue
+		}
+		if msg := checkIdenticalDeadLetter(t, tg, p.edge.admin); msg != "" {
+			pathsUnexpected++
+			fmt.Fprintf(&pathsReport, "- [UNEXPECTED] %s item 9, a transform that always throws: %s\n", p.name, msg)
+		} else {
+			fmt.Fprintf(&pathsReport, "- [allowed] %s item 9, a transform that always throws: accepted (the spool's 200), then a dead letter with the gateway's 500 after max_identical_errors answers\n", p.name)
+		}
+	}
+	t.Logf("dispatch paths (spool, cluster):\n%s", pathsReport.String())
 
 	runs, err := readHookRuns(gw.fileLogPath())
 	if err != nil {
@@ -190,8 +262,8 @@ func TestDifferential(t *testing.T) {
 	}
 	t.Logf("differential: %d cases, %d requests per side, %d runs logged, %d model calls, in %v",
 		len(cases), sends, len(runs), len(calls), time.Since(start).Round(time.Second))
-	if unexpected > 0 {
-		t.Fatalf("%d differences outside the allow-list:\n%s", unexpected, report.String())
+	if unexpected+pathsUnexpected > 0 {
+		t.Fatalf("%d differences outside the allow-list:\n%s%s", unexpected+pathsUnexpected, report.String(), pathsReport.String())
 	}
 	t.Logf("allowed differences:\n%s", report.String())
 }
@@ -258,6 +330,7 @@ func importEdgeConfig(t *testing.T, bin, config string) (string, string) {
 type importedEdge struct {
 	base  string // http://127.0.0.1:<port>/hooks
 	token string // the public hook token
+	admin string // the admin endpoint's Unix socket
 }
 
 // startImportedEdge runs `caddy run --adapter caddyfile` on caddyfile with
@@ -279,7 +352,8 @@ func startImportedEdge(t *testing.T, bin, caddyfile, gatewayToken string) import
 	}
 	defer sock.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
-	e := importedEdge{base: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/hooks", token: randomToken(t)}
+	e := importedEdge{base: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) + "/hooks", token: randomToken(t),
+		admin: filepath.Join(dir, "admin.sock")}
 	marker := randomToken(t)
 	logPath := filepath.Join(dir, "caddy.log")
 	logf, err := os.Create(logPath)
@@ -290,10 +364,11 @@ func startImportedEdge(t *testing.T, bin, caddyfile, gatewayToken string) import
 	cmd := exec.Command(bin, "run", "--config", path, "--adapter", "caddyfile")
 	cmd.Dir = dir
 	cmd.Env = append(caddyEnv(dir, marker),
-		"HOOKS_SITE=http://127.0.0.1:"+strconv.Itoa(port),
+		// the import's default site (every host name) on the test's port
+		"HOOKS_SITE=http://:"+strconv.Itoa(port),
 		"HOOK_TOKEN="+e.token,
 		"OPENCLAW_HOOKS_TOKEN="+gatewayToken,
-		"CADDY_ADMIN=unix/"+filepath.Join(dir, "admin.sock"),
+		"CADDY_ADMIN=unix/"+e.admin,
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.ExtraFiles = []*os.File{sock}
@@ -422,13 +497,24 @@ func sendOne(t *testing.T, tg diffTarget, s diffSend, nonce string) sentReply {
 	var body io.Reader
 	if s.body != "" {
 		body = strings.NewReader(fill(s.body))
+		if s.chunked {
+			body = io.MultiReader(body) // no length known: sent chunked
+		}
 	}
 	req, err := http.NewRequest(method, tg.base+fill(s.sub), body)
+	if err != nil && s.raw {
+		req, err = http.NewRequest(method, tg.base, body)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.raw {
-		req.URL.Opaque = req.URL.Path // written on the request line as it is
+		// written on the request line as it is (a '#' or a '\' too)
+		base, _ := url.Parse(tg.base)
+		req.URL.Opaque = base.Path + fill(s.sub)
+	}
+	if s.host != "" {
+		req.Host = fill(s.host)
 	}
 	switch s.contentType {
 	case "":
@@ -437,14 +523,12 @@ func sendOne(t *testing.T, tg diffTarget, s diffSend, nonce string) sentReply {
 	default:
 		req.Header.Set("Content-Type", s.contentType)
 	}
-	switch s.cred {
-	case credBearer:
-		req.Header.Set("Authorization", "Bearer "+tg.token)
-	case credWrong:
-		req.Header.Set("Authorization", "Bearer wrong-"+tg.token[:16])
-	case credOpenclaw:
-		req.Header.Set("X-OpenClaw-Token", tg.token)
-	case credNone:
+	hdrs, ok := credHeaders[s.cred]
+	if !ok {
+		t.Fatalf("unknown credential %q", s.cred)
+	}
+	for _, kv := range hdrs {
+		req.Header.Add(kv[0], strings.NewReplacer(credValid, tg.token, credBad, "wrong-"+tg.token[:16]).Replace(kv[1]))
 	}
 	for k, v := range s.headers {
 		req.Header.Set(k, fill(v))

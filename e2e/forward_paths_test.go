@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -410,11 +408,7 @@ func checkPathsReply(s pathsSend, spooled bool, r sentReply, prompts []string) s
 // on the Unix socket sock.
 func adminMetric(t *testing.T, sock, name string) float64 {
 	t.Helper()
-	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		}}}
-	resp, err := client.Get("http://admin/metrics")
+	resp, err := adminClient(sock).Get("http://admin/metrics")
 	if err != nil {
 		t.Fatalf("admin /metrics: %v", err)
 	}

@@ -24,10 +24,10 @@ import (
 // The recipe's fixed addresses, the only text TestOpenclawRecipe replaces
 // (see docs/testing.md, "The openclaw recipe").
 const (
-	recipeGatewayPort = "18789"                 // the gateway's port, in its config and on its command line
-	recipeEdgeSite    = "http://localhost:8088" // HOOKS_SITE, the edge's site
-	recipeEdgeAddr    = "localhost:8088"        // where step 5 sends its request
-	recipeAdmin       = "localhost:2020"        // CADDY_ADMIN, the edge's admin endpoint
+	recipeGatewayPort = "18789"          // the gateway's port, in its config and on its command line
+	recipeEdgeSite    = "http://:8088"   // HOOKS_SITE, the edge's site
+	recipeEdgeAddr    = "localhost:8088" // where step 5 sends its request
+	recipeAdmin       = "localhost:2020" // CADDY_ADMIN, the edge's admin endpoint
 	recipeSteps       = 5
 )
 

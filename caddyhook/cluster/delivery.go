@@ -131,6 +131,15 @@ func (s trackedSender) Expired(ev *spool.Event) {
 	spool.TellExpired(s.Sender, ev)
 }
 
+// Buried implements spool.Burier: an event dead-lettered after the same
+// answer max_identical_errors times is progress too.
+func (s trackedSender) Buried(ev *spool.Event, reason string) {
+	s.t.mu.Lock()
+	s.t.progress = time.Now()
+	s.t.mu.Unlock()
+	spool.TellBuried(s.Sender, ev, reason)
+}
+
 // attempt records one finished attempt.
 func (t *DeliveryTracker) attempt(now time.Time, status int, reason string, err error) {
 	t.mu.Lock()

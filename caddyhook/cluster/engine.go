@@ -52,10 +52,21 @@ var (
 	// be in the queue, and delivered, or not. ErrUnavailable and ErrFull
 	// mean that none of them was stored.
 	ErrUnconfirmed = errors.New("cluster did not confirm in time; the events may have been stored")
+	// ErrTooLarge: an event is larger than the engine takes in one
+	// message (NATS's max_payload): nothing was stored, and a retry of
+	// the same request cannot succeed (not "unavailable").
+	ErrTooLarge = errors.New("event larger than the cluster takes in one message")
 	// ErrBusy: an idempotency key is held by a dispatch in progress on
 	// another node that did not finish within the wait deadline.
 	ErrBusy = errors.New("idempotency key in use by a dispatch in progress")
 )
+
+// PayloadLimit is implemented by a Backend whose messages have a size
+// limit: MaxPayload is the largest message the servers take, in bytes
+// (0 when not known yet). The handler checks its body limits against it.
+type PayloadLimit interface {
+	MaxPayload() int64
+}
 
 // Engine is implemented by cluster engine modules.
 type Engine interface {
@@ -117,6 +128,10 @@ type QueueParams struct {
 	RetryInitial time.Duration // first redelivery delay after a 5xx or network error
 	RetryMax     time.Duration // redelivery delay ceiling
 	AckWait      time.Duration // a delivery node silent this long loses its event to another
+	// MaxIdentical: identical answers in a row that a retry does not
+	// change (spool.Repeatable) before an event is dead-lettered (0: the
+	// spool's default), counted by each delivery node
+	MaxIdentical int
 }
 
 // Backend is one namespace of a connected engine.

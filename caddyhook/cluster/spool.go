@@ -74,7 +74,9 @@ func (s *Spool) Append(ctx context.Context, evs ...*spool.Event) (fellBack bool,
 		err = s.q.Publish(pctx, evs...)
 		cancel()
 		s.metrics.observe("publish", start, err)
-		if err == nil || errors.Is(err, ErrFull) || ctx.Err() != nil {
+		if err == nil || errors.Is(err, ErrFull) || errors.Is(err, ErrTooLarge) || ctx.Err() != nil {
+			// too large: not into the fallback either, whose drain could
+			// never move it into the queue
 			return false, err
 		}
 	} else {
@@ -196,6 +198,11 @@ func (c countingSender) HeldSince(from time.Time) time.Duration {
 // Expired implements spool.Expirer for the sender it counts for.
 func (c countingSender) Expired(ev *spool.Event) { spool.TellExpired(c.Sender, ev) }
 
+// Buried implements spool.Burier for the sender it counts for.
+func (c countingSender) Buried(ev *spool.Event, reason string) {
+	spool.TellBuried(c.Sender, ev, reason)
+}
+
 // drainSender moves the fallback's events into the queue: each publish is
 // one "delivery" of the local spool, retried with its backoff while the
 // engine is unreachable.
@@ -218,6 +225,9 @@ func (d drainSender) Send(ctx context.Context, ev *spool.Event) (int, string, er
 		return http.StatusOK, "", nil
 	case errors.Is(err, ErrFull):
 		return http.StatusServiceUnavailable, "cluster queue full", nil
+	case errors.Is(err, ErrTooLarge):
+		// never fits: a dead letter of the fallback, not a retry
+		return http.StatusRequestEntityTooLarge, err.Error(), nil
 	default:
 		return 0, "", err
 	}

@@ -3,6 +3,7 @@ package spool
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -14,6 +15,7 @@ const (
 	DefaultRetryMax     time.Duration = 5 * time.Minute
 	DefaultWorkers      int           = 4
 	DefaultLockTimeout  time.Duration = time.Second
+	DefaultMaxIdentical int           = 10
 )
 
 // DBFile is the name of the bbolt file inside Config.Dir.
@@ -28,6 +30,11 @@ type Config struct {
 	RetryMax     time.Duration // retry delay ceiling
 	Workers      int           // delivery goroutines: one for the wake lane, the rest (at least one) for agents
 	LockTimeout  time.Duration // how long Open waits for the file lock before ErrLocked
+	// MaxIdentical is how many identical answers in a row of the kind a
+	// retry does not change (Repeatable) an event gets before it goes to
+	// the dead letters with that answer, rather than being retried until
+	// MaxAge (a transform that always throws).
+	MaxIdentical int
 }
 
 // withDefaults returns c with every zero field set to its default.
@@ -50,6 +57,9 @@ func (c Config) withDefaults() Config {
 	if c.LockTimeout == 0 {
 		c.LockTimeout = DefaultLockTimeout
 	}
+	if c.MaxIdentical == 0 {
+		c.MaxIdentical = DefaultMaxIdentical
+	}
 	return c
 }
 
@@ -71,8 +81,24 @@ func (c Config) Validate() error {
 		return fmt.Errorf("spool: workers %d is negative", c.Workers)
 	case c.LockTimeout < 0:
 		return fmt.Errorf("spool: lock timeout %s is negative", c.LockTimeout)
+	case c.MaxIdentical < 0:
+		return fmt.Errorf("spool: max_identical_errors %d is negative", c.MaxIdentical)
 	}
 	return nil
+}
+
+// Repeatable reports a gateway answer that a retry does not change: a
+// 5xx but 502, 503 and 504, which say that the gateway (or a proxy in
+// front of it) is not available now. A transform that throws (the
+// gateway's 500 "hook mapping failed") answers the same to every retry.
+func Repeatable(status int) bool {
+	return status >= 500 && status < 600 && status != 502 && status != 503 && status != 504
+}
+
+// IdenticalReason is the dead letter's reason of an event that got the
+// same Repeatable answer (why) n times in a row.
+func IdenticalReason(why string, n int) string {
+	return Clip(fmt.Sprintf("%s (the same answer %d times in a row: not retried further; max_identical_errors)", strings.TrimSpace(why), n))
 }
 
 // agentWorkers is the number of goroutines serving the agent lane.

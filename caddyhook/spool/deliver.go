@@ -3,6 +3,7 @@ package spool
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -38,6 +39,21 @@ type Expirer interface {
 func TellExpired(snd Sender, ev *Event) {
 	if x, ok := snd.(Expirer); ok {
 		x.Expired(ev)
+	}
+}
+
+// Burier is a Sender that is told when an event went to the dead letters
+// after the same answer MaxIdentical times in a row (its last attempt
+// reported a retry), with the dead letter's reason.
+type Burier interface {
+	Buried(ev *Event, reason string)
+}
+
+// TellBuried tells snd, when it is a Burier, that ev was dead-lettered
+// with reason.
+func TellBuried(snd Sender, ev *Event, reason string) {
+	if x, ok := snd.(Burier); ok {
+		x.Buried(ev, reason)
 	}
 }
 
@@ -113,7 +129,7 @@ func (s *Store) startAgentWorkers() {
 }
 
 // Reconfigure applies the settings of c that a running store can change
-// (MaxBytes, MaxAge, RetryInitial, RetryMax, Workers), as a config reload
+// (MaxBytes, MaxAge, RetryInitial, RetryMax, Workers, MaxIdentical), as a config reload
 // does, and logs each change; Dir and LockTimeout stay the store's own. c
 // must be valid (Validate). New backoffs use the new bounds; fewer
 // workers leave as they finish their current delivery.
@@ -121,8 +137,8 @@ func (s *Store) Reconfigure(c Config) {
 	c = c.withDefaults()
 	s.mu.Lock()
 	old := s.cfg
-	s.cfg.MaxBytes, s.cfg.MaxAge, s.cfg.RetryInitial, s.cfg.RetryMax, s.cfg.Workers =
-		c.MaxBytes, c.MaxAge, c.RetryInitial, c.RetryMax, c.Workers
+	s.cfg.MaxBytes, s.cfg.MaxAge, s.cfg.RetryInitial, s.cfg.RetryMax, s.cfg.Workers, s.cfg.MaxIdentical =
+		c.MaxBytes, c.MaxAge, c.RetryInitial, c.RetryMax, c.Workers, c.MaxIdentical
 	if s.started && s.ctx.Err() == nil {
 		s.startAgentWorkers()
 	}
@@ -134,7 +150,7 @@ func (s *Store) Reconfigure(c Config) {
 	}{
 		{"max_bytes", old.MaxBytes, cur.MaxBytes}, {"max_age", old.MaxAge, cur.MaxAge},
 		{"retry_initial", old.RetryInitial, cur.RetryInitial}, {"retry_max", old.RetryMax, cur.RetryMax},
-		{"workers", old.Workers, cur.Workers},
+		{"workers", old.Workers, cur.Workers}, {"max_identical_errors", old.MaxIdentical, cur.MaxIdentical},
 	} {
 		if f.old != f.new {
 			s.log.Info("spool: setting changed by the new config", zap.String("path", s.path), zap.String("setting", f.name),
@@ -282,8 +298,40 @@ func (s *Store) deliver(l lane, sig chan struct{}, it *item) {
 		} else {
 			why = fmt.Sprintf("gateway status %d: %s", status, reason)
 		}
-		s.reschedule(sig, l, it, ev, status, clip(why))
+		why = clip(why)
+		if n := s.identical(it, err == nil && Repeatable(status), why); n > 0 {
+			ev.Attempts++
+			dead := IdenticalReason(why, n)
+			s.bury(sig, it, ev, status, dead)
+			TellBuried(box.Sender, ev, dead)
+			return
+		}
+		s.reschedule(sig, l, it, ev, status, why)
 	}
+}
+
+// identical counts it's identical Repeatable answers in a row (why, this
+// attempt's reason, against the previous attempt's, kept on the item as a
+// hash: the stored record's last error may not be written yet when the
+// next attempt reads it) and returns their number once it reaches
+// MaxIdentical, else 0. The count is kept in memory: a restart begins it
+// again (max_age still bounds the event).
+func (s *Store) identical(it *item, repeatable bool, why string) int {
+	h := maphash.String(s.whySeed, why)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case !repeatable:
+		it.identical, it.lastWhy = 0, 0
+	case it.identical > 0 && h == it.lastWhy:
+		it.identical++
+	default:
+		it.identical, it.lastWhy = 1, h
+	}
+	if it.identical >= s.cfg.MaxIdentical {
+		return it.identical
+	}
+	return 0
 }
 
 // send calls snd, turning a panic into a retryable failure.

@@ -529,3 +529,89 @@ func TestRetryAllOffline(t *testing.T) {
 type senderFunc func(ctx context.Context, ev *Event) (int, string, error)
 
 func (f senderFunc) Send(ctx context.Context, ev *Event) (int, string, error) { return f(ctx, ev) }
+
+// burySender is a fakeSender that records what Buried tells it.
+type burySender struct {
+	fakeSender
+	mu     sync.Mutex
+	buried map[string]string
+}
+
+func (b *burySender) Buried(ev *Event, reason string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buried == nil {
+		b.buried = map[string]string{}
+	}
+	b.buried[ev.ID] = reason
+}
+
+// TestDeadLetterOnIdenticalAnswers (issue 35 item 9): an event that gets
+// the same answer a retry does not change (a 5xx but 502/503/504) MaxIdentical
+// times in a row goes to the dead letters with that answer, and the
+// sender is told; one whose answers change, or that gets 503s or
+// network errors, keeps being retried.
+func TestDeadLetterOnIdenticalAnswers(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MaxIdentical = 3
+	s := openTest(t, cfg)
+	const throws = `{"ok":false,"error":"hook mapping failed"}`
+	snd := &burySender{}
+	snd.respond = func(ev *Event, call int) (int, string, error) {
+		switch ev.ID {
+		case "throws":
+			return 500, throws, nil
+		case "varies": // two different 500s, then delivered
+			if call >= 6 {
+				return 200, "", nil
+			}
+			return 500, fmt.Sprint("error ", call%2), nil
+		case "busy": // 503s, then delivered
+			if call >= 6 {
+				return 200, "", nil
+			}
+			return 503, "admission timeout", nil
+		case "down":
+			if call >= 6 {
+				return 200, "", nil
+			}
+			return 0, "", errRefused
+		}
+		return 200, "", nil
+	}
+	s.SetSender(snd)
+	for _, id := range []string{"throws", "varies", "busy", "down"} {
+		mustAppend(t, s, newEvent(KindAgent, id))
+	}
+	testkit.WaitFor(t, "drain", func() bool { return s.Stats().Depth == 0 })
+	dead, err := s.DeadLetters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "gateway status 500: " + throws + " (the same answer 3 times in a row: not retried further; max_identical_errors)"
+	if len(dead) != 1 || dead[0].ID != "throws" || dead[0].LastError != want || dead[0].Attempts != 3 {
+		t.Fatalf("dead letters %+v, want only throws after 3 attempts with %q", dead, want)
+	}
+	snd.mu.Lock()
+	told := snd.buried["throws"]
+	snd.mu.Unlock()
+	if told != want {
+		t.Fatalf("the sender was told %q, want %q", told, want)
+	}
+	if got := snd.delivered(""); len(got) != 3 {
+		t.Fatalf("delivered %v, want varies, busy and down", got)
+	}
+	if st := s.Stats(); st.MaxIdentical != 3 {
+		t.Fatalf("stats MaxIdentical %d", st.MaxIdentical)
+	}
+}
+
+// TestRepeatable: the answers a retry does not change.
+func TestRepeatable(t *testing.T) {
+	for status, want := range map[int]bool{500: true, 501: true, 505: true, 599: true, 502: false, 503: false, 504: false,
+		429: false, 400: false, 200: false, 0: false, 600: false} {
+		if Repeatable(status) != want {
+			t.Errorf("Repeatable(%d) = %v", status, !want)
+		}
+	}
+}

@@ -13,6 +13,8 @@ type item struct {
 	firstSeen time.Time
 	nextTry   time.Time
 	attempts  int
+	identical int    // identical Repeatable answers in a row (Store.identical)
+	lastWhy   uint64 // the hash of the last of them
 	wake      bool
 	inFlight  bool
 	laneIdx   int // position in the lane heap holding it, -1 when none

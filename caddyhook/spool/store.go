@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"runtime"
 	"strconv"
@@ -28,6 +29,8 @@ type Store struct {
 	db   *bolt.DB
 	path string
 	rnd  func() float64 // backoff jitter source
+	// whySeed hashes an attempt's reason for Store.identical
+	whySeed maphash.Seed
 
 	ops           chan op
 	committerDone chan struct{}
@@ -127,6 +130,7 @@ func open(cfg Config, logger *zap.Logger, o openOptions) (*Store, error) {
 		db:            db,
 		path:          path,
 		rnd:           jitter,
+		whySeed:       maphash.MakeSeed(),
 		ops:           make(chan op, opQueueLen),
 		committerDone: make(chan struct{}),
 		idx:           newIndex(),
@@ -380,6 +384,7 @@ type Stats struct {
 	RetryInitial time.Duration
 	RetryMax     time.Duration
 	Workers      int
+	MaxIdentical int
 	OldestAge    time.Duration // age of the earliest-accepted queued event; 0 when empty
 	Appended     uint64        // events stored since open
 	Commits      uint64        // write transactions (fsyncs) since open
@@ -404,6 +409,7 @@ func (s *Store) Stats() Stats {
 		RetryInitial: s.cfg.RetryInitial,
 		RetryMax:     s.cfg.RetryMax,
 		Workers:      s.cfg.Workers,
+		MaxIdentical: s.cfg.MaxIdentical,
 		Paused:       s.paused,
 		Delivering:   s.sender.Load() != nil,
 		Rate:         s.sends.rate,

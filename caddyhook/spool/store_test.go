@@ -35,6 +35,7 @@ func TestConfigValidate(t *testing.T) {
 		{"max below default initial", Config{Dir: "/x", RetryMax: time.Millisecond}, "retry_max"},
 		{"negative workers", Config{Dir: "/x", Workers: -2}, "workers"},
 		{"negative lock timeout", Config{Dir: "/x", LockTimeout: -1}, "lock timeout"},
+		{"negative max identical errors", Config{Dir: "/x", MaxIdentical: -1}, "max_identical_errors"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,7 +50,7 @@ func TestConfigValidate(t *testing.T) {
 func TestConfigDefaults(t *testing.T) {
 	got := Config{Dir: "/x"}.withDefaults()
 	want := Config{Dir: "/x", MaxBytes: 1 << 30, MaxAge: 72 * time.Hour, RetryInitial: time.Second,
-		RetryMax: 5 * time.Minute, Workers: 4, LockTimeout: time.Second}
+		RetryMax: 5 * time.Minute, Workers: 4, LockTimeout: time.Second, MaxIdentical: DefaultMaxIdentical}
 	if got != want {
 		t.Fatalf("defaults = %+v, want %+v", got, want)
 	}

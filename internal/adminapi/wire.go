@@ -135,6 +135,7 @@ type Spool struct {
 	RetryInitialSeconds float64 `json:"retry_initial_seconds"`
 	RetryMaxSeconds     float64 `json:"retry_max_seconds"`
 	Workers             int     `json:"workers"`
+	MaxIdenticalErrors  int     `json:"max_identical_errors,omitempty"`
 }
 
 // SpoolOf is the state of the spool in dir, as its operations report it;
@@ -143,7 +144,8 @@ func SpoolOf(dir string, s spool.Stats, err error) *Spool {
 	sp := &Spool{Dir: dir, Depth: s.Depth, InFlight: s.InFlight, Bytes: s.Bytes,
 		MaxBytes: s.MaxBytes, DeadLetters: s.Dead, OldestAgeSeconds: s.OldestAge.Seconds(),
 		Paused: s.Paused, Delivering: s.Delivering, Rate: s.Rate.String(), MaxAgeSeconds: s.MaxAge.Seconds(),
-		RetryInitialSeconds: s.RetryInitial.Seconds(), RetryMaxSeconds: s.RetryMax.Seconds(), Workers: s.Workers}
+		RetryInitialSeconds: s.RetryInitial.Seconds(), RetryMaxSeconds: s.RetryMax.Seconds(), Workers: s.Workers,
+		MaxIdenticalErrors: s.MaxIdentical}
 	if err != nil {
 		sp.Error = err.Error()
 	}

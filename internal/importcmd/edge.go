@@ -19,6 +19,10 @@ type Edge interface {
 	// AllowedAgentID is an allowed_agent_ids entry as the edge reads it:
 	// "" (ignored), "*" (any agent) or the normalised id.
 	AllowedAgentID(raw string) string
+	// ForwardName is the request name a forward mapping's match_path p
+	// answers: p as the gateway's URL parser leaves it in a request path
+	// (percent-encoding what it encodes, escapes kept).
+	ForwardName(p string) string
 	// Policy compiles p as the edge will; the Checker checks mappings
 	// under it.
 	Policy(p Policy) (Checker, error)

@@ -48,7 +48,9 @@ the edge renders them and wraps content (for logic that must run at the edge).
 Secrets are never copied: the public token is {env.HOOK_TOKEN}, the gateway's
 hooks token {env.OPENCLAW_HOOKS_TOKEN}. The site address is --site, else the
 HOOKS_SITE environment variable when Caddy adapts the file (default
-http://localhost:8080).
+http://:8080: every host name on port 8080, as the gateway answers whatever
+Host a tunnel or load balancer sends; a host name, such as
+hooks.example.com, serves that name only, over HTTPS).
 
 Stderr lists what must change on the gateway side, if anything, and every key
 that could not be ported, with the reason.
@@ -76,7 +78,10 @@ that could not be ported, with the reason.
 const (
 	referenceGatewayPort = 18789
 	referenceMaxBody     = 256 << 10
-	defaultImportSite    = "http://localhost:8080"
+	// defaultImportSite names no host: the site answers every Host on
+	// its listener, as the gateway does (a tunnel or load balancer that
+	// rewrites Host must not get Caddy's empty 200 for an unnamed host)
+	defaultImportSite = "http://:8080"
 	// the reference gateway's defaults, and words of its config
 	referencePath         = "/hooks"
 	referenceDefaultAgent = "main"
@@ -617,7 +622,8 @@ func (im *importer) render() (string, error) {
 		"Environment, read when Caddy loads this file:",
 	}
 	if im.o.Site == "" {
-		header = append(header, fmt.Sprintf("  %-20s the public site address (default %s), e.g. hooks.example.com", SiteEnv, defaultImportSite))
+		header = append(header, fmt.Sprintf("  %-20s the public site address (default %s: every host name on port 8080),", SiteEnv, defaultImportSite),
+			fmt.Sprintf("  %-20s or a host name for HTTPS, e.g. hooks.example.com (that name only)", ""))
 	}
 	header = append(header,
 		fmt.Sprintf("  %-20s the public hook token senders use (≥ 32 random characters: openssl rand -hex 32)", HookTokenEnv),

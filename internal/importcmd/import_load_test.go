@@ -3,14 +3,21 @@ package importcmd_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/caddyhook/caddyhook/internal/importcmd"
+	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
 // importConfigPool holds, per gateway config key, the values the
@@ -131,5 +138,90 @@ func TestImportAcceptedConfigsLoad(t *testing.T) {
 	t.Logf("%d of 600 imports loaded", loaded)
 	if loaded < 300 {
 		t.Fatalf("only %d of 600 imports loaded: the generated configs are mostly refused", loaded)
+	}
+}
+
+// TestImportServesEveryHost (D28 of issue 35): a request whose Host the
+// site address does not name (a tunnel or load balancer that rewrites
+// Host) never gets Caddy's empty 200 from an imported config: each
+// generated Caddyfile (testdata/import/*.Caddyfile, the site address at
+// its default) runs, on a loopback port, and a hook request with a
+// foreign Host reaches the hooks handler (401 without the token, 404 for
+// an unknown name), as one for the site's own name does.
+func TestImportServesEveryHost(t *testing.T) {
+	t.Setenv(importcmd.HookTokenEnv, testHookToken)
+	t.Setenv(importcmd.GatewayTokenEnv, testGatewayToken)
+	testkit.UnsetEnv(t, importcmd.SiteEnv)
+	files, err := filepath.Glob(filepath.Join("testdata", "import", "*.Caddyfile"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no generated Caddyfiles: %v", err)
+	}
+	t.Cleanup(func() { _ = caddy.Stop() })
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		abs, err := filepath.Abs(filepath.Dir(f)) // the goldens' $TESTDATA
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = []byte(strings.ReplaceAll(string(src), "$TESTDATA", abs))
+		cfgJSON, _, err := caddyconfig.GetAdapter("caddyfile").Adapt(src, map[string]any{"filename": f})
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		// the generated file as it is, but its listener: loopback, a port
+		// of the kernel's, no admin endpoint
+		var cfg map[string]any
+		if err := json.Unmarshal(cfgJSON, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		cfg["admin"] = map[string]any{"disabled": true}
+		servers := cfg["apps"].(map[string]any)["http"].(map[string]any)["servers"].(map[string]any)
+		if len(servers) != 1 {
+			t.Fatalf("%s: %d servers", f, len(servers))
+		}
+		var name string
+		for n, s := range servers {
+			name = n
+			s.(map[string]any)["listen"] = []any{"127.0.0.1:0"}
+		}
+		data, _ := json.Marshal(cfg)
+		if err := caddy.Load(data, true); err != nil {
+			t.Fatalf("%s: load: %v", f, err)
+		}
+		app, err := caddy.ActiveContext().App("http")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns := app.(*caddyhttp.App).Servers[name].Listeners()
+		if len(lns) == 0 {
+			t.Fatalf("%s: no listener", f)
+		}
+		addr := lns[0].Addr().String()
+		base := regexp.MustCompile(`(?m)^\thooks (/\S*) \{`).FindStringSubmatch(string(src))[1]
+		for _, host := range []string{"localhost", "foreign.example", "tunnel-abc.trycloudflare.com"} {
+			for _, tc := range []struct {
+				path   string
+				status int
+			}{
+				{base + "/wake", http.StatusUnauthorized},
+				{"/elsewhere", http.StatusNotFound},
+			} {
+				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+tc.path, strings.NewReader(`{"text":"x"}`))
+				req.Host = host
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatalf("%s: %v", f, err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != tc.status || len(body) == 0 {
+					t.Errorf("%s: Host %s, POST %s: %d %q, want %d with a body", filepath.Base(f), host, tc.path, resp.StatusCode, body, tc.status)
+				}
+			}
+		}
 	}
 }

@@ -251,9 +251,10 @@ func TestImportTemplateTokens(t *testing.T) {
 // TestImportNonASCIIMatchPath is the regression test of issue 26 item 4:
 // a mapping whose match.path is not plain ASCII made the import print a
 // Caddyfile that Caddy refused to load. The gateway's caf%C3%A9 becomes
-// the edge's match_path café (the edge compares decoded names), in both
-// modes; the paths that never match what the edge forwards are noted and
-// left out; the file loads.
+// the edge's match_path café, in both modes; in render mode (the edge
+// compares decoded names) the paths that never match what the edge
+// forwards are noted and left out; in forward mode only café itself
+// (which never matches on the gateway); the file loads.
 func TestImportNonASCIIMatchPath(t *testing.T) {
 	t.Setenv(importcmd.HookTokenEnv, testHookToken)
 	t.Setenv(importcmd.GatewayTokenEnv, testGatewayToken)
@@ -278,10 +279,17 @@ func TestImportNonASCIIMatchPath(t *testing.T) {
 		for _, m := range h.Mappings {
 			paths = append(paths, m.ID+"="+m.MatchPath)
 		}
-		if want := []string{"cafe-encoded=café", "space=a b"}; strings.Join(paths, ",") != strings.Join(want, ",") {
+		want, left := []string{"cafe-encoded=café", "space=a b"}, []string{"1", "2", "3"}
+		if mode == importcmd.ModeForward {
+			// the edge compares a forward mapping's name as the gateway
+			// does: the escapes the gateway leaves as they are port as
+			// written (D27 of issue 35)
+			want, left = []string{"cafe-encoded=café", "cafe-lower=caf%c3%a9", "slash=a%2Fb", "space=a b"}, []string{"1"}
+		}
+		if strings.Join(paths, ",") != strings.Join(want, ",") {
 			t.Errorf("%s: mappings %q, want %q", mode, paths, want)
 		}
-		for _, i := range []string{"1", "2", "3"} {
+		for _, i := range left {
 			if !strings.Contains(notes.String(), "not ported: hooks.mappings["+i+"].match.path: ") {
 				t.Errorf("%s: no note for hooks.mappings[%s].match.path:\n%s", mode, i, notes.String())
 			}

@@ -129,6 +129,10 @@ func (im *importer) importedMapping(s referenceMappingSpec, gmailLimit int64) (*
 	}
 	if im.o.Mode == ModeForward {
 		m.add("forward")
+		if a, _ := s.fields["action"].(string); strings.TrimSpace(a) == "wake" {
+			// the spool lane: wake requests keep acceptance order
+			m.add("action", cftoken.FieldArg("wake"))
+		}
 	} else if !im.renderedMapping(s, m) {
 		return m, false
 	}
@@ -143,16 +147,21 @@ func (im *importer) importedMapping(s referenceMappingSpec, gmailLimit int64) (*
 // leaves it (percent-encoded: café arrives as caf%C3%A9); the edge
 // compares the decoded path and escapes it again when it forwards. So a
 // match.path is carried, decoded, when it is exactly the escaping of its
-// decoding (caf%C3%A9 becomes café); any other (café itself, lower-case
-// or needless escapes, %2F) either never matches on the gateway or
-// matches a name the edge does not forward as such: it is noted and the
-// mapping left out.
+// decoding (caf%C3%A9 becomes café). In forward mode the edge compares a
+// mapping's match_path as the gateway does, so any other match.path that
+// the gateway's URL parser leaves as it is (a%2Fb, lower-case escapes) is
+// carried as written; the rest (café itself, which never matches on the
+// gateway) is noted and the mapping left out, as every one is in render
+// mode, where the edge compares decoded names.
 func (im *importer) edgeMatchPath(s referenceMappingSpec) (string, bool) {
 	if s.path == "" {
 		return "", true
 	}
 	key := s.key + ".match.path"
 	decoded, err := url.PathUnescape(s.path)
+	if im.o.Mode == ModeForward && (err != nil || (&url.URL{Path: "/" + decoded}).EscapedPath() != "/"+s.path) && im.edge.ForwardName(s.path) == s.path {
+		return s.path, im.writable(key, cftoken.FieldArg(s.path), "the mapping is left out")
+	}
 	if err == nil {
 		if escaped := (&url.URL{Path: "/" + decoded}).EscapedPath(); escaped != "/"+s.path {
 			err = fmt.Errorf("the gateway compares it with the percent-encoded request path, and the edge forwards this hook name as %q, which it does not match", strings.TrimPrefix(escaped, "/"))

@@ -410,6 +410,15 @@ type handle struct {
 // Node implements cluster.Backend.
 func (h *handle) Node() string { return h.node }
 
+// MaxPayload implements cluster.PayloadLimit: the servers' max_payload
+// as the connection learnt it (0 before the first connection).
+func (h *handle) MaxPayload() int64 {
+	if h.nc == nil {
+		return 0
+	}
+	return h.nc.MaxPayload()
+}
+
 // Settings implements cluster.Describer: the settings of the connection
 // in use (each reload that changes one opens another connection).
 func (h *handle) Settings() map[string]string {

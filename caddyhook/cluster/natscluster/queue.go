@@ -48,6 +48,8 @@ type queue struct {
 
 	failMu sync.Mutex
 	fails  map[string]string // the last failed attempt's reason of the events retried here, by id
+
+	repeats repeatCount // identical answers in a row, by event id
 }
 
 // maxFails bounds the failures remembered for the dead letters' causes.
@@ -80,6 +82,74 @@ func (q *queue) settled(id string) string {
 	return why
 }
 
+// repeatCount counts, per event this node is retrying, the identical
+// spool.Repeatable answers in a row (a message that is not rewritten on
+// redelivery keeps no count of its own); bounded by maxRepeatEntries.
+type repeatCount struct {
+	mu sync.Mutex
+	m  map[string]repeat
+}
+
+type repeat struct {
+	why string
+	n   int
+}
+
+// maxRepeatEntries bounds repeatCount: past it the counts start again
+// (max_age still bounds every event).
+const maxRepeatEntries = 10000
+
+// note records r's answer for id and returns the number of identical
+// Repeatable answers in a row once it reaches limit, else 0.
+func (c *repeatCount) note(id string, r sendResult, limit int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.err != nil || !spool.Repeatable(r.status) {
+		delete(c.m, id)
+		return 0
+	}
+	if c.m == nil || len(c.m) >= maxRepeatEntries {
+		c.m = map[string]repeat{}
+	}
+	why := r.deadReason()
+	p := c.m[id]
+	if p.why == why {
+		p.n++
+	} else {
+		p = repeat{why: why, n: 1}
+	}
+	if p.n >= limit {
+		delete(c.m, id)
+		return p.n
+	}
+	c.m[id] = p
+	return 0
+}
+
+// forget drops id's count (delivered, or dead-lettered).
+func (c *repeatCount) forget(id string) {
+	c.mu.Lock()
+	delete(c.m, id)
+	c.mu.Unlock()
+}
+
+// identical notes a failed send of ev and, when it is the same
+// Repeatable answer for the max_identical_errors-th time in a row,
+// dead-letters ev with it (telling the sender) and reports true.
+func (q *queue) identical(m jetstream.Msg, meta *jetstream.MsgMetadata, ev *spool.Event, r sendResult) bool {
+	n := q.repeats.note(ev.ID, r, q.qp.MaxIdentical)
+	if n == 0 {
+		return false
+	}
+	ev.Attempts++
+	reason := spool.IdenticalReason(r.deadReason(), n)
+	q.bury(m, meta, ev, r.status, reason)
+	if box := q.sender.Load(); box != nil {
+		spool.TellBuried(box.Sender, ev, reason)
+	}
+	return true
+}
+
 type senderBox struct{ spool.Sender }
 
 type limiterBox struct{ cluster.Limiter }
@@ -97,6 +167,9 @@ func newQueue(s *shared) *queue {
 	}
 	if qp.AckWait <= 0 {
 		qp.AckWait = time.Duration(s.cfg.AckWait)
+	}
+	if qp.MaxIdentical <= 0 {
+		qp.MaxIdentical = spool.DefaultMaxIdentical
 	}
 	return &queue{s: s, qp: qp}
 }
@@ -257,10 +330,15 @@ func inProcess(err error) bool {
 // waiting), so it may be in the queue.
 func publishErr(err error) error {
 	if err == nil || errors.Is(err, cluster.ErrUnconfirmed) || errors.Is(err, cluster.ErrUnavailable) ||
-		errors.Is(err, cluster.ErrFull) {
+		errors.Is(err, cluster.ErrFull) || errors.Is(err, cluster.ErrTooLarge) {
 		return err // classified already (a batch)
 	}
 	s := err.Error()
+	if errors.Is(err, nats.ErrMaxPayload) || strings.Contains(s, "message size exceeds maximum allowed") {
+		// the servers' max_payload (or the stream's max_msg_size): never
+		// stored, and never will be
+		return fmt.Errorf("%w: %w", cluster.ErrTooLarge, err)
+	}
 	if strings.Contains(s, "maximum bytes exceeded") || strings.Contains(s, "maximum messages exceeded") ||
 		strings.Contains(s, "resource limits exceeded") {
 		return fmt.Errorf("%w: %w", cluster.ErrFull, err)
@@ -270,7 +348,7 @@ func publishErr(err error) error {
 	case errors.As(err, &apiErr), errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders),
 		errors.Is(err, nats.ErrConnectionDraining),
 		errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrInvalidConnection),
-		errors.Is(err, nats.ErrMaxPayload), errors.Is(err, nats.ErrBadSubject):
+		errors.Is(err, nats.ErrBadSubject):
 		return fmt.Errorf("%w: %w", cluster.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%w: %w", cluster.ErrUnconfirmed, err)
@@ -529,13 +607,18 @@ func (q *queue) handle(ctx context.Context, m jetstream.Msg) {
 	}
 	switch spool.Classify(r.status, r.err) {
 	case spool.OutcomeDone:
+		q.repeats.forget(ev.ID)
 		q.ack(m, ev, true)
 	case spool.OutcomeDead:
+		q.repeats.forget(ev.ID)
 		ev.Attempts++
 		q.bury(m, meta, ev, r.status, r.deadReason())
 	default:
 		if ctx.Err() != nil {
 			_ = m.Nak() // stopping: another delivery node takes it now
+			return
+		}
+		if q.identical(m, meta, ev, r) {
 			return
 		}
 		q.failed(ev.ID, r)

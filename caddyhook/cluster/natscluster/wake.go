@@ -372,15 +372,20 @@ func (q *queue) deliverWake(ctx context.Context, m jetstream.Msg) {
 		}
 		switch spool.Classify(r.status, r.err) {
 		case spool.OutcomeDone:
+			q.repeats.forget(ev.ID)
 			q.ack(m, ev, false)
 			return
 		case spool.OutcomeDead:
+			q.repeats.forget(ev.ID)
 			ev.Attempts++
 			q.bury(m, meta, ev, r.status, r.deadReason())
 			return
 		case spool.OutcomeRetry: // below
 		}
 		if ctx.Err() != nil {
+			return
+		}
+		if q.identical(m, meta, ev, r) {
 			return
 		}
 		q.failed(ev.ID, r)
