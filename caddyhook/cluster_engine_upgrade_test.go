@@ -21,6 +21,7 @@ import (
 	"github.com/caddyhook/caddyhook/internal/devgw"
 	"github.com/caddyhook/caddyhook/internal/natstest"
 	"github.com/caddyhook/caddyhook/internal/testkit"
+	"github.com/caddyhook/caddyhook/internal/version"
 )
 
 // The upgrade run (issue 30 item 6): nodes of the previous release and of
@@ -322,7 +323,9 @@ func TestRollingUpgrade(t *testing.T) {
 			t.Errorf("%s: status %d", r.name, r.status)
 		}
 	}
-	wantLevels := []float64{0, 0, 1, 1, 0, 0}
+	// every node of this build: the level it runs at; a node of the previous build still live: 0
+	top := float64(version.ClusterLevel)
+	wantLevels := []float64{0, 0, top, top, 0, 0}
 	for i, l := range levels {
 		if l != wantLevels[i] {
 			t.Errorf("after %q node 1's caddy_hooks_cluster_level is %v, want %v", steps[i].name, l, wantLevels[i])
