@@ -1078,19 +1078,7 @@ func TestReloadTableCoversEveryOption(t *testing.T) {
 		t.Fatalf("read %d options from the parsers, %d from the documentation's examples and %d option lines from docs/reference.md: the readers are broken",
 			len(parsed), len(documented), len(lines))
 	}
-	var noLine, staleLine []string
-	for o := range parsed {
-		if !lines[o] {
-			noLine = append(noLine, o)
-		}
-	}
-	for o := range lines {
-		if !parsed[o] {
-			staleLine = append(staleLine, o)
-		}
-	}
-	slices.Sort(noLine)
-	slices.Sort(staleLine)
+	noLine, staleLine := notIn(parsed, lines), notIn(lines, parsed)
 	if len(noLine) > 0 {
 		t.Errorf("options without their line in docs/reference.md (document the field and run go run ./internal/docgen): %s", strings.Join(noLine, ", "))
 	}
@@ -1104,25 +1092,7 @@ func TestReloadTableCoversEveryOption(t *testing.T) {
 		}
 		rows[r.option] = true
 	}
-	var missing, unparsed, stale []string
-	for o := range parsed {
-		if !rows[o] {
-			missing = append(missing, o)
-		}
-	}
-	for o := range documented {
-		if !parsed[o] {
-			unparsed = append(unparsed, o)
-		}
-	}
-	for o := range rows {
-		if !parsed[o] {
-			stale = append(stale, o)
-		}
-	}
-	slices.Sort(missing)
-	slices.Sort(unparsed)
-	slices.Sort(stale)
+	missing, unparsed, stale := notIn(parsed, rows), notIn(documented, parsed), notIn(rows, parsed)
 	if len(missing) > 0 {
 		t.Errorf("options without a row in reloadRows (add one: what a reload must change, and how to see it): %s", strings.Join(missing, ", "))
 	}
@@ -1132,4 +1102,16 @@ func TestReloadTableCoversEveryOption(t *testing.T) {
 	if len(stale) > 0 {
 		t.Errorf("rows for options the Caddyfile parsers do not read: %s", strings.Join(stale, ", "))
 	}
+}
+
+// notIn returns the keys of a that b lacks, sorted.
+func notIn(a, b map[string]bool) []string {
+	var out []string
+	for k := range a {
+		if !b[k] {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
