@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/caddyhook/caddyhook/internal/devgw"
+	"github.com/caddyhook/caddyhook/internal/natstest"
 )
 
 // forwardSecretEnv holds the signing secret of the forward tests' signed
@@ -378,22 +379,34 @@ func TestIntegrationForwardFraming(t *testing.T) {
 // order, as /wake's do (D31 of issue 35): a forward mapping with action
 // wake (what `caddy hooks import` writes for the gateway's wake mappings;
 // the sender's answer keeps the forwarded hook's shape) and a rendered
-// one.
+// one, through a local spool, and the rendered one through `spool
+// cluster` too (a real nats-server; the forwarded one through the
+// cluster is TestDifferential's). The gateway is down while the requests
+// are accepted, so that every one is queued before the first delivery.
 func TestIntegrationForwardWakeMappingOrder(t *testing.T) {
-	for _, tc := range []struct{ mode, mapping string }{
-		{"forward", "forward\n\t\t\taction wake"},
-		{"render", "action wake\n\t\t\ttext_template \"o{{payload.o}}x\""},
+	local := func(t *testing.T) string {
+		return "spool " + t.TempDir() + " {\n\t\t\tretry_initial 20ms\n\t\t\tretry_max 100ms\n\t\t}"
+	}
+	cluster := func(t *testing.T) string {
+		nats := natstest.Run(t, natstest.Options{})
+		return clusterLines(nats.URL()) + "\n\t\tspool cluster {\n\t\t\tfallback reject\n\t\t\tretry_initial 20ms\n\t\t\tretry_max 100ms\n\t\t}"
+	}
+	const render = "action wake\n\t\t\ttext_template \"o{{payload.o}}x\""
+	for _, tc := range []struct {
+		name, mode, mapping string
+		spool               func(t *testing.T) string
+	}{
+		{"forward", "forward", "forward\n\t\t\taction wake", local},
+		{"render", "render", render, local},
+		{"render cluster", "render", render, cluster},
 	} {
-		t.Run(tc.mode, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			in := startIngress(t, ingressOpts{noGW: true, hooks: `mode ` + tc.mode + `
 		mapping alert {
 			match_path alert
 			` + tc.mapping + `
 		}
-		spool ` + t.TempDir() + ` {
-			retry_initial 20ms
-			retry_max 100ms
-		}`})
+		` + tc.spool(t)})
 			const n = 12
 			for i := range n {
 				if r := in.post("/hooks/alert", `{"o":`+strconv.Itoa(i)+`}`); r.status != 200 || (tc.mode == "forward") != (r.json(t)["runId"] != nil) {
