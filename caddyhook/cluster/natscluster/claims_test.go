@@ -26,12 +26,15 @@ func TestPendingClaimsAreDistinct(t *testing.T) {
 	lease := time.Now().Add(time.Minute)
 	seen := make(map[string]bool)
 	for i := range 1000 {
+		// stored "before" it was written: fresh however long this machine
+		// pauses between the two, and the lease's end left as written
+		before := time.Now()
 		b := c.pending("k", lease)
 		if seen[string(b)] {
 			t.Fatalf("claim %d encodes as an earlier one", i)
 		}
 		seen[string(b)] = true
-		r, trusted, err := c.decode(goldenEntry{key: "k", value: b, rev: 1, created: time.Now()}, time.Minute)
+		r, trusted, err := c.decode(goldenEntry{key: "k", value: b, rev: 1, created: before}, time.Minute)
 		if err != nil || !trusted {
 			t.Fatalf("claim %d: decode: trusted %v, %v", i, trusted, err)
 		}
