@@ -153,6 +153,7 @@ func (a *testAdmin) load(cfg map[string]any) (int, string) {
 	status, ans := a.do(http.MethodPost, "/load", string(b))
 	if status == http.StatusOK { // the new config listens on a new port
 		a.in.base = "http://" + firstListenAddr(a.t)
+		a.in.waitOldListenerClosed()
 	}
 	a.in.client.CloseIdleConnections()
 	return status, ans

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,6 +26,7 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/standard"
 
 	"github.com/caddyhook/caddyhook/internal/devgw"
+	"github.com/caddyhook/caddyhook/internal/listenguard"
 	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
@@ -187,7 +189,8 @@ func (in *ingress) load(cf string) {
 
 // tryLoad adapts and runs a Caddyfile and returns the adapter's or
 // Caddy's error; when the config is refused, the running one (and
-// in.base) stays.
+// in.base) stays. A config that is taken is the only one answering when
+// tryLoad returns (see waitOldListenerClosed).
 func (in *ingress) tryLoad(cf string) error {
 	in.t.Helper()
 	file := in.file
@@ -205,6 +208,7 @@ func (in *ingress) tryLoad(cf string) error {
 			in.reloaded.Store(&now)
 		}
 		in.base = "http://" + firstListenAddr(in.t)
+		in.waitOldListenerClosed()
 	}
 	if in.client != nil {
 		in.client.CloseIdleConnections()
@@ -709,6 +713,31 @@ func (in *ingress) reloadTo(cf string, get func(path string) (string, error)) {
 		}
 		if time.Now().After(deadline) {
 			in.t.Fatalf("the reloaded config does not answer: %q %v", body, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitOldListenerClosed waits until one socket listens on in.base's
+// address. A reload that keeps the port binds the new server's socket
+// beside the old one (SO_REUSEPORT), and until the old server's shutdown
+// closes its socket the kernel hands a new connection to either: the old
+// server closes it unanswered (the client sees EOF) or answers it with
+// the replaced config. One answer from the new config does not show that
+// the next connection reaches it too.
+func (in *ingress) waitOldListenerClosed() {
+	in.t.Helper()
+	addr, err := netip.ParseAddrPort(in.hostPort())
+	if err != nil {
+		return // not a TCP site
+	}
+	for deadline := time.Now().Add(answerWithin); ; {
+		n, ok := listenguard.ListenersOn(addr)
+		if !ok || n <= 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			in.t.Fatalf("%d sockets still listen on %s: the replaced server does not close its own", n, addr)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -186,3 +186,18 @@ func commandLine(path string) string {
 	}
 	return strings.ToValidUTF8(s, "")
 }
+
+// ListenersOn counts the listening TCP sockets of this network namespace
+// bound to addr; ok is false when they cannot be read. During a Caddy
+// reload the replaced server's socket shares the port (SO_REUSEPORT) until
+// it is closed, and the kernel hands new connections to either: one
+// listener left means every new connection reaches the new config.
+func ListenersOn(addr netip.AddrPort) (n int, ok bool) {
+	ls, ok := listeningSockets(procRoot)
+	for _, l := range ls {
+		if l.addr == addr {
+			n++
+		}
+	}
+	return n, ok
+}

@@ -1,11 +1,16 @@
 package listenguard
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -105,5 +110,37 @@ func TestSharedListenersFromProc(t *testing.T) {
 	// no /proc: nothing to check
 	if err := checkSharedListeners(t.TempDir(), []guardedSite{{"srv0", "127.0.0.1:8080"}}); err != nil {
 		t.Fatalf("without /proc: %v", err)
+	}
+}
+
+// TestListenersOn counts the real sockets sharing a port, as a Caddy
+// reload's old and new servers do (SO_REUSEPORT): two, then one after
+// the first closes, then none.
+func TestListenersOn(t *testing.T) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, 0xf /* SO_REUSEPORT */, 1) })
+		return errors.Join(err, serr)
+	}}
+	first, err := lc.Listen(context.Background(), "tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := netip.MustParseAddrPort(first.Addr().String())
+	second, err := lc.Listen(context.Background(), "tcp4", addr.String())
+	if err != nil {
+		_ = first.Close()
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		close net.Listener
+		want  int
+	}{{nil, 2}, {first, 1}, {second, 0}} {
+		if step.close != nil {
+			_ = step.close.Close()
+		}
+		if n, ok := ListenersOn(addr); !ok || n != step.want {
+			t.Fatalf("ListenersOn(%s) = %d, %v; want %d", addr, n, ok, step.want)
+		}
 	}
 }

@@ -2,6 +2,8 @@
 
 package listenguard
 
+import "net/netip"
+
 // procRoot is unused outside Linux: there is no /proc to read.
 const procRoot = ""
 
@@ -13,3 +15,6 @@ func socketOwner(string, uint64) string { return "another process" }
 
 // stillListening is never called outside Linux.
 func stillListening(string, uint64) bool { return false }
+
+// ListenersOn reports that the listeners cannot be read here.
+func ListenersOn(netip.AddrPort) (int, bool) { return 0, false }
