@@ -58,16 +58,7 @@ func TestOutcomesOfAJoiningNodeAreRead(t *testing.T) {
 	}
 	nc, _ := natstest.PlainClient(t, srv.URL())
 	var wire []string
-	rs, err := nc.Subscribe("hooks.joining.outcome", func(msg *nats.Msg) {
-		mu.Lock()
-		wire = append(wire, string(msg.Data[:len(msg.Data)-cluster.TagSize]))
-		mu.Unlock()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Unsubscribe()
-	_ = nc.Flush()
+	recordWire(t, nc, "hooks.joining.outcome", &mu, &wire)
 
 	// a node joins and sends an outcome at once: version 1 (its gate
 	// holds). A machine that stalls past the hold between the hello and
@@ -82,22 +73,7 @@ func TestOutcomesOfAJoiningNodeAreRead(t *testing.T) {
 			return slices.ContainsFunc(a.b.Gate().Nodes(), func(n cluster.NodeInfo) bool { return n.Node == b.b.Node() && n.Live() })
 		})
 		id := fmt.Sprintf("joining-%d", attempt)
-		mu.Lock()
-		before := len(wire)
-		mu.Unlock()
-		if err := b.b.(cluster.Outcomes).PublishOutcomes(cluster.OutcomeBatch{Node: b.b.Node(), Time: time.Now(),
-			Items: []cluster.Outcome{{ID: id, State: eventlog.StateDelivered, Attempts: 1}}}); err != nil {
-			t.Fatal(err)
-		}
-		var msg string
-		natstest.WaitFor(t, "the outcome on the wire", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			if len(wire) > before {
-				msg = wire[before]
-			}
-			return msg != ""
-		})
+		msg := publishOutcome(t, b, id, &mu, &wire)
 		natstest.WaitFor(t, "the joining node's outcome read by the first node", readByA(id))
 		if strings.Contains(msg, `"v":1`) {
 			v1 = msg
@@ -128,4 +104,43 @@ func TestOutcomesOfAJoiningNodeAreRead(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// recordWire appends every message on subject (without its seal's tag)
+// to *wire, under mu, until t ends.
+func recordWire(t *testing.T, nc *nats.Conn, subject string, mu *sync.Mutex, wire *[]string) {
+	t.Helper()
+	rs, err := nc.Subscribe(subject, func(msg *nats.Msg) {
+		mu.Lock()
+		*wire = append(*wire, string(msg.Data[:len(msg.Data)-cluster.TagSize]))
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rs.Unsubscribe() })
+	_ = nc.Flush()
+}
+
+// publishOutcome publishes through n that the event id was delivered and
+// returns the message as it went on the wire (recordWire's).
+func publishOutcome(t *testing.T, n *node, id string, mu *sync.Mutex, wire *[]string) string {
+	t.Helper()
+	mu.Lock()
+	before := len(*wire)
+	mu.Unlock()
+	b := cluster.OutcomeBatch{Node: n.b.Node(), Time: time.Now(), Items: []cluster.Outcome{{ID: id, State: eventlog.StateDelivered, Attempts: 1}}}
+	if err := n.b.(cluster.Outcomes).PublishOutcomes(b); err != nil {
+		t.Fatal(err)
+	}
+	var msg string
+	natstest.WaitFor(t, "the outcome on the wire", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(*wire) > before {
+			msg = (*wire)[before]
+		}
+		return msg != ""
+	})
+	return msg
 }
