@@ -3,6 +3,7 @@ package caddyhook
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -196,6 +197,26 @@ func TestClusterConsoleInBrowser(t *testing.T) {
 
 	br := startBrowser(t, chromium, e1.base, "Basic "+base64.StdEncoding.EncodeToString([]byte("op:op-password")))
 	ctx, step, waitJS, count := br.ctx, br.step, br.waitJS, browserCount
+	t.Cleanup(func() { // what a failure needs told: the rows, the gateway, each node's log
+		if !t.Failed() {
+			return
+		}
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		rows, err := chromedp.Run(dctx, chromedp.Evaluate[string](`JSON.stringify([...document.querySelectorAll("#events tr[data-id]")].map(tr => [tr.dataset.id, tr.children[1].textContent, tr.dataset.state]))`))
+		cancel()
+		t.Logf("the console's rows (id, node, state): %s %v", rows, err)
+		for _, r := range gw.Received() {
+			t.Logf("the gateway got %s %d at %s: %s", r.Kind, r.Status, r.Time.Format(time.StampMicro), r.Raw)
+		}
+		for _, p := range []*clusterProcess{e1, e2, d1} {
+			var page map[string]any
+			ac, err := adminapi.NewClient("unix/" + p.admin)
+			if err == nil {
+				err = ac.Do(http.MethodGet, adminapi.Prefix+"events?path=/hooks&limit=20", nil, &page)
+			}
+			t.Logf("the log of %s: %v %v\n%s", p.admin, page["entries"], err, p.tail(p.runs))
+		}
+	})
 	step("load", chromedp.Navigate(e1.base+"/ops/"), chromedp.WaitVisible(chromedp.CSS(`body[data-ready="1"]`)))
 	waitJS("live tail connected", `document.getElementById("live").className === "live on"`, 10*time.Second)
 	waitJS("the every-node view", `!document.getElementById("scope-label").hidden && document.getElementById("scope").value === "cluster"`, 5*time.Second)
@@ -253,6 +274,25 @@ func TestClusterConsoleInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	frozen := time.Now()
+	// (the signal is asynchronous: one thread takes it and stops the
+	// others, which run on until then; the process is stopped once every
+	// thread's state in /proc is "stopped")
+	stopped := func() (bool, string) {
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", d1.proc.Pid))
+		var states []string
+		all := len(tasks) > 0
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			_, rest, _ := strings.Cut(string(b), ") ")
+			st, _, _ := strings.Cut(rest, " ")
+			states = append(states, st)
+			all = all && err == nil && (st == "T" || st == "t")
+		}
+		return all, strings.Join(states, "")
+	}
+	testkit.WaitForState(t, func() string { _, s := stopped(); return "every thread of the delivery node stopped: " + s },
+		func() bool { ok, _ := stopped(); return ok })
+	t.Logf("stopped %s after SIGSTOP", time.Since(frozen))
 	thawed := false
 	thaw := func() {
 		if !thawed {

@@ -131,6 +131,7 @@ type gatePeer struct {
 	node  string
 	role  string
 	seen  time.Time
+	hello time.Time // when it last said hello (it started, or came back)
 }
 
 // silentKey is a node's role that fell silent.
@@ -157,11 +158,46 @@ func (g *Gate) set(id memberID, node, role string, level int) {
 	defer g.mu.Unlock()
 	node = NodeName(node)
 	old, ok := g.peers[id]
-	g.peers[id] = gatePeer{level: level, node: node, role: role, seen: now}
+	g.peers[id] = gatePeer{level: level, node: node, role: role, seen: now, hello: old.hello}
 	delete(g.silent, silentKey{node, role})
 	if !ok || old.level != level {
 		g.recompute()
 	}
+}
+
+// helloFrom records that the member id (set first) said hello: it
+// started or came back, and its own gate holds at 0 for its hold.
+func (g *Gate) helloFrom(id memberID) {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p, ok := g.peers[id]; ok {
+		p.hello = time.Now()
+		g.peers[id] = p
+	}
+}
+
+// Joining reports whether node is a live member that said hello (it
+// started, or came back) at most the hold before at: its own gate may
+// still hold at level 0 then (it has not heard every member yet), so
+// that what it writes at at may be in the formats of level 0 although
+// every member, itself included, runs at a higher level. A reader that
+// refuses those formats above level 0 reads them from such a node.
+func (g *Gate) Joining(node string, at time.Time) bool {
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	node = NodeName(node)
+	for _, p := range g.peers {
+		if p.node == node && !p.hello.IsZero() && at.Before(p.hello.Add(g.holdFor)) {
+			return true
+		}
+	}
+	return false
 }
 
 // forget removes members that left (they said so) or that this node no

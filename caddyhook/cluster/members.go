@@ -244,6 +244,9 @@ func (m *Members) receive(msg []byte) {
 		changed, answer = true, w.flags&flagHello != 0
 		m.gate.set(w.sender, w.node, m.topic, int(w.flags>>levelShift))
 	}
+	if answer {
+		m.gate.helloFrom(w.sender)
+	}
 	if changed {
 		m.rebuild()
 	}

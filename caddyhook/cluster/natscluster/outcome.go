@@ -28,11 +28,18 @@ func (h *handle) PublishOutcomes(b cluster.OutcomeBatch) error {
 // counted as rejected outcomes; a replay (read before, or older than
 // cluster.OutcomeWindow) is dropped and counted as a replayed outcome;
 // version 1 is read while a node of a release before v0.9.0 runs (the
-// cluster level is 0).
+// cluster level is 0), and from a node that has just said hello (its own
+// gate holds at 0 until it has heard the others: cluster.Gate.Joining).
 func (h *handle) SubscribeOutcomes(fn func(cluster.OutcomeBatch)) (func(), error) {
 	r := cluster.NewOutcomeReader()
 	return h.subscribe(cluster.TopicOutcome, cluster.MaxOutcomeBytes+cluster.TagSize, func(msg []byte) {
-		b, err := r.Read(msg, time.Now(), h.ClockSkew(), !h.gate.AtLeast(cluster.LevelFreshRecords))
+		now, skew := time.Now(), h.ClockSkew()
+		allowV1 := !h.gate.AtLeast(cluster.LevelFreshRecords)
+		if !allowV1 && cluster.OutcomeVersion(msg) == 1 {
+			b, err := cluster.DecodeOutcomes(msg, now, skew)
+			allowV1 = err == nil && h.gate.Joining(b.Node, b.Time.Add(-skew))
+		}
+		b, err := r.Read(msg, now, skew, allowV1)
 		switch {
 		case errors.Is(err, cluster.ErrReplay):
 			h.p.Metrics.Replayed(cluster.ReplayedOutcome, 1)

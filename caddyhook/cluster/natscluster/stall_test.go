@@ -97,10 +97,11 @@ func (sc *stalledCluster) moveLeader(t *testing.T, stream string, from int) {
 	})
 }
 
-// load writes into the bucket through every server until stop closes:
-// what a stalled leader needs to lose its leadership (an idle one keeps
-// it: its heartbeats go on).
-func (sc *stalledCluster) load(t *testing.T, bucket string, stop <-chan struct{}) *sync.WaitGroup {
+// load writes into the bucket through every server from when start
+// closes until stop closes: what a stalled leader needs to lose its
+// leadership (an idle one keeps it: its heartbeats go on). Its clients
+// are connected when it returns.
+func (sc *stalledCluster) load(t *testing.T, bucket string, start, stop <-chan struct{}) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	for i, s := range sc.c.Servers {
 		_, js := natstest.PlainClient(t, s.URL())
@@ -110,6 +111,11 @@ func (sc *stalledCluster) load(t *testing.T, bucket string, stop <-chan struct{}
 		}
 		for g := range 4 {
 			wg.Go(func() {
+				select {
+				case <-start:
+				case <-stop:
+					return
+				}
 				for k := 0; ; k++ {
 					select {
 					case <-stop:
@@ -157,13 +163,21 @@ func TestSettleWhileBucketLeaderStalled(t *testing.T) {
 		t.Fatalf("claim: %v %v", claim, err)
 	}
 
-	stop := make(chan struct{})
-	wg := sc.load(t, bucket, stop)
+	// The store freezes while the bucket is idle (the claim above is
+	// applied: its create was acknowledged), and the writes start after.
+	// The first write then reaches the leader's Raft log, whose append
+	// blocks the leader's Raft loop: its heartbeats stop and the other two
+	// elect a new leader. (With writes running at the freeze, the leader
+	// may block first applying a committed one, holding the stream's lock:
+	// no write reaches its Raft loop, whose heartbeats go on, and NATS
+	// keeps it as the leader for the whole stall.)
+	start, stop := make(chan struct{}), make(chan struct{})
+	wg := sc.load(t, bucket, start, stop)
 	defer func() { close(stop); wg.Wait() }()
-	time.Sleep(200 * time.Millisecond) // the load runs
 	if err := sc.stores[stalled].Freeze(time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	close(start)
 	var leader int
 	metaStalled := sc.c.Servers[stalled].JetStreamIsLeader()
 	deadline := time.Now().Add(natstest.WaitTimeout)

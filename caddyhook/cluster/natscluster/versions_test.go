@@ -14,7 +14,6 @@ import (
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
 	"github.com/caddyhook/caddyhook/caddyhook/spool"
 	"github.com/caddyhook/caddyhook/caddyhook/spool/spooltest"
-	"github.com/caddyhook/caddyhook/internal/eventlog"
 	"github.com/caddyhook/caddyhook/internal/natstest"
 	"github.com/caddyhook/caddyhook/internal/version"
 )
@@ -169,16 +168,7 @@ func TestMixedVersionCluster(t *testing.T) {
 	nc, _ := natstest.PlainClient(t, srv.URL())
 	var mu sync.Mutex
 	var wire []string
-	rs, err := nc.Subscribe("hooks.mixed.outcome", func(msg *nats.Msg) {
-		mu.Lock()
-		wire = append(wire, string(msg.Data[:len(msg.Data)-cluster.TagSize]))
-		mu.Unlock()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Unsubscribe()
-	_ = nc.Flush()
+	recordWire(t, nc, "hooks.mixed.outcome", &mu, &wire)
 	read := map[*node]*[]string{}
 	for _, n := range []*node{edgeOld, edgeNew} {
 		got := new([]string)
@@ -195,23 +185,7 @@ func TestMixedVersionCluster(t *testing.T) {
 	}
 	publish := func(n *node, id string) string {
 		t.Helper()
-		mu.Lock()
-		before := len(wire)
-		mu.Unlock()
-		b := cluster.OutcomeBatch{Node: n.b.Node(), Time: time.Now(), Items: []cluster.Outcome{{ID: id, State: eventlog.StateDelivered, Attempts: 1}}}
-		if err := n.b.(cluster.Outcomes).PublishOutcomes(b); err != nil {
-			t.Fatal(err)
-		}
-		var msg string
-		natstest.WaitFor(t, "the outcome on the wire", func() bool {
-			mu.Lock()
-			defer mu.Unlock()
-			if len(wire) > before {
-				msg = wire[before]
-			}
-			return msg != ""
-		})
-		return msg
+		return publishOutcome(t, n, id, &mu, &wire)
 	}
 	readBy := func(n *node, id string) bool {
 		mu.Lock()
