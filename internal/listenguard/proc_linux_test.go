@@ -144,3 +144,46 @@ func TestListenersOn(t *testing.T) {
 		}
 	}
 }
+
+// TestUnixListenersOn counts the descriptors of a real listening Unix
+// socket, duplicated as Caddy shares one across a reload (the old admin
+// endpoint and the new): two, then one after the first closes, then none;
+// connections accepted on it are not listeners.
+func TestUnixListenersOn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	first, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.(*net.UnixListener).SetUnlinkOnClose(false)
+	f, err := first.(*net.UnixListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := net.FileListener(f) // a duplicate of the descriptor
+	_ = f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	accepted, err := second.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer accepted.Close()
+	for _, step := range []struct {
+		close net.Listener
+		want  int
+	}{{nil, 2}, {first, 1}, {second, 0}} {
+		if step.close != nil {
+			_ = step.close.Close()
+		}
+		if n, ok := UnixListenersOn(path); !ok || n != step.want {
+			t.Fatalf("UnixListenersOn(%s) = %d, %v; want %d", path, n, ok, step.want)
+		}
+	}
+}
