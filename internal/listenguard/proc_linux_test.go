@@ -132,6 +132,14 @@ func TestListenersOn(t *testing.T) {
 		_ = first.Close()
 		t.Fatal(err)
 	}
+	closeInTurn(t, "ListenersOn("+addr.String()+")", first, second, func() (int, bool) { return ListenersOn(addr) })
+}
+
+// closeInTurn checks count (named what) with two listeners on one
+// address open, then after the first closes, then after the second: 2, 1
+// and 0.
+func closeInTurn(t *testing.T, what string, first, second net.Listener, count func() (int, bool)) {
+	t.Helper()
 	for _, step := range []struct {
 		close net.Listener
 		want  int
@@ -139,8 +147,8 @@ func TestListenersOn(t *testing.T) {
 		if step.close != nil {
 			_ = step.close.Close()
 		}
-		if n, ok := ListenersOn(addr); !ok || n != step.want {
-			t.Fatalf("ListenersOn(%s) = %d, %v; want %d", addr, n, ok, step.want)
+		if n, ok := count(); !ok || n != step.want {
+			t.Fatalf("%s = %d, %v; want %d", what, n, ok, step.want)
 		}
 	}
 }
@@ -175,15 +183,5 @@ func TestUnixListenersOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer accepted.Close()
-	for _, step := range []struct {
-		close net.Listener
-		want  int
-	}{{nil, 2}, {first, 1}, {second, 0}} {
-		if step.close != nil {
-			_ = step.close.Close()
-		}
-		if n, ok := UnixListenersOn(path); !ok || n != step.want {
-			t.Fatalf("UnixListenersOn(%s) = %d, %v; want %d", path, n, ok, step.want)
-		}
-	}
+	closeInTurn(t, "UnixListenersOn("+path+")", first, second, func() (int, bool) { return UnixListenersOn(path) })
 }
