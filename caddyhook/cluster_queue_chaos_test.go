@@ -132,6 +132,16 @@ func (c *chaosRun) retarget(k int) {
 	}
 }
 
+// untarget makes every proxy to server k refuse connections, while k
+// is down: its ports are free then, and whatever process the kernel
+// gives one of them to next must not get server k's connections.
+func (c *chaosRun) untarget(k int) {
+	c.routes[k].SetTarget("")
+	for i := range c.clients {
+		c.clients[i][k].SetTarget("")
+	}
+}
+
 // clusterBlock is node i's cluster engine: its own proxies to the three
 // servers, three replicas.
 func (c *chaosRun) clusterBlock(i int) string {
@@ -167,9 +177,13 @@ type jsz struct {
 var chaosStreams = []string{"HOOKS_hooks_QUEUE", "HOOKS_hooks_DEAD", "KV_hooks_hooks_idem", "KV_hooks_hooks_locks", "KV_hooks_hooks_lanes"}
 
 // moveLeaders asks the leaders of the namespace's streams and delivery
-// consumers that are on server k to step down, until none is: what
-// stalls there then is a server that leads nothing the nodes need, only
-// serves their connections and holds replicas.
+// consumers that are on server k to step down, until every server names
+// the same leader, not k, for each of them: what stalls there then is a
+// server that leads nothing the nodes need, only serves their
+// connections and holds replicas. One server's word is not enough: while
+// an election is under way a server names no leader, and a follower may
+// name the one before for a while (a step down sent on that word reaches
+// the new leader, which may hand the lead back to k).
 func (c *chaosRun) moveLeaders(k int) {
 	other := c.nats[(k+1)%3]
 	nc, err := nats.Connect(other.ready.Client, nats.Timeout(2*time.Second))
@@ -178,37 +192,59 @@ func (c *chaosRun) moveLeaders(k int) {
 	}
 	defer nc.Close()
 	client := &http.Client{Timeout: 2 * time.Second}
-	led := ""
-	testkit.WaitForState(c.t, func() string { return "no leader on " + c.nats[k].name + " (last: " + led + ")" }, func() bool {
-		resp, err := client.Get(other.ready.Monitor + "/jsz?accounts=true&streams=true&consumers=true")
-		if err != nil {
-			return false
-		}
-		var j jsz
-		_ = json.NewDecoder(resp.Body).Decode(&j)
-		resp.Body.Close()
-		led = ""
-		for _, a := range j.Accounts {
-			for _, st := range a.Streams {
-				if !slices.Contains(chaosStreams, st.Name) {
-					continue
-				}
-				if st.Cluster.Leader == c.nats[k].name {
-					led = st.Name
-					_, _ = nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+st.Name, nil, 2*time.Second)
-				}
-				for _, co := range st.Consumers {
-					if (co.Name == "wake" || co.Name == "agent") && co.Cluster.Leader == c.nats[k].name {
-						led = st.Name + " > " + co.Name
-						_, _ = nc.Request("$JS.API.CONSUMER.LEADER.STEPDOWN."+st.Name+"."+co.Name, nil, 2*time.Second)
+	state := ""
+	testkit.WaitForState(c.t, func() string {
+		return "every server names one leader, not " + c.nats[k].name + " (last: " + state + ")"
+	}, func() bool {
+		named := map[string][]string{}  // stream or "stream > consumer" → the leader each server names
+		stepdown := map[string]string{} // → its step-down subject
+		for _, n := range c.nats {
+			resp, err := client.Get(n.ready.Monitor + "/jsz?accounts=true&streams=true&consumers=true")
+			if err != nil {
+				state = n.name + ": " + err.Error()
+				return false
+			}
+			var j jsz
+			err = json.NewDecoder(resp.Body).Decode(&j)
+			resp.Body.Close()
+			if err != nil {
+				state = n.name + ": " + err.Error()
+				return false
+			}
+			for _, a := range j.Accounts {
+				for _, st := range a.Streams {
+					if !slices.Contains(chaosStreams, st.Name) {
+						continue
+					}
+					named[st.Name] = append(named[st.Name], st.Cluster.Leader)
+					stepdown[st.Name] = "$JS.API.STREAM.LEADER.STEPDOWN." + st.Name
+					for _, co := range st.Consumers {
+						if co.Name == "wake" || co.Name == "agent" {
+							what := st.Name + " > " + co.Name
+							named[what] = append(named[what], co.Cluster.Leader)
+							stepdown[what] = "$JS.API.CONSUMER.LEADER.STEPDOWN." + st.Name + "." + co.Name
+						}
 					}
 				}
 			}
 		}
-		if led != "" {
-			time.Sleep(200 * time.Millisecond) // the elections
+		state = ""
+		for what, leaders := range named {
+			// (every server holds a replica of each: R3 on three; a
+			// majority of them naming it is enough to go on)
+			agreed := len(leaders) >= 2 && leaders[0] != "" && !slices.ContainsFunc(leaders, func(l string) bool { return l != leaders[0] })
+			switch {
+			case !agreed:
+				state += fmt.Sprintf("%s: %q; ", what, leaders) // an election, or its news, under way
+			case leaders[0] == c.nats[k].name:
+				state += what + " led by " + leaders[0] + "; "
+				_, _ = nc.Request(stepdown[what], nil, 2*time.Second)
+			}
 		}
-		return led == ""
+		if state != "" {
+			time.Sleep(200 * time.Millisecond) // pace the polls while the elections run
+		}
+		return state == ""
 	})
 }
 
@@ -567,7 +603,7 @@ func TestClusterChaos(t *testing.T) {
 		{name: "kill -9 delivery node", inject: func(c *chaosRun) { c.dlive.Store(false); c.delivery.kill() },
 			heal: func(c *chaosRun) { c.delivery.start(); c.dlive.Store(true) }},
 		{name: "kill -9 NATS meta leader",
-			inject: func(c *chaosRun) { victim = c.metaLeader(); c.nats[victim].kill() },
+			inject: func(c *chaosRun) { victim = c.metaLeader(); c.nats[victim].kill(); c.untarget(victim) },
 			heal:   func(c *chaosRun) { c.nats[victim].start(); c.retarget(victim) }},
 		{name: "SIGSTOP NATS queue leader",
 			inject: func(c *chaosRun) {
