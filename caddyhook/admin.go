@@ -24,7 +24,7 @@ func init() {
 // answer carries a token or secret. Every answer carries the admin API's
 // version in the Hooks-Api-Version header (internal/version.API).
 type adminAPI struct {
-	ctx caddy.Context // its config's: ends the live tails when it is replaced
+	ctx caddy.Context // its config's: ends the live tails when it is replaced (life)
 }
 
 // CaddyModule returns the Caddy module information.
@@ -51,13 +51,30 @@ func (a *adminAPI) Routes() []caddy.AdminRoute {
 // API route.
 func (a *adminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 	sub := strings.TrimPrefix(r.URL.Path, adminapi.Prefix)
-	if a.ctx.Context != nil {
+	if life := a.life(); life != nil {
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		defer context.AfterFunc(a.ctx, cancel)()
+		defer context.AfterFunc(life, cancel)()
 		r = r.WithContext(ctx)
 	}
 	return dispatchAdmin(w, r, sub, true)
+}
+
+// life is the context whose end ends a request (a live tail): the
+// config's this admin server belongs to, or, once that one has ended, the
+// config's in force. Caddy replaces the admin server before it provisions
+// a new config's apps and keeps the new one when the config is refused:
+// that admin server's config ended at once (and every request on it was
+// cancelled: a live tail after a refused reload ended as it began), while
+// the config in force goes on until a load replaces it.
+func (a *adminAPI) life() context.Context {
+	if a.ctx.Context == nil || a.ctx.Err() == nil {
+		return a.ctx.Context
+	}
+	if cur := caddy.ActiveContext(); cur.Context != nil {
+		return cur
+	}
+	return a.ctx
 }
 
 // serveAPI answers the API request sub (the path below /hooks/) below a

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/caddyhook/caddyhook/internal/adminapi"
+	"github.com/caddyhook/caddyhook/internal/listenguard"
 	"github.com/caddyhook/caddyhook/internal/testkit"
 )
 
@@ -47,18 +48,38 @@ func startOpsIngress(t *testing.T, o ingressOpts) (*ingress, *testAdmin) {
 	// runs before startIngress's cleanup: stops the admin endpoint too,
 	// which caddy.Stop leaves running
 	t.Cleanup(func() { _ = caddy.Load([]byte(`{"admin":{"disabled":true,"config":{"persist":false}}}`), true) })
-	// a connection per request: a config load replaces the admin server
-	// and shuts the old one down in the background, so a kept connection
-	// could be closed under a request sent on it (EOF for a replay POSTed
-	// right after a reload)
-	a := &testAdmin{t: t, sock: sock, in: in, c: &http.Client{
-		Timeout: 15 * time.Second,
-		Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		}},
-	}}
+	a := &testAdmin{t: t, sock: sock, in: in, c: &http.Client{Timeout: 15 * time.Second, Transport: adminTransport(sock)}}
 	t.Cleanup(func() { a.checkNoSecrets() })
 	return in, a
+}
+
+// adminTransport reaches the admin endpoint on the Unix socket sock, a
+// connection per request, each made once the replaced admin server is
+// gone. A config load, taken or refused, replaces the admin server and
+// shuts the old one down in the background: a kept connection could be
+// closed under a request sent on it (EOF for a replay POSTed right after
+// a reload), and until the old server closes its copy of the socket's
+// descriptor it takes new connections too, and closes one whose request
+// it reads while shutting down unanswered (net/http; EOF for the events
+// listed right after a refused reload in TestEventsSurviveReloadAndRestart).
+func adminTransport(sock string) *http.Transport {
+	return &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		for deadline := time.Now().Add(answerWithin); ; {
+			n, ok := listenguard.UnixListenersOn(sock)
+			if !ok || n <= 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil, fmt.Errorf("%d descriptors still listen on %s: the replaced admin server does not close its own", n, sock)
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(10 * time.Millisecond): // poll interval
+			}
+		}
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}
 }
 
 // do sends an admin request and returns the status and body.

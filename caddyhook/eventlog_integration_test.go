@@ -476,6 +476,40 @@ func TestStreamsEndOnReload(t *testing.T) {
 	}
 }
 
+// TestStreamAfterRefusedReload: a reload Caddy refuses leaves the admin
+// endpoint's live tail working (Caddy keeps the admin server it started
+// for the refused config, whose context ended at once: every tail opened
+// on it ended as it began), and such a tail ends when a reload replaces
+// the config in force.
+func TestStreamAfterRefusedReload(t *testing.T) {
+	dir := t.TempDir()
+	events := "events {\n\t\t\tdir " + dir + "\n\t\t}"
+	in, adm := startOpsIngress(t, ingressOpts{hooks: events})
+	cf := adm.caddyfile(events)
+	if err := in.tryLoad(strings.Replace(cf, "dir "+dir, "dir "+dir+"\n\t\t\tmax_events -1", 1)); err == nil {
+		t.Fatal("max_events -1 was accepted")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream := adm.openStream(ctx, "")
+	if r := in.post("/hooks/wake", `{"text":"after a refused reload"}`); r.status != 200 {
+		t.Fatalf("accept: %d %s", r.status, r.body)
+	}
+	stream.until(t, func(s string) bool { return strings.Contains(s, "event: event") })
+	in.load(cf)
+	ended := make(chan struct{})
+	go func() {
+		for range stream.lines { // until the stream ends
+		}
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(answerWithin):
+		t.Fatal("the live tail outlived the config in force")
+	}
+}
+
 // TestEventFanOutAndDuplicate: a fan-out (the gmail preset on a batch of
 // three messages) is one event with an action per message, each with the
 // gateway's run id; its idempotent replay is an event of its own, a

@@ -2,7 +2,6 @@ package caddyhook
 
 import (
 	"bufio"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/hmac"
@@ -118,10 +117,7 @@ func newReloadEnv(t *testing.T) *reloadEnv {
 	}
 	e.client, e.reloaded = newIngressClient(30 * time.Second)
 	sock := filepath.Join(dir, "admin.sock")
-	e.admin = &testAdmin{t: t, sock: sock, in: e.ingress, c: &http.Client{Timeout: 30 * time.Second,
-		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		}}}}
+	e.admin = &testAdmin{t: t, sock: sock, in: e.ingress, c: &http.Client{Timeout: 30 * time.Second, Transport: adminTransport(sock)}}
 	t.Cleanup(func() {
 		_ = caddy.Load([]byte(`{"admin":{"disabled":true,"config":{"persist":false}}}`), true)
 		_ = caddy.Stop()

@@ -201,3 +201,43 @@ func ListenersOn(addr netip.AddrPort) (n int, ok bool) {
 	}
 	return n, ok
 }
+
+// unixListening is the Flags of a listening socket in /proc/net/unix
+// (__SO_ACCEPTCON).
+const unixListening = "00010000"
+
+// UnixListenersOn counts this process's descriptors of the listening Unix
+// socket bound to path; ok is false when they cannot be read. Caddy shares
+// a Unix socket across a reload by duplicating its descriptor: until the
+// replaced server (its admin endpoint's too) closes its copy, either
+// server takes the next connection, and one shutting down closes it
+// unanswered. One descriptor left means every new connection reaches the
+// new server.
+func UnixListenersOn(path string) (n int, ok bool) {
+	f, err := os.Open(filepath.Join(procRoot, "self", "net", "unix"))
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	inodes := map[uint64]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Scan() // the header: Num RefCount Protocol Flags Type St Inode Path
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 8 || fields[3] != unixListening || strings.Join(fields[7:], " ") != path {
+			continue
+		}
+		if ino, err := strconv.ParseUint(fields[6], 10, 64); err == nil {
+			inodes[ino] = true
+		}
+	}
+	if sc.Err() != nil {
+		return 0, false
+	}
+	for _, ino := range socketInodes(filepath.Join(procRoot, "self", "fd")) {
+		if inodes[ino] {
+			n++
+		}
+	}
+	return n, true
+}

@@ -132,6 +132,14 @@ func TestListenersOn(t *testing.T) {
 		_ = first.Close()
 		t.Fatal(err)
 	}
+	closeInTurn(t, "ListenersOn("+addr.String()+")", first, second, func() (int, bool) { return ListenersOn(addr) })
+}
+
+// closeInTurn checks count (named what) with two listeners on one
+// address open, then after the first closes, then after the second: 2, 1
+// and 0.
+func closeInTurn(t *testing.T, what string, first, second net.Listener, count func() (int, bool)) {
+	t.Helper()
 	for _, step := range []struct {
 		close net.Listener
 		want  int
@@ -139,8 +147,41 @@ func TestListenersOn(t *testing.T) {
 		if step.close != nil {
 			_ = step.close.Close()
 		}
-		if n, ok := ListenersOn(addr); !ok || n != step.want {
-			t.Fatalf("ListenersOn(%s) = %d, %v; want %d", addr, n, ok, step.want)
+		if n, ok := count(); !ok || n != step.want {
+			t.Fatalf("%s = %d, %v; want %d", what, n, ok, step.want)
 		}
 	}
+}
+
+// TestUnixListenersOn counts the descriptors of a real listening Unix
+// socket, duplicated as Caddy shares one across a reload (the old admin
+// endpoint and the new): two, then one after the first closes, then none;
+// connections accepted on it are not listeners.
+func TestUnixListenersOn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	first, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.(*net.UnixListener).SetUnlinkOnClose(false)
+	f, err := first.(*net.UnixListener).File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := net.FileListener(f) // a duplicate of the descriptor
+	_ = f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	accepted, err := second.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer accepted.Close()
+	closeInTurn(t, "UnixListenersOn("+path+")", first, second, func() (int, bool) { return UnixListenersOn(path) })
 }

@@ -18,3 +18,6 @@ func stillListening(string, uint64) bool { return false }
 
 // ListenersOn reports that the listeners cannot be read here.
 func ListenersOn(netip.AddrPort) (int, bool) { return 0, false }
+
+// UnixListenersOn reports that the listeners cannot be read here.
+func UnixListenersOn(string) (int, bool) { return 0, false }

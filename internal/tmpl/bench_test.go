@@ -77,6 +77,26 @@ func BenchmarkMatch(b *testing.B) {
 	}
 }
 
+// BenchmarkMatchComprehension: a match with a comprehension, the
+// evaluations that run under a time bound (evalContext).
+func BenchmarkMatchComprehension(b *testing.B) {
+	env, err := NewEnv(0) // the real time bound, not testEnv's hour
+	if err != nil {
+		b.Fatal(err)
+	}
+	x, err := env.CompileBool(`payload.messages.exists(m, m.subject.startsWith("Re"))`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := testVars(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := x.Match(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkCompile(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {

@@ -27,18 +27,19 @@ import (
 //     bound (replace, join, format, whose result can be many times the size
 //     of their arguments) is refused before it runs, and a rendered value
 //     longer than the bound stops rendering;
-//   - time: the evaluation runs under a context with a deadline, checked
-//     between comprehension iterations.
+//   - time: the evaluation runs under a context that ends once it used its
+//     time bound of CPU time (or ten times it of wall-clock time:
+//     evalContext), checked between comprehension iterations.
 const (
 	// bytesPerUnit is the bytes of output one cost unit buys (CEL's
 	// string traversal factor, 0.1 per byte).
 	bytesPerUnit = 10
 	// minOutput is the output bound for small cost limits.
 	minOutput = 64 << 10
-	// timePerDefaultLimit is the wall-time bound at DefaultCostLimit;
-	// it scales with the limit. A full-cost evaluation takes about a
-	// tenth of it on an idle core: the bound is a backstop for work the
-	// cost model underestimates, not a scheduling deadline.
+	// timePerDefaultLimit is the time bound at DefaultCostLimit, of
+	// CPU time; it scales with the limit. A full-cost evaluation takes
+	// about a tenth of it on an idle core: the bound is a backstop for
+	// work the cost model underestimates, not a scheduling deadline.
 	timePerDefaultLimit = time.Second
 	// interruptEvery is how many comprehension iterations pass between
 	// two looks at the deadline.

@@ -19,7 +19,7 @@ import (
 // comprehension step is about 1) and data: reading or building strings
 // costs 1 per 10 bytes (bounds.go). Typical match expressions cost under
 // 100. The same limit sets the evaluation's output and time bounds
-// (boundsFor): at the default, 1 MB built and 1 s.
+// (boundsFor): at the default, 1 MB built and 1 s of CPU time.
 const DefaultCostLimit uint64 = 100_000
 
 // Env is a compiled CEL environment shared by all expressions of a config;
@@ -65,10 +65,11 @@ func NewEnv(costLimit uint64) (*Env, error) {
 type program struct {
 	prg       cel.Program
 	maxOutput int
-	// timeout is the wall-time bound; 0 for an expression without a
-	// comprehension, the only place an evaluation can be interrupted
-	// (everything else it does is bounded by the cost checks made before
-	// each call), which then skips the cost of a context.
+	// timeout is the time bound (CPU time, see evalContext); 0 for an
+	// expression without a comprehension, the only place an evaluation
+	// can be interrupted (everything else it does is bounded by the cost
+	// checks made before each call), which then skips the cost of a
+	// context.
 	timeout time.Duration
 }
 
@@ -124,9 +125,9 @@ func (p *program) eval(v *Vars) (ref.Val, error) {
 	var out ref.Val
 	var err error
 	if p.timeout > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+		ctx, done := evalContext(p.timeout)
 		out, _, err = p.prg.ContextEval(ctx, (*activation)(v))
-		cancel()
+		done()
 	} else {
 		out, _, err = p.prg.Eval((*activation)(v))
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// testEnv builds an environment or fails the test. Its wall-time bound
+// testEnv builds an environment or fails the test. Its time bound
 // is an hour: tests that are not about that bound must not depend on how
 // busy the machine is (TestCELTimeBound sets its own).
 func testEnv(t testing.TB, costLimit uint64) *Env {

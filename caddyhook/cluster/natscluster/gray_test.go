@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 
@@ -150,7 +151,8 @@ func TestCopyReadsThroughAnotherServer(t *testing.T) {
 		stopped = p2
 	}
 	opt := cluster.IdempotencyOptions{Lease: time.Minute, Wait: 4 * timeout, Timeout: timeout}
-	first, copy := cluster.NewIdempotency(a.b.Claims(), opt), cluster.NewIdempotency(b.b.Claims(), opt)
+	waiting := newWaitSeen(b.b.Claims())
+	first, copy := cluster.NewIdempotency(a.b.Claims(), opt), cluster.NewIdempotency(waiting, opt)
 	_, claim, err := first.Acquire(ctxT(t), "k")
 	if err != nil || claim == nil {
 		t.Fatalf("first: %v %v", claim, err)
@@ -164,7 +166,11 @@ func TestCopyReadsThroughAnotherServer(t *testing.T) {
 		rep, _, err := copy.Acquire(ctxT(t), "k")
 		got <- result{rep, err}
 	}()
-	time.Sleep(50 * time.Millisecond) // the copy is waiting (its first reads went through)
+	select { // the copy found the key claimed and waits
+	case <-waiting.seen:
+	case r := <-got:
+		t.Fatalf("copy answered before it waited: %+v %v", r.rep, r.err)
+	}
 	stopped.Blackhole(true)
 	if err := claim.Settle(200, []byte(`{"ok":true,"runId":"r"}`)); err != nil {
 		t.Fatal(err)
@@ -192,14 +198,39 @@ func TestUnreadableKeyIsNotBusy(t *testing.T) {
 		t.Fatalf("first: %v %v", claim, err)
 	}
 	defer claim.Release()
+	waiting := newWaitSeen(b.b.Claims())
 	got := make(chan error, 1)
 	go func() {
-		_, _, err := cluster.NewIdempotency(b.b.Claims(), opt).Acquire(ctxT(t), "k")
+		_, _, err := cluster.NewIdempotency(waiting, opt).Acquire(ctxT(t), "k")
 		got <- err
 	}()
-	time.Sleep(50 * time.Millisecond) // the copy is waiting
+	select { // the copy found the key claimed and waits
+	case <-waiting.seen:
+	case err := <-got:
+		t.Fatalf("copy answered before it waited: %v", err)
+	}
 	p.Blackhole(true)
 	if err := <-got; !errors.Is(err, cluster.ErrUnavailable) {
 		t.Fatalf("copy that cannot read: %v, want ErrUnavailable", err)
 	}
+}
+
+// waitSeen is a ClaimStore whose seen closes when a Wait begins: the
+// copy read the key's claim through its connection and waits for the
+// reply. (A fixed pause for it lost the race on a busy machine: the copy's
+// claim then went to the silent server and timed out, ErrUnavailable.)
+type waitSeen struct {
+	cluster.ClaimStore
+	once sync.Once
+	seen chan struct{}
+}
+
+func newWaitSeen(s cluster.ClaimStore) *waitSeen {
+	return &waitSeen{ClaimStore: s, seen: make(chan struct{})}
+}
+
+// Wait implements cluster.ClaimStore.
+func (w *waitSeen) Wait(ctx context.Context, key string) (cluster.Record, bool, error) {
+	w.once.Do(func() { close(w.seen) })
+	return w.ClaimStore.Wait(ctx, key)
 }
