@@ -145,6 +145,66 @@ func TestWakeLaneHandOverAtStop(t *testing.T) {
 	}
 }
 
+// TestWakeLaneStopWindowKeepsOrder: stopping a node clears its sender
+// first and then ends its lanes; a wake event the lane holder reaches in
+// between stays held and goes back in order with the rest. Before, it was
+// nak'd in place, the server redelivered it into the holder's fetch (still
+// open) behind the later ones, and the next holder sent it after them
+// (TestWakeLaneHandOverAtStop failed about 1 run in 40 that way). This
+// test widens that window.
+func TestWakeLaneStopWindowKeepsOrder(t *testing.T) {
+	srv := natstest.Run(t, natstest.Options{})
+	slow := func(c *Config) { c.AckWait = caddy.Duration(30 * time.Second) }
+	edge := openNode(t, []string{srv.URL()}, "ww", queueParams(), slow)
+	a := openNode(t, []string{natstest.NewProxy(t, srv.Addr()).URL()}, "ww", queueParams(), slow)
+	b := openNode(t, []string{natstest.NewProxy(t, srv.Addr()).URL()}, "ww", queueParams(), slow)
+	natstest.WaitFor(t, "up", func() bool { return edge.b.Up() && a.b.Up() && b.b.Up() })
+	wakes := natstest.Events("win", spool.KindWake, 60)
+	publishAll(t, edge, wakes)
+
+	gw := &concurrency{delay: 2 * time.Millisecond}
+	qa := a.b.Queue().(*queue)
+	var once sync.Once
+	stopped := make(chan struct{})
+	gwA := &senderFunc{func(ctx context.Context, ev *spool.Event) (int, string, error) {
+		code, reason, err := gw.Send(ctx, ev)
+		if gw.Delivered() >= 10 {
+			once.Do(func() {
+				qa.sender.Store(nil) // what SetSender(nil) does first...
+				go func() {
+					defer close(stopped)
+					time.Sleep(200 * time.Millisecond) // (the widened window: no sender, lanes running)
+					b.b.Queue().SetSender(gw, 2)
+					qa.SetSender(nil, 0) // ...then it ends the lanes
+				}()
+			})
+		}
+		return code, reason, err
+	}}
+	a.b.Queue().SetSender(gwA, 2)
+	natstest.WaitFor(t, "node A stopped", func() bool {
+		select {
+		case <-stopped:
+			return true
+		default:
+			return false
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for gw.Delivered() < len(wakes) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d wake events delivered 20 s after the hand-over (ack_wait is 30 s)", gw.Delivered(), len(wakes))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, d := gw.Counts(); d != 0 {
+		t.Errorf("%d wake events delivered twice", d)
+	}
+	if got, want := gw.Order(), wakeIDs(wakes); !slices.Equal(got, want) {
+		t.Errorf("wake order\n got %v\nwant %v", got, want)
+	}
+}
+
 // TestWakeLaneFailoverKeepsOrder (issue 24 item 3): the node holding the
 // wake lane is cut off from NATS mid-backlog, holding wake events it
 // fetched and did not send. Another delivery node takes the lease once it
