@@ -628,8 +628,8 @@ func (q *queue) handle(ctx context.Context, m jetstream.Msg) {
 
 // open reads a delivered message's event. A message that is not sealed
 // with the cluster's keys is removed unsent, an unreadable one or one past
-// max_age goes to the dead letters, and without a sender the message goes
-// back to the queue: ok is false for all of them.
+// max_age goes to the dead letters: ok is false for all of them. (Without
+// a sender, send gives the message back, or the wake lane keeps it held.)
 func (q *queue) open(m jetstream.Msg) (ev *spool.Event, meta *jetstream.MsgMetadata, ok bool) {
 	meta, err := m.Metadata()
 	if err != nil {
@@ -657,10 +657,6 @@ func (q *queue) open(m jetstream.Msg) (ev *spool.Event, meta *jetstream.MsgMetad
 	}
 	ev.Seq = meta.Sequence.Stream
 	if q.expired(m, meta, ev) {
-		return nil, nil, false
-	}
-	if q.sender.Load() == nil {
-		_ = m.Nak()
 		return nil, nil, false
 	}
 	return ev, meta, true
@@ -715,9 +711,17 @@ func (r sendResult) deadReason() string {
 // send sends ev to the gateway, telling the server meanwhile that m is
 // being worked on; ok is false when there is no sender (m goes back).
 func (q *queue) send(ctx context.Context, m jetstream.Msg, ev *spool.Event) (r sendResult, ok bool) {
+	if r, ok = q.sendHeld(ctx, m, ev); !ok {
+		_ = m.Nak()
+	}
+	return r, ok
+}
+
+// sendHeld is send that leaves m alone when there is no sender: the wake
+// lane keeps m held, to give it back in order with the rest (wake.go).
+func (q *queue) sendHeld(ctx context.Context, m jetstream.Msg, ev *spool.Event) (r sendResult, ok bool) {
 	box := q.sender.Load()
 	if box == nil {
-		_ = m.Nak()
 		return r, false
 	}
 	stop := q.keepAlive(m)

@@ -363,11 +363,17 @@ func (q *queue) deliverWake(ctx context.Context, m jetstream.Msg) {
 				return
 			}
 		}
-		r, ok := q.send(ctx, m, ev)
+		r, ok := q.sendHeld(ctx, m, ev)
 		if done != nil {
 			done(ok)
 		}
 		if !ok {
+			// No sender: this node is stopping (setSender ends ctx next).
+			// m stays held and goes back in order with the rest; a nak
+			// here would have the server redeliver it into this node's
+			// fetch, still open, behind the later ones, and the next
+			// holder would send it after them.
+			<-ctx.Done()
 			return
 		}
 		switch spool.Classify(r.status, r.err) {

@@ -110,26 +110,26 @@ func TestWakeLaneFetchesInBatchesInOrder(t *testing.T) {
 	}
 }
 
-// TestWakeLaneHandOverAtStop (issue 24 item 3): the node holding the wake
-// lane stops delivering (a reload, a pause) in the middle of a backlog:
-// it gives back what it fetched, in order, and releases the lease, so
-// another delivery node goes on at once, not after ack_wait (30 s here),
-// every wake once and in order.
-func TestWakeLaneHandOverAtStop(t *testing.T) {
+// handOverNodes starts a NATS server, an accepting node that queues 60
+// wake events (ids prefix-000...) and two delivery nodes A and B in
+// namespace ns, with an ack_wait of 30 s.
+func handOverNodes(t *testing.T, ns, prefix string) (a, b *node, wakes []*spool.Event) {
+	t.Helper()
 	srv := natstest.Run(t, natstest.Options{})
 	slow := func(c *Config) { c.AckWait = caddy.Duration(30 * time.Second) }
-	edge := openNode(t, []string{srv.URL()}, "wh", queueParams(), slow)
-	a := openNode(t, []string{natstest.NewProxy(t, srv.Addr()).URL()}, "wh", queueParams(), slow)
-	b := openNode(t, []string{natstest.NewProxy(t, srv.Addr()).URL()}, "wh", queueParams(), slow)
+	edge := openNode(t, []string{srv.URL()}, ns, queueParams(), slow)
+	a = openNode(t, []string{natstest.NewProxy(t, srv.Addr()).URL()}, ns, queueParams(), slow)
+	b = openNode(t, []string{natstest.NewProxy(t, srv.Addr()).URL()}, ns, queueParams(), slow)
 	natstest.WaitFor(t, "up", func() bool { return edge.b.Up() && a.b.Up() && b.b.Up() })
-	wakes := natstest.Events("hand", spool.KindWake, 60)
+	wakes = natstest.Events(prefix, spool.KindWake, 60)
 	publishAll(t, edge, wakes)
+	return a, b, wakes
+}
 
-	gw := &concurrency{delay: 2 * time.Millisecond}
-	a.b.Queue().SetSender(gw, 2)
-	natstest.WaitFor(t, "node A delivers some", func() bool { return gw.Delivered() >= 10 })
-	b.b.Queue().SetSender(gw, 2)
-	a.b.Queue().SetSender(nil, 0) // node A stops: node B takes over
+// checkHandedOver waits until gw has every wake event, at most 20 s after
+// the hand-over (ack_wait is 30 s), and checks each went once, in order.
+func checkHandedOver(t *testing.T, gw *concurrency, wakes []*spool.Event) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for gw.Delivered() < len(wakes) {
 		if time.Now().After(deadline) {
@@ -143,6 +143,61 @@ func TestWakeLaneHandOverAtStop(t *testing.T) {
 	if got, want := gw.Order(), wakeIDs(wakes); !slices.Equal(got, want) {
 		t.Errorf("wake order\n got %v\nwant %v", got, want)
 	}
+}
+
+// TestWakeLaneHandOverAtStop (issue 24 item 3): the node holding the wake
+// lane stops delivering (a reload, a pause) in the middle of a backlog:
+// it gives back what it fetched, in order, and releases the lease, so
+// another delivery node goes on at once, not after ack_wait (30 s here),
+// every wake once and in order.
+func TestWakeLaneHandOverAtStop(t *testing.T) {
+	a, b, wakes := handOverNodes(t, "wh", "hand")
+	gw := &concurrency{delay: 2 * time.Millisecond}
+	a.b.Queue().SetSender(gw, 2)
+	natstest.WaitFor(t, "node A delivers some", func() bool { return gw.Delivered() >= 10 })
+	b.b.Queue().SetSender(gw, 2)
+	a.b.Queue().SetSender(nil, 0) // node A stops: node B takes over
+	checkHandedOver(t, gw, wakes)
+}
+
+// TestWakeLaneStopWindowKeepsOrder: stopping a node clears its sender
+// first and then ends its lanes; a wake event the lane holder reaches in
+// between stays held and goes back in order with the rest. Before, it was
+// nak'd in place, the server redelivered it into the holder's fetch (still
+// open) behind the later ones, and the next holder sent it after them
+// (TestWakeLaneHandOverAtStop failed about 1 run in 40 that way). This
+// test widens that window.
+func TestWakeLaneStopWindowKeepsOrder(t *testing.T) {
+	a, b, wakes := handOverNodes(t, "ww", "win")
+	gw := &concurrency{delay: 2 * time.Millisecond}
+	qa := a.b.Queue().(*queue)
+	var once sync.Once
+	stopped := make(chan struct{})
+	gwA := &senderFunc{func(ctx context.Context, ev *spool.Event) (int, string, error) {
+		code, reason, err := gw.Send(ctx, ev)
+		if gw.Delivered() >= 10 {
+			once.Do(func() {
+				qa.sender.Store(nil) // what SetSender(nil) does first...
+				go func() {
+					defer close(stopped)
+					time.Sleep(200 * time.Millisecond) // (the widened window: no sender, lanes running)
+					b.b.Queue().SetSender(gw, 2)
+					qa.SetSender(nil, 0) // ...then it ends the lanes
+				}()
+			})
+		}
+		return code, reason, err
+	}}
+	a.b.Queue().SetSender(gwA, 2)
+	natstest.WaitFor(t, "node A stopped", func() bool {
+		select {
+		case <-stopped:
+			return true
+		default:
+			return false
+		}
+	})
+	checkHandedOver(t, gw, wakes)
 }
 
 // TestWakeLaneFailoverKeepsOrder (issue 24 item 3): the node holding the
