@@ -182,7 +182,7 @@ func (g *Gate) helloFrom(id memberID) {
 // Joining reports whether node is a live member that said hello (it
 // started, or came back) at most the hold before at: its own gate may
 // still hold at level 0 then (it has not heard every member yet), so
-// that what it writes at at may be in the formats of level 0 although
+// that what it writes at that time may be in the formats of level 0 although
 // every member, itself included, runs at a higher level. A reader that
 // refuses those formats above level 0 reads them from such a node.
 func (g *Gate) Joining(node string, at time.Time) bool {
