@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/caddyhook/caddyhook/caddyhook/cluster"
@@ -72,18 +71,8 @@ const publishBucket = 2.5
 // bucket le, and how many in all.
 func slowPublishes(t *testing.T, le float64) (over, all uint64) {
 	t.Helper()
-	var m *cluster.Metrics
-	sharedPool.Range(func(_, v any) bool {
-		if s, ok := v.(*clusterMetricsShare); ok {
-			m = s.m
-		}
-		return true
-	})
-	if m == nil {
-		t.Fatal("no cluster metrics in the pool")
-	}
-	reg := prometheus.NewRegistry()
-	if err := m.Register(reg); err != nil {
+	reg, err := clusterMetricsRegistry()
+	if err != nil {
 		t.Fatal(err)
 	}
 	mfs, err := reg.Gather()
