@@ -150,6 +150,20 @@ func clusterMetric(t *testing.T, name string) float64 {
 // with labels (name, value pairs; none: its only series) through a
 // registry, as a /metrics scrape does.
 func gatherClusterMetric(name string, labels ...string) (float64, error) {
+	reg, err := clusterMetricsRegistry()
+	if err != nil {
+		return 0, err
+	}
+	v, ok := promtest.Value(reg, name, labels...)
+	if !ok {
+		return 0, fmt.Errorf("no metric %s %v", name, labels)
+	}
+	return v, nil
+}
+
+// clusterMetricsRegistry is a registry holding the process's cluster
+// metrics (bound to one node of this process).
+func clusterMetricsRegistry() (*prometheus.Registry, error) {
 	var m *cluster.Metrics
 	sharedPool.Range(func(_, v any) bool {
 		if s, ok := v.(*clusterMetricsShare); ok {
@@ -158,17 +172,13 @@ func gatherClusterMetric(name string, labels ...string) (float64, error) {
 		return true
 	})
 	if m == nil {
-		return 0, errors.New("no cluster metrics in the pool")
+		return nil, errors.New("no cluster metrics in the pool")
 	}
 	reg := prometheus.NewRegistry()
 	if err := m.Register(reg); err != nil {
-		return 0, err
+		return nil, err
 	}
-	v, ok := promtest.Value(reg, name, labels...)
-	if !ok {
-		return 0, fmt.Errorf("no metric %s %v", name, labels)
-	}
-	return v, nil
+	return reg, nil
 }
 
 // failuresOf reads what t holds for ip now: the failures counted, and
