@@ -147,7 +147,8 @@ func drainedThrough(t *testing.T, c *clusterNodes, node int, gw *testGateway) {
 // the cluster call to its return: within the histogram's 2.5 s bucket),
 // and every request is answered, from the moment the client has written
 // it, within the timeout plus a second, and plus the fallback's write
-// (docs/cluster.md: "within timeout (plus the fallback's fsync)") on the
+// (docs/cluster.md: "within timeout of its publish starting", the
+// fallback's fsync after) on the
 // edge that has one: 200 from the edge with a fallback spool, 503 or 504
 // with Retry-After from the edge with `fallback reject`;
 // caddy_hooks_cluster_up answers too and drops to 0. After the partition
